@@ -1,0 +1,160 @@
+"""A euchre hand: N passes, the dealer restacking between them, then the deal moves left.
+
+Between passes the status LED asks the dealer to put one pile on the other
+and touch for the next pass. The two pile sensors tell which pile went on top
+(the one lifted first), or that they could not tell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .config import Config
+from .controller import PassController
+from .device import (
+    EventKind,
+    FaultKind,
+    InputEvent,
+    PassReport,
+    Signal,
+    Status,
+    stacking_from_lifts,
+)
+from .errors import DeviceTimeoutError
+from .logs import get_logger
+from .mechanics import Pile
+from .planning import Mode, PackTracker, Planner
+from .state import State
+
+log = get_logger("shuffler.hand")
+
+#: faults after which the hand goes on (the pass finished, only degraded)
+CONTINUABLE = frozenset({FaultKind.COUNT_MISMATCH})
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    number: int  # 1-based within the hand
+    report: PassReport
+    stacking: Pile | None  # which pile the sensors saw go on top afterwards
+
+
+@dataclass
+class HandReport:
+    number: int
+    dealer: str
+    next_dealer: str
+    passes_planned: int
+    mode: Mode
+    records: list[PassRecord] = field(default_factory=list)
+    completed: bool = False
+    tracking: bool = True  # the controller still knows where every card is
+
+    @property
+    def fault(self):
+        return next((r.report.fault for r in reversed(self.records) if r.report.fault), None)
+
+
+def dealer_index(state: State, config: Config) -> int:
+    """Whose deal it is: the stored seat, or the configured first dealer."""
+    seats = config.table.seats
+    if state.dealer is None:
+        return seats.index(config.table.first_dealer)
+    return state.dealer % len(seats)
+
+
+class HandRunner:
+    def __init__(self, controller: PassController, planner: Planner, config: Config) -> None:
+        self.controller = controller
+        self.device = controller.device
+        self.planner = planner
+        self.config = config
+        self.tracker: PackTracker | None = None  # in memory only: it is as secret as a plan
+
+    def run(
+        self,
+        passes: int,
+        cards: int,
+        *,
+        on_pass_start: Callable[[int, int], None] | None = None,
+        on_card: Callable[[int, int], None] | None = None,
+        on_pass_done: Callable[[PassRecord], None] | None = None,
+    ) -> HandReport:
+        seats = self.config.table.seats
+        state = self.controller.store.load()
+        dealer = dealer_index(state, self.config)
+        report = HandReport(
+            state.hands_completed + 1,
+            seats[dealer],
+            seats[(dealer + 1) % len(seats)],
+            passes,
+            self.planner.mode,
+        )
+        tracker = self.tracker = PackTracker(cards, self.device.info.feed)
+        self.controller.check_ready()
+        for index in range(passes):
+            number = index + 1
+            if on_pass_start:
+                on_pass_start(number, passes)
+            plan = self.planner.plan(index, cards, tracker)
+            result = self.controller.run_pass(plan, on_card)
+            stop = result.fault is not None and result.fault.kind not in CONTINUABLE
+            last = number == passes
+            stacking = None
+            if not stop:
+                self.device.show(
+                    Status(Signal.STACK, plan.on_top, None if last else number + 1, passes)
+                )
+                stacking = self._await_restack(number, passes, wait_touch=not last)
+            tracker.after_pass(plan, result.counted, stacking)
+            record = PassRecord(number, result, stacking)
+            report.records.append(record)
+            if on_pass_done:
+                on_pass_done(record)
+            if stop:
+                break
+        report.tracking = tracker.known
+        report.completed = len(report.records) == passes and not (
+            report.fault and report.fault.kind not in CONTINUABLE
+        )
+        if report.completed:
+
+            def advance(s: State) -> None:
+                s.hands_completed += 1
+                s.dealer = (dealer + 1) % len(seats)
+
+            self.controller.update(advance)
+            self.device.show(Status(Signal.READY))
+        log.info(
+            "hand",
+            number=report.number,
+            dealer=report.dealer,
+            passes=len(report.records),
+            completed=report.completed,
+        )
+        return report
+
+    def _await_restack(self, done: int, of: int, wait_touch: bool) -> Pile | None:
+        """Collect pile lifts; between passes also wait for the touch that starts the next."""
+        lifts: list[InputEvent] = []
+        timeout = self.config.hand.touch_timeout_s
+        while True:
+            if wait_touch:
+                ev = self.device.wait_event(timeout)
+                if ev is None:
+                    raise DeviceTimeoutError(
+                        f"No touch within {timeout:.0f} s after pass {done} of {of}: the hand "
+                        "stops here. Run the hand again when ready."
+                    )
+            else:
+                events = self.device.drain_events()
+                lifts.extend(e for e in events if e.kind is EventKind.PILE_LIFTED)
+                break
+            if ev.kind is EventKind.PILE_LIFTED:
+                lifts.append(ev)
+            elif ev.kind is EventKind.TOUCH:
+                break
+        stacking = stacking_from_lifts(lifts, self.config.mechanism.both_window_s)
+        log.debug("restacked", after_pass=done, on_top=stacking.name if stacking else None)
+        return stacking

@@ -1,0 +1,76 @@
+import random
+
+import pytest
+
+from shuffler.config import Config, load_config_text
+from shuffler.controller import PassController
+from shuffler.device import FaultKind
+from shuffler.errors import DeviceTimeoutError
+from shuffler.hand import HandRunner
+from shuffler.mechanics import Pile
+from shuffler.planning import CoinPlanner
+from shuffler.state import StateStore
+
+
+def run_hand(sim, tmp_path, *, cards=24, passes=4, faults=(), habit="instructed",
+             config: Config | None = None, device=None):
+    dev = device or sim.make(cards, faults, habit)
+    start = sim.pack(dev)
+    runner = HandRunner(PassController(dev, StateStore(tmp_path)),
+                        CoinPlanner(random.Random(5)), config or Config())
+    return runner.run(passes, cards), runner, dev, start
+
+
+@pytest.mark.parametrize("cards", [24, 32, 104])
+def test_a_hand_counts_every_card_on_every_pass(sim, tmp_path, cards):
+    hand, _, _, _ = run_hand(sim, tmp_path, cards=cards)
+    assert hand.completed and len(hand.records) == 4
+    for rec in hand.records:
+        assert rec.report.counted == cards and sum(rec.report.piles) == cards
+
+
+def test_the_deal_moves_left_and_hands_are_numbered(sim, tmp_path):
+    cfg = load_config_text('[table]\nseats = ["N", "E", "S", "W"]\nfirst_dealer = "S"')
+    seen = []
+    for _ in range(5):
+        hand, *_ = run_hand(sim, tmp_path, passes=1, config=cfg)
+        seen.append((hand.number, hand.dealer, hand.next_dealer))
+    assert seen == [(1, "S", "W"), (2, "W", "N"), (3, "N", "E"), (4, "E", "S"), (5, "S", "W")]
+
+
+@pytest.mark.parametrize(("habit", "stacking"), [("instructed", Pile.LEFT),
+                                                 ("other", Pile.RIGHT)])
+def test_the_hand_reads_the_stacking_and_tracks_every_card(sim, tmp_path, habit, stacking):
+    hand, runner, dev, start = run_hand(sim, tmp_path, habit=habit)
+    assert [r.stacking for r in hand.records] == [stacking] * 4
+    assert hand.tracking
+    assert [start[i] for i in runner.tracker.order] == sim.pack(dev)
+
+
+def test_both_piles_lifted_at_once_loses_track_but_finishes(sim, tmp_path):
+    hand, runner, _, _ = run_hand(sim, tmp_path, habit="both")
+    assert hand.completed and [r.stacking for r in hand.records] == [None] * 4
+    assert not hand.tracking and runner.tracker.order is None
+
+
+def test_a_jam_stops_the_hand_and_the_deal_stays(sim, tmp_path):
+    hand, *_ = run_hand(sim, tmp_path, faults=["jam:13"])
+    assert not hand.completed and len(hand.records) == 1
+    assert hand.fault.kind is FaultKind.JAM
+    state = StateStore(tmp_path).load()
+    assert state.hands_completed == 0 and state.fault["kind"] == "jam" and state.jams == 1
+
+
+def test_a_double_feed_degrades_the_pass_and_the_hand_goes_on(sim, tmp_path):
+    hand, *_ = run_hand(sim, tmp_path, faults=["double:3"])
+    assert hand.completed and len(hand.records) == 4
+    assert hand.records[0].report.fault.kind is FaultKind.COUNT_MISMATCH
+    assert "Counted 23 of 24" in hand.records[0].report.fault.message
+    assert not hand.tracking
+
+
+def test_no_touch_between_passes_times_out(sim, tmp_path):
+    dev = sim.make(24)
+    dev.show = lambda status: None  # a dealer who walked away
+    with pytest.raises(DeviceTimeoutError, match="No touch within 300 s after pass 1 of 4"):
+        run_hand(sim, tmp_path, device=dev)
