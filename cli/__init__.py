@@ -1,0 +1,1 @@
+"""The ``shuffler`` command line (click): parse, call the core, render."""

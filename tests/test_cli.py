@@ -1,0 +1,163 @@
+"""The command line as a dealer and a script use it: output, JSON and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+
+FAST = ["--sim-speed", "1000000"]
+
+
+@pytest.fixture
+def run(tmp_path):
+    runner = CliRunner()
+
+    def invoke(*args: str, state: str = "state"):
+        env = {"SHUFFLER_STATE_DIR": str(tmp_path / state), "SHUFFLER_CONFIG": ""}
+        return runner.invoke(cli, [*FAST, *args], env=env, catch_exceptions=False)
+
+    return invoke
+
+
+def out_json(result) -> dict:
+    return json.loads(result.stdout)
+
+
+def test_json_pass_has_the_documented_fields(run):
+    result = run("--json", "pass", "--cards", "32")
+    assert result.exit_code == 0, result.output
+    p = out_json(result)["pass"]
+    assert p["counted"] == p["expected"] == 32
+    assert len(p["piles"]) == 2 and sum(p["piles"]) == 32
+    assert p["fault"] is None and p["seconds"] > 0
+
+
+@pytest.mark.parametrize("cards", [24, 32, 104])
+def test_json_hand_counts_every_pass(run, cards):
+    result = run("--json", "hand", "--passes", "4", "--cards", str(cards))
+    assert result.exit_code == 0
+    hand = out_json(result)["hand"]
+    assert (hand["number"], hand["dealer"], hand["next_dealer"]) == (1, "North", "East")
+    assert [p["counted"] for p in hand["passes"]] == [cards] * 4
+    assert all(sum(p["piles"]) == cards for p in hand["passes"])
+
+
+def test_text_hand_prints_a_line_per_pass_and_a_summary(run):
+    result = run("hand", "--passes", "3")
+    assert result.exit_code == 0
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].startswith("pass 1/3: 24/24 cards counted, piles ")
+    assert lines[-1].startswith("hand 1: dealt by North; 3 of 3 passes done")
+    assert lines[-1].endswith("East deals next")
+    assert "hand 2: dealt by East" in run("hand", "--passes", "1").stdout
+
+
+@pytest.mark.parametrize("cards", ["0", "105", "-3", "x"])
+def test_a_load_outside_the_limits_is_refused_with_exit_2(run, cards):
+    result = run("pass", "--cards", cards)
+    assert result.exit_code == 2
+    assert "--cards" in result.stderr
+
+
+def test_a_jam_exits_3_and_tells_the_dealer_what_to_do(run):
+    result = run("--sim-fault", "jam:13", "pass")
+    assert result.exit_code == 3
+    assert "Jam at card 13 of 24: 12 cards dealt" in result.stderr
+    assert "shuffler clear" in result.stderr
+
+
+def test_a_latched_jam_blocks_every_pass_until_cleared(run):
+    assert run("--json", "--sim-fault", "jam:13", "hand").exit_code == 3
+    status = out_json(run("--json", "status"))
+    assert status["fault"]["kind"] == "jam" and status["health"]["ok"] is False
+    blocked = run("--json", "pass")
+    assert blocked.exit_code == 3 and "latched" in out_json(blocked)["error"]["message"]
+    cleared = run("--json", "clear")
+    assert cleared.exit_code == 0 and out_json(cleared)["was"]["kind"] == "jam"
+    assert run("pass").exit_code == 0
+
+
+@pytest.mark.parametrize(("spec", "code", "kind"), [
+    ("jam:13", 3, "jam"),
+    ("misfeed:5", 3, "misfeed"),
+    ("double:7", 3, "count_mismatch"),
+    ("battery:5.0", 4, None),
+])
+def test_every_sim_fault_kind(run, spec, code, kind):
+    result = run("--json", "--sim-fault", spec, "pass")
+    assert result.exit_code == code
+    data = out_json(result)
+    if kind is None:
+        assert data["error"]["kind"] == "LowBatteryError"
+    else:
+        assert data["pass"]["fault"]["kind"] == kind
+
+
+def test_a_stall_under_load_is_low_battery_with_exit_4(run):
+    # 6.8 V at rest passes the idle check, but sags below the motor's stall point under load
+    result = run("--json", "--sim-fault", "battery:6.8", "pass")
+    assert result.exit_code == 4
+    assert out_json(result)["pass"]["fault"]["kind"] == "low_battery"
+
+
+def test_a_flat_battery_is_refused_before_anything_moves(run):
+    result = run("--json", "--sim-fault", "battery:6.4", "pass")
+    assert result.exit_code == 4
+    assert "6.40 V" in out_json(result)["error"]["message"]
+    assert out_json(run("--json", "status"))["counters"]["passes"] == 0
+
+
+@pytest.mark.parametrize("spec", ["jam", "jam:x", "jam:0", "battery:lots", "smoke:3", "double:"])
+def test_a_bad_fault_spec_is_exit_2_and_named(run, spec):
+    result = run("--sim-fault", spec, "pass")
+    assert result.exit_code == 2 and repr(spec) in result.stderr
+
+
+def test_status_json(run):
+    data = out_json(run("--json", "status"))
+    assert data["device"]["kind"] == "sim" and data["health"]["ok"] is True
+    assert data["fault"] is None and data["battery"]["volts"] > 8
+
+
+def test_a_bad_config_file_is_exit_2_and_named(run, tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[hand]\npasses = 99\n")
+    result = run("--config", str(bad), "hand")
+    assert result.exit_code == 2
+    assert f"{bad}: [hand] passes: expected a whole number from 1 to 30, got 99" in result.stderr
+
+
+def test_the_config_sets_passes_and_cards(run, tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("[hand]\npasses = 2\ncards = 32\n")
+    hand = out_json(run("--config", str(cfg), "--json", "hand"))["hand"]
+    assert [p["counted"] for p in hand["passes"]] == [32, 32]
+
+
+def test_hardware_devices_not_built_yet_say_so(run):
+    result = run("--device", "gpio", "pass")
+    assert result.exit_code == 2 and "not available" in result.stderr
+    result = run("--device", "gpio", "--sim-seed", "3", "pass")
+    assert result.exit_code == 2 and "only to a simulated device" in result.stderr
+
+
+def test_a_seeded_simulator_repeats_itself(run):
+    a = out_json(run("--json", "--sim-seed", "11", "pass", state="a"))["pass"]
+    b = out_json(run("--json", "--sim-seed", "11", "pass", state="b"))["pass"]
+    assert a["piles"] == b["piles"]
+
+
+def test_the_installed_command_keeps_stdout_for_json_and_logs_on_stderr(tmp_path):
+    env = {**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path), "SHUFFLER_CONFIG": ""}
+    proc = subprocess.run([sys.executable, "-m", "cli", *FAST, "-v", "--json", "hand",
+                           "--passes", "2"], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["hand"]["passes"][1]["counted"] == 24
+    assert "pass" in proc.stderr  # -v logs each pass, on stderr only
