@@ -83,8 +83,6 @@ class Progress:
         filled = self.width * counted // max(expected, 1)
         bar = "#" * filled + "-" * (self.width - filled)
         self.stream.write(f"\r{self.label} [{bar}] {counted}/{expected}")
-        if counted >= expected:
-            self.stream.write("\r" + " " * (self.width + len(self.label) + 16) + "\r")
         self.stream.flush()
 
     def end(self) -> None:
