@@ -25,7 +25,7 @@ from shuffler.device import FaultKind, ShufflerDevice
 from shuffler.errors import ShufflerError
 from shuffler.hand import HandRunner, dealer_index
 from shuffler.logs import configure, get_logger
-from shuffler.planning import CoinPlanner, PackTracker
+from shuffler.planning import Mode, PackTracker, make_planner
 from shuffler.state import StateStore, default_state_dir
 
 from . import render
@@ -80,7 +80,16 @@ def fail(app: App | None, error: ShufflerError) -> NoReturn:
     sys.exit(code)
 
 
-def cards_option(default_from_config: bool = True):
+def mode_option():
+    return click.option(
+        "--mode",
+        type=click.Choice([m.value for m in Mode]),
+        default=None,
+        help="planned: reach the physical limit (default); coin: the plain machine",
+    )
+
+
+def cards_option():
     return click.option(
         "--cards",
         type=click.IntRange(1, MAX_CARDS),
@@ -184,16 +193,18 @@ def run_guarded(app: App, body) -> None:
 
 @cli.command("pass")
 @cards_option()
+@mode_option()
 @click.pass_obj
-def pass_cmd(app: App, cards: int | None) -> None:
+def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
     """Run one pass of the loaded pack."""
     cards = cards or app.config.hand.cards
+    planning_mode = Mode(mode) if mode else app.config.hand.mode
 
     def body() -> int:
         device = app.open(cards)
         controller = app.controller(device)
         progress = render.Progress()
-        planner = CoinPlanner(plan_source(device, app.sim.seed))
+        planner = make_planner(planning_mode, 1, plan_source(device, app.sim.seed))
         report = controller.run_pass(
             planner.plan(0, cards, PackTracker(cards, device.info.feed)), progress.card
         )
@@ -217,11 +228,13 @@ def pass_cmd(app: App, cards: int | None) -> None:
     help="passes in this hand, 1 to 30 (default: from the config, 4)",
 )
 @cards_option()
+@mode_option()
 @click.pass_obj
-def hand(app: App, passes: int | None, cards: int | None) -> None:
+def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> None:
     """Run one euchre hand: N passes, then the deal moves to the left."""
     passes = passes or app.config.hand.passes
     cards = cards or app.config.hand.cards
+    planning_mode = Mode(mode) if mode else app.config.hand.mode
 
     def body() -> int:
         device = app.open(cards)
@@ -233,7 +246,8 @@ def hand(app: App, passes: int | None, cards: int | None) -> None:
             if not app.json:
                 click.echo(render.pass_line(record.report, record.number, passes))
 
-        runner = HandRunner(controller, CoinPlanner(plan_source(device, app.sim.seed)), app.config)
+        planner = make_planner(planning_mode, passes, plan_source(device, app.sim.seed))
+        runner = HandRunner(controller, planner, app.config)
         result = runner.run(
             passes, cards, on_pass_start=progress.start, on_card=progress.card, on_pass_done=done
         )

@@ -36,6 +36,7 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "passes_planned": hand.passes_planned,
         "completed": hand.completed,
         "tracking": hand.tracking,
+        "distance": None if hand.distance is None else float(hand.distance),
         "passes": [record_dict(r) for r in hand.records],
     }
 
@@ -57,12 +58,21 @@ def hand_summary(hand: HandReport) -> str:
     if hand.completed:
         return (
             f"hand {hand.number}: dealt by {hand.dealer}; {done} of {hand.passes_planned} "
-            f"passes done ({mode}); {hand.next_dealer} deals next"
+            f"passes done ({mode}, {distance_text(hand.distance)}); "
+            f"{hand.next_dealer} deals next"
         )
     return (
         f"hand {hand.number}: stopped after {done} of {hand.passes_planned} passes; "
         f"{hand.dealer} still deals"
     )
+
+
+def distance_text(distance) -> str:
+    if distance is None:
+        return "distance from random unknown: a double feed on the last pass"
+    if distance == 0:
+        return "exactly random"
+    return f"distance from random {float(distance):.2g}"
 
 
 class Progress:

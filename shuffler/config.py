@@ -34,7 +34,7 @@ DEVICE_KINDS = ("sim", "sim-gpio", "sim-serial", "gpio")  # plus "serial:PORT"
 class HandConfig:
     passes: int = 4
     cards: int = 24
-    mode: Mode = Mode.COIN
+    mode: Mode = Mode.PLANNED
     touch_timeout_s: float = 300.0  # between passes, how long to wait for the dealer
 
 
@@ -200,7 +200,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     hand = HandConfig(
         passes=h.int("passes", 4, 1, 30),
         cards=h.int("cards", 24, 1, MAX_CARDS),
-        mode=h.choice("mode", Mode.COIN, {md.value: md for md in Mode}),
+        mode=h.choice("mode", Mode.PLANNED, {md.value: md for md in Mode}),
         touch_timeout_s=h.num("touch_timeout_s", 300.0, 1, 86400),
     )
     h.done()

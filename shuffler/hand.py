@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from .config import Config
 from .controller import PassController
@@ -50,6 +51,7 @@ class HandReport:
     records: list[PassRecord] = field(default_factory=list)
     completed: bool = False
     tracking: bool = True  # the controller still knows where every card is
+    distance: Fraction | None = None  # total variation from uniform that holds
 
     @property
     def fault(self):
@@ -108,13 +110,15 @@ class HandRunner:
                 )
                 stacking = self._await_restack(number, passes, wait_touch=not last)
             tracker.after_pass(plan, result.counted, stacking)
+            self.planner.observe(index, plan, result.counted, stacking)
             record = PassRecord(number, result, stacking)
             report.records.append(record)
             if on_pass_done:
                 on_pass_done(record)
             if stop:
                 break
-        report.tracking = tracker.known
+        report.tracking = tracker.known and tracker.from_start
+        report.distance = self.planner.distance(cards, len(report.records))
         report.completed = len(report.records) == passes and not (
             report.fault and report.fault.kind not in CONTINUABLE
         )

@@ -17,10 +17,12 @@ from __future__ import annotations
 import enum
 import secrets
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Protocol
 
 from .cards import check_card_count
-from .mechanics import Feed, Pile, deal_pass, pile_sizes
+from .mechanics import Feed, Pile, deal_pass, feed_order, pile_sizes
+from .mixing import eulerian_row, tv_coin, tv_planned
 
 
 class RandomSource(Protocol):
@@ -79,16 +81,20 @@ def coin_plan(cards: int, rng: RandomSource | None = None, on_top: Pile = Pile.L
 
 
 class PackTracker:
-    """Where every card is: start positions (0 = top) in current order, top first.
+    """Where every card is: ids in current order, top first.
 
-    The controller knows the order from its own labels and the stacking the
-    pile sensors saw. A count other than planned, or a stacking it could not
-    see, loses track (``order`` becomes None).
+    Ids are start positions (0 = top) while the controller has followed every
+    card from the start of the hand. The controller knows the order from its
+    own labels and the stacking the pile sensors saw; a count other than
+    planned, or a stacking it could not see, loses track (``order`` becomes
+    None). :meth:`rebase` starts afresh with current positions as ids.
     """
 
     def __init__(self, cards: int, feed: Feed) -> None:
+        self.cards = cards
         self.feed = feed
         self.order: list[int] | None = list(range(cards))
+        self.from_start = True  # ids are still the starting positions
 
     @property
     def known(self) -> bool:
@@ -99,8 +105,15 @@ class PackTracker:
             return
         if counted != plan.cards or stacking is None or len(self.order) != plan.cards:
             self.order = None
+            self.from_start = False
             return
         self.order = deal_pass(self.order, plan.labels, self.feed, stacking)
+
+    def rebase(self) -> list[int]:
+        """Forget the ids: number the cards by where they are now."""
+        self.order = list(range(self.cards))
+        self.from_start = False
+        return self.order
 
 
 class Planner(Protocol):
@@ -110,9 +123,18 @@ class Planner(Protocol):
 
     def plan(self, index: int, cards: int, tracker: PackTracker) -> PassPlan: ...
 
+    def observe(self, index: int, plan: PassPlan, counted: int, stacking: Pile | None) -> None:
+        """What the pass did: the count and the stacking the sensors saw (None: unseen)."""
+
+    def distance(self, cards: int, passes_done: int) -> Fraction | None:
+        """Total variation from uniform that holds now (None: cannot say)."""
+
 
 class CoinPlanner:
-    """The plain machine: a fair coin per card, whatever the pack looks like."""
+    """The plain machine: a fair coin per card, whatever the pack looks like.
+
+    Robust to anything the dealer does: every pass is a fresh inverse riffle.
+    """
 
     mode = Mode.COIN
 
@@ -121,3 +143,161 @@ class CoinPlanner:
 
     def plan(self, index: int, cards: int, tracker: PackTracker) -> PassPlan:
         return coin_plan(cards, self.rng)
+
+    def observe(self, index: int, plan: PassPlan, counted: int, stacking: Pile | None) -> None:
+        pass
+
+    def distance(self, cards: int, passes_done: int) -> Fraction | None:
+        return tv_coin(cards, passes_done)
+
+
+# -- planned mode ---------------------------------------------------------------
+
+def _weighted_index(weights: list[int], rng: RandomSource) -> int:
+    """Index i with probability weights[i] / sum(weights): every random choice of the
+    planned-mode sampler goes through here (the exhaustive tests enumerate it)."""
+    pick = rng.randrange(sum(weights))
+    for i, w in enumerate(weights):
+        if pick < w:
+            return i
+        pick -= w
+    raise AssertionError("unreachable")
+
+
+def _shuffled(n: int, rng: RandomSource) -> list[int]:
+    perm = list(range(n))
+    for i in range(n - 1, 0, -1):
+        j = _weighted_index([1] * (i + 1), rng)
+        perm[i], perm[j] = perm[j], perm[i]
+    return perm
+
+
+def sample_arrangement(n: int, max_runs: int, rng: RandomSource) -> list[int]:
+    """A uniformly random permutation of ``range(n)`` with at most ``max_runs`` ascending runs.
+
+    With ``max_runs >= n`` every permutation qualifies (a Fisher–Yates shuffle).
+    Otherwise: pick the runs count r with weight A(n, r), then a uniform
+    permutation with r − 1 descents by inserting 0, 1, ..., n − 1 in turn,
+    where the descents count each insertion must keep or add comes from a
+    backward walk weighted by Eulerian numbers.
+    """
+    if max_runs >= n:
+        return _shuffled(n, rng)
+    row = eulerian_row(n)
+    runs = 1 + _weighted_index(list(row[1:max_runs + 1]), rng)
+    descents = [0] * (n + 1)  # descents[m]: descents among the first m values inserted
+    descents[n] = runs - 1
+    for m in range(n, 1, -1):
+        d = descents[m]
+        keep = (d + 1) * eulerian_row(m - 1)[d + 1] if d <= m - 2 else 0
+        grow = (m - d) * eulerian_row(m - 1)[d] if d >= 1 else 0
+        descents[m - 1] = d - _weighted_index([keep, grow], rng)
+    perm = [0]
+    for m in range(2, n + 1):
+        # inserting the largest value keeps the descents count in a descent or at the end,
+        # and adds one in an ascent or at the front
+        keep_slots = [i for i in range(1, m - 1) if perm[i - 1] > perm[i]] + [m - 1]
+        grow_slots = [0] + [i for i in range(1, m - 1) if perm[i - 1] < perm[i]]
+        slots = keep_slots if descents[m] == descents[m - 1] else grow_slots
+        perm.insert(slots[_weighted_index([1] * len(slots), rng)], m - 1)
+    return perm
+
+
+def run_codes(perm: list[int]) -> list[int]:
+    """For each position of ``perm``, the index of the ascending run it lies in."""
+    codes, run = [], 0
+    for i, value in enumerate(perm):
+        if i and value < perm[i - 1]:
+            run += 1
+        codes.append(run)
+    return codes
+
+
+def code_mask(k: int, feed: Feed, stackings: tuple[Pile, ...]) -> tuple[int, bool]:
+    """How the mechanism turns codes into an order.
+
+    With pass j dealing card c to pile ``bit j of code[c]``, k passes leave the
+    pack sorted by ``code XOR mask``, ties in starting order, or in reverse
+    starting order when the flag is true. Top feed reverses each pile, so every
+    later pass flips the sense of the earlier bits; putting the right pile on top
+    flips that pass's bit.
+    """
+    mask = 0
+    reverses = feed is Feed.TOP
+    for j in range(k):
+        flip = stackings[j] is Pile.RIGHT
+        flip ^= reverses and (k - 1 - j) % 2 == 1
+        mask |= int(flip) << j
+    return mask, reverses and k % 2 == 1
+
+
+class PlannedPlanner:
+    """Planned passes: the pack ends uniform over every order k passes can reach.
+
+    For the hand's k passes it draws the final order at once (from ``secrets``),
+    gives each card the k-bit code of its run and deals pass j by bit j, handing
+    the labels to cards where the tracker says they are. With 2^k >= n every
+    card gets its own code, and the result is exactly uniform whichever pile the
+    dealer puts on top, so long as the sensors saw it. Otherwise a stacking
+    other than planned re-plans the remaining passes from the known order, and a
+    lost track (count mismatch, unseen stacking) re-plans them from where the
+    cards now lie, whatever that is.
+    """
+
+    mode = Mode.PLANNED
+
+    def __init__(self, passes: int, rng: RandomSource | None = None,
+                 on_top: Pile = Pile.LEFT) -> None:
+        self.passes = passes
+        self.rng = rng or system_random()
+        self.on_top = on_top
+        self._codes: dict[int, int] | None = None  # card id -> code; never logged or stored
+        self._first = 0  # the pass the codes start at
+        self._span = passes  # how many passes the codes cover
+        self._distinct = False
+        self._bound_from: int | None = 0  # passes the guaranteed distance is computed from
+        self._unknown = False
+
+    def _draw(self, index: int, tracker: PackTracker) -> None:
+        order = tracker.order if tracker.known else tracker.rebase()
+        assert order is not None
+        n, k = len(order), self.passes - index
+        mask, reverse_ties = code_mask(k, tracker.feed, (self.on_top,) * k)
+        base = order[::-1] if reverse_ties else order
+        perm = sample_arrangement(n, 2**k, self.rng)
+        self._distinct = 2**k >= n
+        codes = list(range(n)) if self._distinct else run_codes(perm)
+        self._codes = {base[p]: code ^ mask for p, code in zip(perm, codes, strict=True)}
+        self._first, self._span = index, k
+
+    def plan(self, index: int, cards: int, tracker: PackTracker) -> PassPlan:
+        if self._codes is None or not tracker.known or index >= self._first + self._span:
+            self._draw(index, tracker)
+        assert self._codes is not None and tracker.order is not None
+        bit = index - self._first
+        fed = feed_order(tracker.order, tracker.feed)
+        return PassPlan(tuple((self._codes[c] >> bit) & 1 for c in fed), self.on_top)
+
+    def observe(self, index: int, plan: PassPlan, counted: int, stacking: Pile | None) -> None:
+        last = index == self.passes - 1
+        if counted != plan.cards:
+            self._codes = None
+            if last:
+                self._unknown = True
+            self._bound_from = index + 1
+        elif not last and (stacking is None or (stacking is not plan.on_top
+                                                 and not self._distinct)):
+            # (the last stacking only relabels the final order: it costs nothing)
+            self._codes = None
+            self._bound_from = index + 1
+
+    def distance(self, cards: int, passes_done: int) -> Fraction | None:
+        """TVmin for the passes planned from the last point the controller knew the pack."""
+        if self._unknown or self._bound_from is None:
+            return None
+        return tv_planned(cards, max(0, passes_done - self._bound_from))
+
+
+def make_planner(mode: Mode, passes: int, rng: RandomSource | None = None) -> Planner:
+    """The planner for a hand of ``passes`` passes in ``mode``."""
+    return CoinPlanner(rng) if mode is Mode.COIN else PlannedPlanner(passes, rng)

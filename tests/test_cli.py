@@ -161,3 +161,25 @@ def test_the_installed_command_keeps_stdout_for_json_and_logs_on_stderr(tmp_path
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["hand"]["passes"][1]["counted"] == 24
     assert "pass" in proc.stderr  # -v logs each pass, on stderr only
+
+
+def test_a_hand_is_planned_by_default_and_reports_its_distance(run):
+    five = out_json(run("--json", "hand", "--passes", "5"))["hand"]
+    assert five["mode"] == "planned" and five["distance"] == 0.0 and five["tracking"]
+    four = out_json(run("--json", "hand", "--passes", "4"))["hand"]
+    assert four["distance"] == pytest.approx(0.0021187, rel=1e-4)
+    coin = out_json(run("--json", "hand", "--passes", "4", "--mode", "coin"))["hand"]
+    assert coin["mode"] == "coin" and coin["distance"] == pytest.approx(0.7225, abs=1e-4)
+    text = run("hand", "--passes", "5").stdout
+    assert "(planned, exactly random)" in text
+
+
+def test_piles_lifted_together_lose_track_and_say_so(run):
+    hand = out_json(run("--json", "--sim-dealer", "both", "hand", "--passes", "5"))["hand"]
+    assert not hand["tracking"] and hand["distance"] == 1.0
+    assert [p["stacking"] for p in hand["passes"]] == [None] * 5
+
+
+def test_a_bad_mode_is_exit_2(run):
+    result = run("hand", "--mode", "riffle")
+    assert result.exit_code == 2 and "--mode" in result.stderr

@@ -8,16 +8,16 @@ from shuffler.device import FaultKind
 from shuffler.errors import DeviceTimeoutError
 from shuffler.hand import HandRunner
 from shuffler.mechanics import Pile
-from shuffler.planning import CoinPlanner
+from shuffler.planning import CoinPlanner, PlannedPlanner
 from shuffler.state import StateStore
 
 
 def run_hand(sim, tmp_path, *, cards=24, passes=4, faults=(), habit="instructed",
-             config: Config | None = None, device=None):
+             config: Config | None = None, device=None, planned=False):
     dev = device or sim.make(cards, faults, habit)
     start = sim.pack(dev)
-    runner = HandRunner(PassController(dev, StateStore(tmp_path)),
-                        CoinPlanner(random.Random(5)), config or Config())
+    planner = PlannedPlanner(passes, random.Random(5)) if planned else CoinPlanner(random.Random(5))
+    runner = HandRunner(PassController(dev, StateStore(tmp_path)), planner, config or Config())
     return runner.run(passes, cards), runner, dev, start
 
 
@@ -38,10 +38,12 @@ def test_the_deal_moves_left_and_hands_are_numbered(sim, tmp_path):
     assert seen == [(1, "S", "W"), (2, "W", "N"), (3, "N", "E"), (4, "E", "S"), (5, "S", "W")]
 
 
+@pytest.mark.parametrize("planned", [False, True])
 @pytest.mark.parametrize(("habit", "stacking"), [("instructed", Pile.LEFT),
                                                  ("other", Pile.RIGHT)])
-def test_the_hand_reads_the_stacking_and_tracks_every_card(sim, tmp_path, habit, stacking):
-    hand, runner, dev, start = run_hand(sim, tmp_path, habit=habit)
+def test_the_hand_reads_the_stacking_and_tracks_every_card(sim, tmp_path, habit, stacking,
+                                                           planned):
+    hand, runner, dev, start = run_hand(sim, tmp_path, habit=habit, planned=planned)
     assert [r.stacking for r in hand.records] == [stacking] * 4
     assert hand.tracking
     assert [start[i] for i in runner.tracker.order] == sim.pack(dev)

@@ -1,0 +1,178 @@
+"""Planned mode, checked by exhaustion on small packs and by statistics on big ones."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import defaultdict
+from fractions import Fraction
+from math import factorial
+
+import pytest
+
+from shuffler import planning
+from shuffler.mechanics import Feed, Pile, deal_pass
+from shuffler.mixing import reachable, tv_planned
+from shuffler.planning import (
+    PackTracker,
+    PlannedPlanner,
+    code_mask,
+    coin_plan,
+    run_codes,
+    sample_arrangement,
+)
+
+
+def enumerate_paths(run, monkeypatch):
+    """Every outcome of ``run()`` over every sequence of the sampler's random choices,
+    with its exact probability: a depth-first walk over the choice tree."""
+    outcomes: dict = defaultdict(Fraction)
+    pending: list[list[int]] = [[]]
+    while pending:
+        script = pending.pop()
+        taken: list[int] = []
+        prob = [Fraction(1)]
+
+        def pick(weights, rng, script=script, taken=taken, prob=prob):
+            i = len(taken)
+            if i < len(script):
+                choice = script[i]
+            else:
+                live = [j for j, w in enumerate(weights) if w]
+                choice = live[0]
+                pending.extend([*taken, j] for j in live[1:])
+            taken.append(choice)
+            prob[0] *= Fraction(weights[choice], sum(weights))
+            return choice
+
+        monkeypatch.setattr(planning, "_weighted_index", pick)
+        outcomes[run()] += prob[0]
+    assert sum(outcomes.values()) == 1
+    return outcomes
+
+
+def runs(order: list[int]) -> int:
+    return 1 + sum(b < a for a, b in itertools.pairwise(order))
+
+
+def play_hand(n, k, feed, stackings, seen=None):
+    """Run a planned hand through the mechanics; the dealer stacks as ``stackings``
+    and the controller sees ``seen`` (default: what really happened)."""
+    seen = stackings if seen is None else seen
+    tracker, planner = PackTracker(n, feed), PlannedPlanner(k, random.Random(0))
+    pack = list(range(n))
+    for j in range(k):
+        plan = planner.plan(j, n, tracker)
+        pack = deal_pass(pack, plan.labels, feed, stackings[j])
+        tracker.after_pass(plan, n, seen[j])
+        planner.observe(j, plan, n, seen[j])
+    return tuple(pack)
+
+
+SMALL = [(n, k) for n in range(1, 8) for k in range(1, 4)]
+
+
+@pytest.mark.parametrize("feed", list(Feed))
+@pytest.mark.parametrize(("n", "k"), SMALL)
+def test_planned_passes_are_uniform_over_exactly_the_reachable_orders(monkeypatch, feed, n, k):
+    targets = []
+    real_sampler = planning.sample_arrangement
+
+    def recording(*args):
+        targets.append(real_sampler(*args))
+        return targets[-1]
+
+    monkeypatch.setattr(planning, "sample_arrangement", recording)
+
+    def run():
+        targets.clear()
+        final = play_hand(n, k, feed, [Pile.LEFT] * k)
+        (target,) = targets
+        # the order the planner chose, with ties as the mechanism leaves them
+        _, reverse = code_mask(k, feed, (Pile.LEFT,) * k)
+        base = list(range(n))[::-1] if reverse else list(range(n))
+        assert final == tuple(base[p] for p in target), "the mechanics must deliver the plan"
+        return final
+
+    outcomes = enumerate_paths(run, monkeypatch)
+    assert len(outcomes) == reachable(n, k)
+    assert set(outcomes.values()) == {Fraction(1, reachable(n, k))}
+    reverse = code_mask(k, feed, (Pile.LEFT,) * k)[1]
+    for order in outcomes:
+        relative = [n - 1 - c for c in order] if reverse else list(order)
+        assert runs(relative) <= 2**k
+
+
+@pytest.mark.parametrize("feed", list(Feed))
+@pytest.mark.parametrize(("n", "k"), [(2, 1), (3, 2), (4, 2), (5, 3), (7, 3)])
+def test_with_distinct_codes_every_observed_stacking_is_exactly_uniform(monkeypatch, feed, n, k):
+    for stackings in itertools.product(list(Pile), repeat=k):
+        outcomes = enumerate_paths(lambda s=stackings: play_hand(n, k, feed, list(s)), monkeypatch)
+        assert len(outcomes) == factorial(n)
+        assert set(outcomes.values()) == {Fraction(1, factorial(n))}
+
+
+def test_an_unnoticed_wrong_stacking_breaks_exactness(monkeypatch):
+    # five cards, three passes: the dealer puts the right pile on top after the middle
+    # pass and the controller does not see it
+    n, k = 5, 3
+    dealt = [Pile.LEFT, Pile.RIGHT, Pile.LEFT]
+    outcomes = enumerate_paths(
+        lambda: play_hand(n, k, Feed.TOP, dealt, seen=[Pile.LEFT] * 3), monkeypatch)
+    assert len(outcomes) == 60  # of 120
+
+
+def test_a_noticed_wrong_stacking_with_shared_codes_replans_the_rest():
+    n, k = 24, 4
+    tracker, planner = PackTracker(n, Feed.TOP), PlannedPlanner(k, random.Random(4))
+    plan = planner.plan(0, n, tracker)
+    tracker.after_pass(plan, n, Pile.RIGHT)
+    planner.observe(0, plan, n, Pile.RIGHT)
+    for j in range(1, k):
+        plan = planner.plan(j, n, tracker)
+        tracker.after_pass(plan, n, Pile.LEFT)
+        planner.observe(j, plan, n, Pile.LEFT)
+    assert planner.distance(n, k) == tv_planned(n, 3)  # three passes planned from a known order
+    assert runs(tracker.order) <= 2 * 2**3  # one pass before, three after
+
+
+def test_a_lost_track_reports_the_distance_that_still_holds():
+    n, k = 32, 6
+    tracker, planner = PackTracker(n, Feed.TOP), PlannedPlanner(k, random.Random(4))
+    for j in range(k):
+        plan = planner.plan(j, n, tracker)
+        counted = n - 1 if j == 1 else n  # a double feed in pass 2
+        tracker.after_pass(plan, counted, Pile.LEFT)
+        planner.observe(j, plan, counted, Pile.LEFT)
+    assert planner.distance(n, k) == tv_planned(n, 4)
+    assert not tracker.from_start
+
+
+def test_a_double_feed_on_the_last_pass_leaves_the_distance_unknown():
+    n, k = 24, 5
+    tracker, planner = PackTracker(n, Feed.TOP), PlannedPlanner(k, random.Random(4))
+    for j in range(k):
+        plan = planner.plan(j, n, tracker)
+        counted = n - 1 if j == k - 1 else n
+        tracker.after_pass(plan, counted, Pile.LEFT)
+        planner.observe(j, plan, counted, Pile.LEFT)
+    assert planner.distance(n, k) is None
+
+
+@pytest.mark.parametrize(("n", "max_runs"), [(24, 16), (52, 32), (104, 64), (104, 3)])
+def test_the_eulerian_sampler_respects_its_bound(n, max_runs):
+    rng = random.Random(9)
+    for _ in range(50):
+        perm = sample_arrangement(n, max_runs, rng)
+        assert sorted(perm) == list(range(n)) and runs(perm) <= max_runs
+
+
+def test_run_codes():
+    assert run_codes([2, 4, 1, 3, 0]) == [0, 0, 1, 1, 2]
+
+
+def test_plans_come_from_secrets_by_default_and_never_show_their_labels():
+    plan = coin_plan(24)
+    assert "labels" not in repr(plan) and "0, 1" not in str(plan)
+    planner = PlannedPlanner(5)
+    assert isinstance(planner.rng, planning.secrets.SystemRandom)
