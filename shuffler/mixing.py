@@ -12,7 +12,7 @@ reach the best any two-pile machine can: uniform over every order with at most
     >>> tv_planned(24, 5)
     Fraction(0, 1)
     >>> recommend(24, 0.01)
-    {'coin': 11, 'planned': 5}
+    {'coin': 11, 'planned': 4}
 """
 
 from __future__ import annotations

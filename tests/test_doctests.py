@@ -6,7 +6,8 @@ import importlib
 import pytest
 
 MODULES = ["shuffler.cards", "shuffler.mechanics", "shuffler.planning", "shuffler.clock",
-           "shuffler.errors", "shuffler.config", "hardware_sim", "hardware_sim.faults"]
+           "shuffler.errors", "shuffler.config", "shuffler.mixing", "hardware_sim",
+           "hardware_sim.faults"]
 
 
 @pytest.mark.parametrize("name", MODULES)

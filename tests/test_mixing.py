@@ -74,7 +74,7 @@ def test_harmonic_is_the_random_deck_guessing_score():
 
 
 def test_recommendations_match_the_passes_needed_table():
-    assert recommend(24) == {"coin": 11, "planned": 5}
+    assert recommend(24) == {"coin": 11, "planned": 4}  # TVmin(24, 4) = .0021
     assert recommend(104) == {"coin": 14, "planned": 6}  # 2e-5 at 6; exactly 0 at 7
     assert recommend(52, 0.1) == {"coin": 9, "planned": 5}
 
