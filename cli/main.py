@@ -28,7 +28,7 @@ from shuffler.logs import configure, get_logger
 from shuffler.planning import Mode, PackTracker, make_planner
 from shuffler.state import StateStore, default_state_dir
 
-from . import render
+from . import render, study
 
 EXIT_OK, EXIT_BUG, EXIT_USAGE, EXIT_FAULT, EXIT_BATTERY = 0, 1, 2, 3, 4
 
@@ -325,6 +325,10 @@ def clear(app: App) -> None:
         return EXIT_OK
 
     run_guarded(app, body)
+
+
+cli.add_command(study.mixing)
+cli.add_command(study.simulate)
 
 
 def _terminate(signum, frame) -> NoReturn:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
+from itertools import compress
+from operator import not_
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -45,11 +47,11 @@ def deal_piles(pack: Sequence[T], labels: Sequence[int], feed: Feed) -> tuple[li
     """The left and right piles (each top first) after dealing ``pack`` by ``labels``."""
     if len(labels) != len(pack):
         raise ValueError(f"{len(labels)} labels for {len(pack)} cards")
-    piles: tuple[list[T], list[T]] = ([], [])
-    for card, label in zip(feed_order(pack, feed), labels, strict=True):
-        piles[label].append(card)
+    fed = feed_order(pack, feed)
     # each card lands on top of its pile, so a pile reads top first in reverse feed order
-    return piles[0][::-1], piles[1][::-1]
+    left = list(compress(fed, map(not_, labels)))
+    right = list(compress(fed, labels))
+    return left[::-1], right[::-1]
 
 
 def stack(piles: tuple[Sequence[T], Sequence[T]], on_top: Pile) -> list[T]:

@@ -55,7 +55,7 @@ class PassPlan:
     _sizes: tuple[int, int] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
-        if any(label not in (0, 1) for label in self.labels):
+        if not set(self.labels) <= {0, 1}:
             raise ValueError("a pass plan holds only the labels 0 and 1")
         object.__setattr__(self, "_sizes", pile_sizes(self.labels))
 
@@ -164,10 +164,15 @@ def _weighted_index(weights: list[int], rng: RandomSource) -> int:
     raise AssertionError("unreachable")
 
 
+def _uniform_index(m: int, rng: RandomSource) -> int:
+    """A uniform index below ``m`` (the exhaustive tests enumerate this too)."""
+    return rng.randrange(m)
+
+
 def _shuffled(n: int, rng: RandomSource) -> list[int]:
     perm = list(range(n))
     for i in range(n - 1, 0, -1):
-        j = _weighted_index([1] * (i + 1), rng)
+        j = _uniform_index(i + 1, rng)
         perm[i], perm[j] = perm[j], perm[i]
     return perm
 
@@ -199,7 +204,7 @@ def sample_arrangement(n: int, max_runs: int, rng: RandomSource) -> list[int]:
         keep_slots = [i for i in range(1, m - 1) if perm[i - 1] > perm[i]] + [m - 1]
         grow_slots = [0] + [i for i in range(1, m - 1) if perm[i - 1] < perm[i]]
         slots = keep_slots if descents[m] == descents[m - 1] else grow_slots
-        perm.insert(slots[_weighted_index([1] * len(slots), rng)], m - 1)
+        perm.insert(slots[_uniform_index(len(slots), rng)], m - 1)
     return perm
 
 
@@ -251,7 +256,7 @@ class PlannedPlanner:
         self.passes = passes
         self.rng = rng or system_random()
         self.on_top = on_top
-        self._codes: dict[int, int] | None = None  # card id -> code; never logged or stored
+        self._codes: list[int] | None = None  # code by card id; never logged or stored
         self._first = 0  # the pass the codes start at
         self._span = passes  # how many passes the codes cover
         self._distinct = False
@@ -267,7 +272,10 @@ class PlannedPlanner:
         perm = sample_arrangement(n, 2**k, self.rng)
         self._distinct = 2**k >= n
         codes = list(range(n)) if self._distinct else run_codes(perm)
-        self._codes = {base[p]: code ^ mask for p, code in zip(perm, codes, strict=True)}
+        by_card = [0] * n
+        for p, code in zip(perm, codes, strict=True):
+            by_card[base[p]] = code ^ mask
+        self._codes = by_card
         self._first, self._span = index, k
 
     def plan(self, index: int, cards: int, tracker: PackTracker) -> PassPlan:
@@ -275,8 +283,9 @@ class PlannedPlanner:
             self._draw(index, tracker)
         assert self._codes is not None and tracker.order is not None
         bit = index - self._first
+        codes = self._codes
         fed = feed_order(tracker.order, tracker.feed)
-        return PassPlan(tuple((self._codes[c] >> bit) & 1 for c in fed), self.on_top)
+        return PassPlan(tuple([(codes[c] >> bit) & 1 for c in fed]), self.on_top)
 
     def observe(self, index: int, plan: PassPlan, counted: int, stacking: Pile | None) -> None:
         last = index == self.passes - 1

@@ -7,8 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pytest
-from hardware_sim import DealerHabit, SimDevice, parse_fault_specs
 
+from hardware_sim import DealerHabit, SimDevice, parse_fault_specs
 from shuffler.clock import VirtualClock
 from shuffler.device import ShufflerDevice
 

@@ -46,6 +46,8 @@ def enumerate_paths(run, monkeypatch):
             return choice
 
         monkeypatch.setattr(planning, "_weighted_index", pick)
+        monkeypatch.setattr(planning, "_uniform_index",
+                            lambda m, rng, pick=pick: pick([1] * m, rng))
         outcomes[run()] += prob[0]
     assert sum(outcomes.values()) == 1
     return outcomes

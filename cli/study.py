@@ -1,0 +1,154 @@
+"""``shuffler mixing`` and ``shuffler simulate``: how many passes, and the evidence."""
+
+from __future__ import annotations
+
+import random
+import secrets
+from pathlib import Path
+
+import click
+
+from hardware_sim.study import Imperfections, reading_order, simulate_hand
+from shuffler.cards import MAX_CARDS, play_euchre_hand
+from shuffler.errors import BadInputError
+from shuffler.mechanics import Feed
+from shuffler.mixing import MAX_PASSES, harmonic, recommend, tv_coin, tv_planned
+from shuffler.planning import Mode
+from shuffler.state import atomic_write
+from shuffler.stats import ALPHA, Battery, guess_score
+
+from .render import distance_text
+
+
+def guesses(n: int, k: int, mode: Mode, trials: int, seed: int) -> float:
+    """Mean score of the rising-sequence guesser after k passes (simulated)."""
+    if mode is Mode.PLANNED and 2**k >= n:
+        return float(harmonic(n))  # exactly uniform
+    rng = random.Random(f"guess:{n}:{k}:{mode.value}:{seed}")
+    total = 0
+    for _ in range(trials):
+        order = simulate_hand(n, k, mode, rng, Feed.BOTTOM)
+        total += guess_score(order)
+    return total / trials
+
+
+def bar(value: float, width: int = 24) -> str:
+    filled = round(value * width)
+    return "#" * filled + "." * (width - filled)
+
+
+@click.command()
+@click.option("--cards", type=click.IntRange(1, MAX_CARDS), default=None,
+              help="cards in the load (default: from the config, 24)")
+@click.option("--passes", type=click.IntRange(1, MAX_PASSES), default=12, show_default=True,
+              help="show the table up to this many passes")
+@click.option("--target", type=click.FloatRange(0, 1, min_open=True), default=0.01,
+              show_default=True, help="the distance from random to recommend passes for")
+@click.option("--trials", type=click.IntRange(10, 10**6), default=300, show_default=True,
+              help="simulated hands per row for the guessing column")
+@click.pass_obj
+def mixing(app, cards: int | None, passes: int, target: float, trials: int) -> None:
+    """How far from random the pack is after each pass, coin flips against planned."""
+    n = cards or app.config.hand.cards
+    rows = []
+    for k in range(1, passes + 1):
+        rows.append({
+            "passes": k,
+            "coin_tv": float(tv_coin(n, k)),
+            "planned_tv": float(tv_planned(n, k)),
+            "coin_guesses": round(guesses(n, k, Mode.COIN, trials, 0), 3),
+            "planned_guesses": round(guesses(n, k, Mode.PLANNED, trials, 0), 3),
+            "seconds": 5.0 * k * n / 24,
+        })
+    rec = recommend(n, target)
+    obj = {"cards": n, "target": target, "rows": rows, "recommended": rec,
+           "uniform_guesses": float(harmonic(n))}
+    lines = [f"{n} cards: distance from random (total variation) after each pass",
+             f"{'passes':>6}  {'coin':>8}  {'planned':>8}  {'guessed: coin':>13}  {'planned':>7}"
+             "  coin / planned"]
+    for r in rows:
+        lines.append(f"{r['passes']:>6}  {r['coin_tv']:>8.4f}  {r['planned_tv']:>8.4f}  "
+                     f"{r['coin_guesses']:>13.2f}  {r['planned_guesses']:>7.2f}  "
+                     f"{bar(r['coin_tv'])} {bar(r['planned_tv'])}")
+    lines.append(f"a random pack lets a guesser name {float(harmonic(n)):.2f} cards on average")
+    for mode in ("planned", "coin"):
+        k = rec[mode]
+        lines.append(f"recommended ({mode}): " + (f"{k} passes to get below {target}"
+                                                  if k is not None else "more than 30 passes"))
+    app.emit(obj, "\n".join(lines))
+
+
+def _euchre_labels(rng: random.Random):
+    """A gathered euchre pack: trick number and printed suit per starting position."""
+    hand = play_euchre_hand(rng)
+    groups = [t for t, trick in enumerate(hand.tricks) for _ in trick]
+    groups += [5] * len(hand.kitty) + [6] * len(hand.idle)
+    suits = [c.suit for c in hand.gathered()]
+    return groups, suits
+
+
+@click.command()
+@click.option("--cards", type=click.IntRange(1, MAX_CARDS), default=None,
+              help="cards in the load (default 24)")
+@click.option("--passes", type=click.IntRange(1, MAX_PASSES), default=None,
+              help="passes a hand (default: enough for exactly random in planned mode)")
+@click.option("--mode", type=click.Choice([m.value for m in Mode]), default="planned",
+              show_default=True)
+@click.option("--trials", type=click.IntRange(1, 10**7), default=10_000, show_default=True)
+@click.option("--start", type=click.Choice(["fresh", "euchre"]), default="fresh",
+              show_default=True, help="a new pack, or one gathered from a euchre hand")
+@click.option("--seed", type=int, default=None, help="seed (default: drawn and reported)")
+@click.option("--feed", type=click.Choice([f.value for f in Feed]), default=None,
+              help="feed side (default: from the config, top)")
+@click.option("--double-rate", type=click.FloatRange(0, 0.5), default=0.0,
+              help="chance per card of a double feed")
+@click.option("--unseen-rate", type=click.FloatRange(0, 1), default=0.0,
+              help="chance per pass the dealer lifts both piles at once")
+@click.option("--wrong-rate", type=click.FloatRange(0, 1), default=0.0,
+              help="chance per pass the other pile goes on top unnoticed by the sensors")
+@click.option("--orders", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="write each final order: starting positions (0 = top), top first")
+@click.pass_obj
+def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, unseen_rate,
+             wrong_rate, orders) -> None:
+    """Run many hands through the simulated mechanism and test them against a random pack."""
+    n = cards or (24 if start == "euchre" else app.config.hand.cards)
+    if start == "euchre" and n != 24:
+        raise click.UsageError(f"--start euchre takes the 24-card euchre pack, not {n} cards")
+    k = passes or max(1, (n - 1).bit_length())
+    seed = secrets.randbits(32) if seed is None else seed
+    feed_side = Feed(feed) if feed else app.config.mechanism.feed
+    flaws = Imperfections(double_rate, unseen_rate, wrong_rate)
+    rng = random.Random(seed)
+    battery = Battery(n, lambda order: reading_order(order, k, feed_side))
+    lines: list[str] = []
+    for _ in range(trials):
+        labels = _euchre_labels(rng) if start == "euchre" else (None, None)
+        order = simulate_hand(n, k, Mode(mode), rng, feed_side, flaws)
+        battery.add(order, *labels)
+        if orders:
+            lines.append(" ".join(map(str, order)))
+    if orders:
+        try:
+            atomic_write(Path(orders), ("\n".join(lines) + "\n").encode())
+        except OSError as e:
+            raise BadInputError(f"--orders {orders}: cannot write: {e}") from None
+    results = battery.results()
+    distance = tv_planned(n, k) if mode == "planned" else tv_coin(n, k)
+    obj = {"cards": n, "passes": k, "mode": mode, "trials": trials, "start": start,
+           "seed": seed, "feed": feed_side.value, "alpha": ALPHA,
+           "imperfections": {"double_rate": double_rate, "unseen_rate": unseen_rate,
+                             "wrong_rate": wrong_rate},
+           "ideal_distance": float(distance),
+           "tests": [r.to_dict() for r in results],
+           "passed": all(r.passed for r in results)}
+    for t in obj["tests"]:
+        t.pop("histogram", None)
+    text = [f"{trials} hands of {k} {mode} passes on {n} cards ({start} start, seed {seed}); "
+            f"ideal machine: {distance_text(distance)}"]
+    for r in results:
+        verdict = "pass" if r.passed else "FAIL"
+        text.append(f"  {r.name:<22} statistic {r.statistic:>10.2f}   p = {r.p:<8.3g} {verdict}")
+    text.append("all tests pass at 99%" if obj["passed"] else
+                "the pack is distinguishable from random at 99%")
+    app.emit(obj, "\n".join(text))

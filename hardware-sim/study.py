@@ -1,0 +1,94 @@
+"""Studies: many simulated hands through the pass mechanics, imperfections included.
+
+The same planners the controller uses deal every pass; the simulated dealer
+may lift both piles at once (the sensors cannot tell) or put the other pile on
+top without the sensors noticing, and the feed may take two cards as one.
+Orders are lists of starting positions, top first.
+
+    >>> import random
+    >>> from shuffler.planning import Mode
+    >>> orders = list(simulate_hands(24, 5, Mode.PLANNED, 3, random.Random(1)))
+    >>> [sorted(o) == list(range(24)) for o in orders]
+    [True, True, True]
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from shuffler.mechanics import Feed, Pile, deal_pass, feed_order, stack
+from shuffler.planning import Mode, PackTracker, make_planner
+
+
+@dataclass(frozen=True)
+class Imperfections:
+    double_feed_rate: float = 0.0  # per card: it goes through with the next as one
+    unseen_stack_rate: float = 0.0  # per pass: both piles lifted at once
+    wrong_unnoticed_rate: float = 0.0  # per pass: the other pile on top, sensors fooled
+
+    @property
+    def any(self) -> bool:
+        return bool(self.double_feed_rate or self.unseen_stack_rate or self.wrong_unnoticed_rate)
+
+
+def deal_with_doubles(pack: Sequence[int], labels: Sequence[int], feed: Feed, on_top: Pile,
+                      doubles: set[int]) -> tuple[list[int], int]:
+    """A pass in which the cards fed at the indices in ``doubles`` drag the next card
+    along onto their pile. Returns the new pack and how many cards the beam counted."""
+    if not doubles:
+        return deal_pass(pack, labels, feed, on_top), len(pack)
+    piles: tuple[list[int], list[int]] = ([], [])
+    fed = feed_order(pack, feed)
+    i = counted = 0
+    while i < len(fed):
+        pile = piles[labels[counted]]
+        pile.append(fed[i])
+        if i in doubles and i + 1 < len(fed):
+            i += 1
+            pile.append(fed[i])
+        i += 1
+        counted += 1
+    return stack((piles[0][::-1], piles[1][::-1]), on_top), counted
+
+
+def simulate_hand(n: int, passes: int, mode: Mode, rng: random.Random,
+                  feed: Feed = Feed.TOP, flaws: Imperfections | None = None) -> list[int]:
+    """One hand of ``passes`` passes from the order 0..n−1; returns the final order."""
+    flaws = flaws or Imperfections()
+    planner = make_planner(mode, passes, rng)
+    tracker = PackTracker(n, feed)
+    pack = list(range(n))
+    for j in range(passes):
+        plan = planner.plan(j, n, tracker)
+        on_top, seen = plan.on_top, plan.on_top
+        doubles: set[int] = set()
+        if flaws.any:
+            if rng.random() < flaws.unseen_stack_rate:
+                on_top, seen = Pile(rng.randrange(2)), None
+            elif rng.random() < flaws.wrong_unnoticed_rate:
+                on_top = on_top.other
+            if flaws.double_feed_rate:
+                doubles = {i for i in range(n) if rng.random() < flaws.double_feed_rate}
+        pack, counted = deal_with_doubles(pack, plan.labels, feed, on_top, doubles)
+        # the controller sees only the count and the pile sensors
+        tracker.after_pass(plan, counted, seen)
+        planner.observe(j, plan, counted, seen)
+    return pack
+
+
+def simulate_hands(n: int, passes: int, mode: Mode, trials: int, rng: random.Random,
+                   feed: Feed = Feed.TOP, flaws: Imperfections | None = None
+                   ) -> Iterator[list[int]]:
+    for _ in range(trials):
+        yield simulate_hand(n, passes, mode, rng, feed, flaws)
+
+
+def reading_order(order: Sequence[int], passes: int, feed: Feed) -> list[int]:
+    """Undo the pile reversal: after an odd number of top-feed passes the pack reads
+    as the reverse of an ideal one, so runs are counted on reversed positions."""
+    if feed is Feed.TOP and passes % 2 == 1:
+        n = len(order)
+        return [n - 1 - c for c in order]
+    return list(order)

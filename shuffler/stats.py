@@ -1,0 +1,244 @@
+"""Statistics of final orders against a uniformly random pack. Pure.
+
+An order is a list of starting positions (0 = top) read top first. The tests:
+
+- **runs**: the number of ascending runs, the sufficient statistic for this
+  machine (its law alone gives the total variation); χ² against A(n, r)/n!.
+- **positions**: χ² of the card × position table against T/n in every cell.
+- **guesser**: a guesser who knows the starting order and sees each card after
+  guessing it names the smallest unseen card above the last one shown (it
+  follows rising sequences); on a uniform pack any guesser scores H_n on
+  average, so a score above that is evidence of order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .mixing import eulerian_row, harmonic
+
+#: a test passes at the 99% level when its p-value is at least this
+ALPHA = 0.01
+
+
+def ascending_runs(order: Sequence[int]) -> int:
+    return 1 + sum(b < a for a, b in itertools.pairwise(order))
+
+
+# -- distributions ------------------------------------------------------------------
+
+def _gamma_q(s: float, x: float) -> float:
+    """Regularized upper incomplete gamma Q(s, x) (Numerical Recipes' series / fraction)."""
+    if x <= 0:
+        return 1.0
+    lg = math.lgamma(s)
+    if x < s + 1:
+        term = total = 1.0 / s
+        a = s
+        for _ in range(10_000):
+            a += 1
+            term *= x / a
+            total += term
+            if abs(term) < abs(total) * 1e-15:
+                break
+        return max(0.0, 1.0 - total * math.exp(-x + s * math.log(x) - lg))
+    b = x + 1 - s
+    c, d = 1e300, 1 / b
+    h = d
+    for i in range(1, 10_000):
+        an = -i * (i - s)
+        b += 2
+        d = an * d + b
+        d = 1e-300 if abs(d) < 1e-300 else d
+        c = b + an / c
+        c = 1e-300 if abs(c) < 1e-300 else c
+        d = 1 / d
+        delta = d * c
+        h *= delta
+        if abs(delta - 1) < 1e-15:
+            break
+    return min(1.0, math.exp(-x + s * math.log(x) - lg) * h)
+
+
+def chi2_sf(x: float, df: int) -> float:
+    """P(χ²_df ≥ x)."""
+    return _gamma_q(df / 2, x / 2)
+
+
+def normal_sf2(z: float) -> float:
+    """Two-sided normal p-value."""
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
+@dataclass(frozen=True)
+class TestResult:
+    name: str
+    statistic: float
+    df: int | None
+    p: float
+    detail: dict
+
+    @property
+    def passed(self) -> bool:
+        return self.p >= ALPHA
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "statistic": self.statistic, "df": self.df, "p": self.p,
+                "passed": self.passed, **self.detail}
+
+
+def _chi2_binned(observed: Sequence[int], expected: Sequence[float]) -> tuple[float, int]:
+    """χ² with neighbouring bins merged until each expects at least 5."""
+    bins: list[tuple[int, float]] = []
+    o_acc = e_acc = 0.0
+    for o, e in zip(observed, expected, strict=True):
+        o_acc += o
+        e_acc += e
+        if e_acc >= 5:
+            bins.append((o_acc, e_acc))
+            o_acc = e_acc = 0.0
+    if bins and e_acc:
+        o_last, e_last = bins.pop()
+        bins.append((o_last + o_acc, e_last + e_acc))
+    stat = sum((o - e) ** 2 / e for o, e in bins)
+    return stat, max(len(bins) - 1, 1)
+
+
+def uniform_runs_law(n: int) -> list[float]:
+    total = math.factorial(n)
+    return [float(Fraction(a, total)) for a in eulerian_row(n)]
+
+
+def runs_test(runs: Sequence[int], n: int) -> TestResult:
+    """χ² of the runs histogram against a uniform pack's law."""
+    trials = len(runs)
+    hist = [0] * (n + 1)
+    for r in runs:
+        hist[r] += 1
+    expected = [p * trials for p in uniform_runs_law(n)]
+    stat, df = _chi2_binned(hist, expected)
+    mean = sum(runs) / trials
+    return TestResult("runs", stat, df, chi2_sf(stat, df),
+                      {"mean": mean, "uniform_mean": (n + 1) / 2, "histogram": hist})
+
+
+def position_test(orders: Iterable[Sequence[int]], n: int) -> TestResult:
+    """χ² on the card × position table: every card equally likely in every place."""
+    battery = Battery(n)
+    trials = 0
+    for order in orders:
+        trials += 1
+        for pos, card in enumerate(order):
+            battery.table[card][pos] += 1
+    return battery.position_result(trials)
+
+
+def guess_score(order: Sequence[int]) -> int:
+    """Cards named by the rising-sequence guesser with feedback (see the module notes)."""
+    n = len(order)
+    unseen = [True] * n
+    last = -1
+    score = 0
+    lowest = 0
+    for card in order:
+        guess = next((c for c in range(last + 1, n) if unseen[c]), None)
+        if guess is None:
+            while not unseen[lowest]:
+                lowest += 1
+            guess = lowest
+        score += guess == card
+        unseen[card] = False
+        last = card
+    return score
+
+
+def guesser_test(scores: Sequence[int], n: int) -> TestResult:
+    """Mean score against H_n; on a uniform pack the score's variance is Σ (1/i)(1 − 1/i)."""
+    trials = len(scores)
+    mean = sum(scores) / trials
+    h = float(harmonic(n))
+    var = sum((1 / i) * (1 - 1 / i) for i in range(1, n + 1))
+    z = (mean - h) / math.sqrt(var / trials)
+    return TestResult("guesser", z, None, normal_sf2(z), {"mean": mean, "uniform_mean": h})
+
+
+def mean_test(name: str, values: Sequence[float], mean0: float, var0: float) -> TestResult:
+    """z-test of a mean against its value on a uniform pack."""
+    trials = len(values)
+    mean = sum(values) / trials
+    z = (mean - mean0) / math.sqrt(var0 / trials) if var0 > 0 else 0.0
+    return TestResult(name, z, None, normal_sf2(z), {"mean": mean, "uniform_mean": mean0})
+
+
+class Battery:
+    """Streams final orders in and gives every test at the end (memory O(n²), not O(T·n)).
+
+    ``reading`` maps an order to the one whose runs are counted (undoing a pile
+    reversal). Passing ``groups`` (a block label per starting position, e.g. the
+    previous hand's tricks) and ``suits`` (per starting position) to :meth:`add`
+    adds the euchre tests.
+    """
+
+    def __init__(self, n: int, reading=None) -> None:
+        self.n = n
+        self.reading = reading or (lambda order: order)
+        self.table = [[0] * n for _ in range(n)]
+        self.runs: list[int] = []
+        self.scores: list[int] = []
+        self.mates: list[int] = []
+        self.same_suit: list[int] = []
+
+    def add(self, order: Sequence[int], groups: Sequence[int] | None = None,
+            suits: Sequence[object] | None = None) -> None:
+        table = self.table
+        for pos, card in enumerate(order):
+            table[card][pos] += 1
+        read = self.reading(order)
+        self.runs.append(ascending_runs(read))
+        self.scores.append(guess_score(read))
+        # each is recorded as the excess over its expectation on a uniform pack
+        if groups is not None:
+            self.mates.append(_adjacent_alike(order, groups) - _pairs_adjacent(groups, self.n))
+        if suits is not None:
+            self.same_suit.append(_adjacent_alike(order, suits) - _pairs_adjacent(suits, self.n))
+
+    def results(self) -> list[TestResult]:
+        n, trials = self.n, len(self.runs)
+        out = [runs_test(self.runs, n), self.position_result(trials), guesser_test(self.scores, n)]
+        if self.mates:
+            out.append(_excess_test("trick-mates adjacent", self.mates))
+        if self.same_suit:
+            out.append(_excess_test("same-suit neighbours", self.same_suit))
+        return out
+
+    def position_result(self, trials: int) -> TestResult:
+        e = trials / self.n
+        stat = sum((o - e) ** 2 for row in self.table for o in row) / e
+        df = (self.n - 1) ** 2
+        return TestResult("positions", stat, df, chi2_sf(stat, df), {"cells": self.n ** 2})
+
+
+def _adjacent_alike(order: Sequence[int], labels: Sequence[object]) -> int:
+    return sum(labels[a] == labels[b] for a, b in itertools.pairwise(order))
+
+
+def _pairs_adjacent(labels: Sequence[object], n: int) -> float:
+    """Expected adjacent pairs sharing a label on a uniform pack: each pair is adjacent
+    with probability 2/n."""
+    counts: dict[object, int] = {}
+    for label in labels:
+        counts[label] = counts.get(label, 0) + 1
+    return sum(c * (c - 1) / 2 for c in counts.values()) * 2 / n
+
+
+def _excess_test(name: str, excess: Sequence[float]) -> TestResult:
+    """z-test that the mean excess over the uniform expectation is zero."""
+    trials = len(excess)
+    mean = sum(excess) / trials
+    var = sum((v - mean) ** 2 for v in excess) / max(trials - 1, 1)
+    result = mean_test(name, excess, 0.0, var)
+    return TestResult(name, result.statistic, None, result.p, {"mean_excess": mean})

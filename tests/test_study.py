@@ -1,0 +1,102 @@
+"""The statistical battery: a correct planned machine passes, coin flips visibly fail.
+
+Seeds are fixed, so these give the same answer every run; the thresholds are
+the battery's own 99% level.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from click.testing import CliRunner
+
+from cli.main import cli
+from hardware_sim.study import Imperfections, deal_with_doubles, reading_order, simulate_hand
+from shuffler.mechanics import Feed, Pile, deal_pass
+from shuffler.planning import Mode
+from shuffler.stats import Battery, ascending_runs, chi2_sf, guess_score
+
+
+def battery(n, k, mode, trials, seed, feed=Feed.TOP, flaws=None):
+    rng = random.Random(seed)
+    b = Battery(n, lambda o: reading_order(o, k, feed))
+    for _ in range(trials):
+        b.add(simulate_hand(n, k, mode, rng, feed, flaws))
+    return {r.name: r for r in b.results()}
+
+
+@pytest.mark.parametrize(("n", "trials"), [(24, 6000), (32, 4000), (52, 1500), (104, 400)])
+def test_planned_passes_at_log2_n_pass_the_battery_and_coin_flips_fail_it(n, trials):
+    k = (n - 1).bit_length()
+    planned = battery(n, k, Mode.PLANNED, trials, seed=n)
+    assert all(r.passed for r in planned.values()), {r.name: r.p for r in planned.values()}
+    coin = battery(n, k, Mode.COIN, trials, seed=n)
+    assert coin["runs"].p < 1e-6  # the runs statistic sees coin flips at once
+
+
+def test_an_unseen_stacking_costs_what_the_report_says():
+    # both piles lifted at once on every pass of 24 cards / 5 passes: the runs test fails
+    flaws = Imperfections(unseen_stack_rate=1.0)
+    result = battery(24, 5, Mode.PLANNED, 4000, seed=3, flaws=flaws)
+    assert result["runs"].p < 1e-6
+
+
+def test_deal_with_doubles_moves_two_cards_as_one():
+    pack = list(range(6))
+    labels = [0, 1, 0, 1, 0]  # five counted: card 1 drags card 2 along
+    new, counted = deal_with_doubles(pack, labels, Feed.TOP, Pile.LEFT, {1})
+    assert counted == 5 and sorted(new) == pack
+    assert new == [5, 3, 0, 4, 2, 1]  # left: 0, 3, 5 -> 5 3 0; right: 1+2, 4 -> 4 2 1
+    assert deal_with_doubles(pack, [0, 1] * 3, Feed.TOP, Pile.LEFT, set()) == (
+        deal_pass(pack, [0, 1] * 3, Feed.TOP, Pile.LEFT), 6)
+
+
+def test_stats_helpers():
+    assert ascending_runs([0, 2, 1, 3]) == 2
+    assert chi2_sf(3.841, 1) == pytest.approx(0.05, abs=1e-3)
+    assert chi2_sf(0, 5) == 1.0
+    assert guess_score(list(range(10))) == 10  # a sorted pack is all rising sequence
+
+
+def test_simulate_json_and_orders_file(tmp_path):
+    orders = tmp_path / "orders.txt"
+    result = CliRunner().invoke(cli, ["--json", "simulate", "--cards", "24", "--trials", "200",
+                                      "--seed", "5", "--orders", str(orders)])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["passes"] == 5 and data["mode"] == "planned" and data["seed"] == 5
+    assert {t["name"] for t in data["tests"]} == {"runs", "positions", "guesser"}
+    lines = orders.read_text().splitlines()
+    assert len(lines) == 200
+    assert all(sorted(map(int, line.split(" "))) == list(range(24)) for line in lines)
+
+
+def test_simulate_from_a_euchre_pack_adds_the_euchre_tests():
+    result = CliRunner().invoke(cli, ["--json", "simulate", "--start", "euchre", "--passes",
+                                      "2", "--trials", "300", "--seed", "2"])
+    data = json.loads(result.stdout)
+    names = {t["name"]: t for t in data["tests"]}
+    assert names["trick-mates adjacent"]["passed"] is False  # two passes leave tricks together
+    assert names["trick-mates adjacent"]["mean_excess"] > 1
+
+
+def test_simulate_refuses_a_euchre_start_with_another_pack():
+    result = CliRunner().invoke(cli, ["simulate", "--start", "euchre", "--cards", "32"])
+    assert result.exit_code == 2 and "24-card" in result.stderr
+
+
+def test_mixing_json_has_the_documented_keys():
+    result = CliRunner().invoke(cli, ["--json", "mixing", "--cards", "52", "--passes", "8",
+                                      "--trials", "20"])
+    data = json.loads(result.stdout)
+    assert data["cards"] == 52 and len(data["rows"]) == 8
+    assert {"passes", "coin_tv", "planned_tv"} <= set(data["rows"][0])
+    assert [round(r["coin_tv"], 3) for r in data["rows"]][4:7] == [0.924, 0.614, 0.334]
+    assert data["recommended"] == {"coin": 13, "planned": 5}
+
+
+def test_mixing_text_recommends():
+    out = CliRunner().invoke(cli, ["mixing", "--passes", "6", "--trials", "20"]).stdout
+    assert "recommended (planned): 4 passes" in out and "recommended (coin): 11 passes" in out
