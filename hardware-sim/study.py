@@ -24,13 +24,19 @@ from shuffler.planning import Mode, PackTracker, make_planner
 
 @dataclass(frozen=True)
 class Imperfections:
+    """What goes wrong, by chance (rates) or on schedule (pass numbers from 0)."""
+
     double_feed_rate: float = 0.0  # per card: it goes through with the next as one
     unseen_stack_rate: float = 0.0  # per pass: both piles lifted at once
     wrong_unnoticed_rate: float = 0.0  # per pass: the other pile on top, sensors fooled
+    wrong_at: frozenset[int] = frozenset()  # passes stacked wrongly, unnoticed
+    unseen_at: frozenset[int] = frozenset()  # passes whose stacking the sensors miss
+    double_at: frozenset[tuple[int, int]] = frozenset()  # (pass, fed index) double feeds
 
     @property
     def any(self) -> bool:
-        return bool(self.double_feed_rate or self.unseen_stack_rate or self.wrong_unnoticed_rate)
+        return bool(self.double_feed_rate or self.unseen_stack_rate or self.wrong_unnoticed_rate
+                    or self.wrong_at or self.unseen_at or self.double_at)
 
 
 def deal_with_doubles(pack: Sequence[int], labels: Sequence[int], feed: Feed, on_top: Pile,
@@ -65,12 +71,13 @@ def simulate_hand(n: int, passes: int, mode: Mode, rng: random.Random,
         on_top, seen = plan.on_top, plan.on_top
         doubles: set[int] = set()
         if flaws.any:
-            if rng.random() < flaws.unseen_stack_rate:
+            if j in flaws.unseen_at or rng.random() < flaws.unseen_stack_rate:
                 on_top, seen = Pile(rng.randrange(2)), None
-            elif rng.random() < flaws.wrong_unnoticed_rate:
+            elif j in flaws.wrong_at or rng.random() < flaws.wrong_unnoticed_rate:
                 on_top = on_top.other
             if flaws.double_feed_rate:
                 doubles = {i for i in range(n) if rng.random() < flaws.double_feed_rate}
+            doubles |= {i for p, i in flaws.double_at if p == j}
         pack, counted = deal_with_doubles(pack, plan.labels, feed, on_top, doubles)
         # the controller sees only the count and the pile sensors
         tracker.after_pass(plan, counted, seen)

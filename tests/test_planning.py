@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections import defaultdict
 from fractions import Fraction
 from math import factorial
 
 import pytest
 
+from hardware_sim.exhaustive import enumerate_outcomes, total_variation
 from shuffler import planning
 from shuffler.mechanics import Feed, Pile, deal_pass
 from shuffler.mixing import reachable, tv_planned
@@ -23,34 +23,9 @@ from shuffler.planning import (
 )
 
 
-def enumerate_paths(run, monkeypatch):
-    """Every outcome of ``run()`` over every sequence of the sampler's random choices,
-    with its exact probability: a depth-first walk over the choice tree."""
-    outcomes: dict = defaultdict(Fraction)
-    pending: list[list[int]] = [[]]
-    while pending:
-        script = pending.pop()
-        taken: list[int] = []
-        prob = [Fraction(1)]
-
-        def pick(weights, rng, script=script, taken=taken, prob=prob):
-            i = len(taken)
-            if i < len(script):
-                choice = script[i]
-            else:
-                live = [j for j, w in enumerate(weights) if w]
-                choice = live[0]
-                pending.extend([*taken, j] for j in live[1:])
-            taken.append(choice)
-            prob[0] *= Fraction(weights[choice], sum(weights))
-            return choice
-
-        monkeypatch.setattr(planning, "_weighted_index", pick)
-        monkeypatch.setattr(planning, "_uniform_index",
-                            lambda m, rng, pick=pick: pick([1] * m, rng))
-        outcomes[run()] += prob[0]
-    assert sum(outcomes.values()) == 1
-    return outcomes
+def enumerate_paths(run, monkeypatch=None):
+    """Every outcome of ``run()`` with its exact probability (see hardware_sim.exhaustive)."""
+    return enumerate_outcomes(run)
 
 
 def runs(order: list[int]) -> int:
@@ -122,6 +97,7 @@ def test_an_unnoticed_wrong_stacking_breaks_exactness(monkeypatch):
     outcomes = enumerate_paths(
         lambda: play_hand(n, k, Feed.TOP, dealt, seen=[Pile.LEFT] * 3), monkeypatch)
     assert len(outcomes) == 60  # of 120
+    assert total_variation(outcomes, n) == Fraction(1, 2)
 
 
 def test_a_noticed_wrong_stacking_with_shared_codes_replans_the_rest():
