@@ -183,3 +183,19 @@ def test_piles_lifted_together_lose_track_and_say_so(run):
 def test_a_bad_mode_is_exit_2(run):
     result = run("hand", "--mode", "riffle")
     assert result.exit_code == 2 and "--mode" in result.stderr
+
+
+def test_no_output_or_log_line_holds_a_plan(tmp_path):
+    """A plan (or the tracked order, which is as good) must never leave memory."""
+    env = {**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path), "SHUFFLER_CONFIG": ""}
+    proc = subprocess.run([sys.executable, "-m", "cli", *FAST, "-vv", "--log-json", "--json",
+                           "hand", "--passes", "5"], capture_output=True, text=True, env=env,
+                          timeout=60)
+    assert proc.returncode == 0
+    written = proc.stdout + proc.stderr + "".join(p.read_text() for p in tmp_path.rglob("*")
+                                                  if p.is_file())
+    assert "labels" not in written and "codes" not in written and "order" not in written
+    assert "restacked" in proc.stderr  # the debug log did run
+    for line in written.splitlines():  # no list of 24 zeros and ones
+        bits = [tok for tok in line.replace(",", " ").replace("[", " ").split() if tok in "01"]
+        assert len(bits) < 24, line

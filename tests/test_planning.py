@@ -81,7 +81,7 @@ def test_planned_passes_are_uniform_over_exactly_the_reachable_orders(monkeypatc
 
 
 @pytest.mark.parametrize("feed", list(Feed))
-@pytest.mark.parametrize(("n", "k"), [(2, 1), (3, 2), (4, 2), (5, 3), (7, 3)])
+@pytest.mark.parametrize(("n", "k"), [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3), (6, 3), (7, 3)])
 def test_with_distinct_codes_every_observed_stacking_is_exactly_uniform(monkeypatch, feed, n, k):
     for stackings in itertools.product(list(Pile), repeat=k):
         outcomes = enumerate_paths(lambda s=stackings: play_hand(n, k, feed, list(s)), monkeypatch)
