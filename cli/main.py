@@ -52,7 +52,8 @@ class App:
         return device
 
     def controller(self, device: ShufflerDevice) -> PassController:
-        return PassController(device, StateStore(self.state_dir), self.config.battery)
+        return PassController(device, StateStore(self.state_dir), self.config.battery,
+                              self.config.hand.passes)
 
     def close(self) -> None:
         for device in self.devices:
@@ -273,13 +274,13 @@ def status(app: App) -> None:
         state = controller.store.load()
         fault = controller.latched_fault()
         health = device.health()
-        battery = device.battery()
+        est = controller.battery_estimate(app.config.hand.cards)
         seats = app.config.table.seats
         obj = {
             "device": device.info.to_dict(),
             "health": health.to_dict() | {"ok": health.ok and fault is None},
             "fault": fault.to_dict() if fault else None,
-            "battery": {"volts": battery.volts, "under_load": battery.under_load},
+            "battery": est.to_dict(),
             "counters": {
                 "hands": state.hands_completed,
                 "passes": state.passes,
@@ -294,12 +295,38 @@ def status(app: App) -> None:
             f"{device.info.feed.value}\n"
             f"health: {'ok' if obj['health']['ok'] else 'FAULT'}\n"
             f"fault: {fault.message if fault else 'none'}\n"
-            f"battery: {battery.volts:.2f} V "
-            f"({'under load' if battery.under_load else 'at rest'})\n"
+            f"battery: {est.volts:.2f} V, {est.percent:.0f}%, {est.state}, about "
+            f"{est.passes_left} passes left\n"
             f"counters: {state.hands_completed} hands, {state.passes} passes, "
             f"{state.cards} cards, {state.jams} jams\n"
             f"dealer: {obj['dealer']}"
         )
+        app.emit(obj, text)
+        return EXIT_OK
+
+    run_guarded(app, body)
+
+
+@cli.command()
+@cards_option()
+@click.pass_obj
+def battery(app: App, cards: int | None) -> None:
+    """Battery volts and charge, and how many passes and hands it has left."""
+    cards = cards or app.config.hand.cards
+
+    def body() -> int:
+        device = app.open(cards)
+        est = app.controller(device).battery_estimate(cards)
+        per_hand = app.config.hand.passes
+        obj = est.to_dict() | {"chemistry": app.config.battery.chemistry, "cards": cards,
+                               "passes_per_hand": per_hand}
+        low, high = est.passes_left_range
+        text = (f"battery: {est.volts:.2f} V {'under load' if est.under_load else 'at rest'}, "
+                f"{est.percent:.0f}% ({app.config.battery.chemistry}), {est.state}\n"
+                f"about {est.passes_left} passes of {cards} cards left ({low} to {high}), "
+                f"{est.hands_left} hands of {per_hand} passes")
+        if not est.learned:
+            text += "\n(from the battery's curve alone: no passes recorded on it yet)"
         app.emit(obj, text)
         return EXIT_OK
 

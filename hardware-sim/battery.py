@@ -1,49 +1,59 @@
-"""A simple 9 V battery: open-circuit voltage by charge, sag under load."""
+"""The simulated 9 V battery: the makers' curves, sag under load, recovery at rest.
+
+It follows the same discharge curves the controller reads charge from
+(:mod:`shuffler.battery`): at rest the rest curve, under the motor's current
+the load curve (in between, in proportion to the current), less a small
+polarisation that builds while the motor runs and fades at rest.
+"""
 
 from __future__ import annotations
 
-from bisect import bisect_left
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
-# open-circuit volts by state of charge for an alkaline 9 V block (shape of the
-# makers' discharge curves at light load; the battery model proper lives in
-# shuffler.battery)
-_OCV = ((0.0, 5.4), (0.05, 6.4), (0.1, 7.0), (0.2, 7.5), (0.5, 8.2), (0.8, 8.9), (1.0, 9.5))
-
-
-def _interp(x: float, pts: tuple[tuple[float, float], ...]) -> float:
-    xs = [p[0] for p in pts]
-    i = min(max(bisect_left(xs, x), 1), len(pts) - 1)
-    (x0, y0), (x1, y1) = pts[i - 1], pts[i]
-    return y0 + (y1 - y0) * (min(max(x, x0), x1) - x0) / (x1 - x0)
+from shuffler.battery import CURVES, DischargeCurve
 
 
 @dataclass
 class SimBattery:
-    """Voltage falls with charge and sags by I·R under load; R climbs as the cell empties."""
-
-    capacity_as: float = 550 * 3.6  # 550 mAh
+    chemistry: str = "alkaline"
     charge: float = 1.0  # fraction left
-    internal_ohms: float = 1.8  # fresh
-    exhausted_ohms: float = 8.0  # extra resistance of an empty battery
-    motor_amps: float = 0.35
+    capacity_scale: float = 1.0  # shrink to drain a battery quickly in tests
+    polarisation: float = 0.0  # volts
+    polarisation_max: float = 0.12
+    tau_load: float = 3.0  # seconds for the polarisation to build
+    tau_rest: float = 20.0  # seconds for it to fade
+    curve: DischargeCurve = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.curve = CURVES[self.chemistry]
 
     @classmethod
     def at_volts(cls, volts: float, **kwargs) -> SimBattery:
-        """A battery whose open-circuit voltage is ``volts`` (clamped to the curve)."""
-        inverse = tuple((v, c) for c, v in _OCV)
-        return cls(charge=_interp(volts, inverse), **kwargs)
+        """A battery that reads ``volts`` at rest (clamped to its curve)."""
+        battery = cls(**kwargs)
+        battery.charge = battery.curve.charge_at(volts, under_load=False)
+        return battery
 
-    def open_volts(self) -> float:
-        return _interp(self.charge, _OCV)
+    @property
+    def motor_amps(self) -> float:
+        return self.curve.motor_amps
 
-    def volts(self, under_load: bool) -> float:
-        sag = self.motor_amps * self.resistance() if under_load else 0.0
-        return max(0.0, self.open_volts() - sag)
-
-    def resistance(self) -> float:
-        return self.internal_ohms + self.exhausted_ohms * (1.0 - self.charge) ** 4
+    def volts(self, under_load: bool, amps: float | None = None) -> float:
+        rest = self.curve.volts(self.charge, under_load=False)
+        if not under_load:
+            return max(0.0, rest - self.polarisation)
+        load = self.curve.volts(self.charge, under_load=True)
+        share = (self.motor_amps if amps is None else amps) / self.motor_amps
+        return max(0.0, rest - (rest - load) * share - self.polarisation)
 
     def draw(self, seconds: float, amps: float | None = None) -> None:
+        """Run the motor for ``seconds``: charge goes, polarisation builds."""
         used = (self.motor_amps if amps is None else amps) * seconds
-        self.charge = max(0.0, self.charge - used / self.capacity_as)
+        capacity = self.curve.capacity_mah * 3.6 * self.capacity_scale
+        self.charge = max(0.0, self.charge - used / capacity)
+        self.polarisation += (self.polarisation_max - self.polarisation) * (
+            1 - math.exp(-seconds / self.tau_load))
+
+    def rest(self, seconds: float) -> None:
+        self.polarisation *= math.exp(-seconds / self.tau_rest)

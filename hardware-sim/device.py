@@ -69,6 +69,7 @@ class SimDevice(ShufflerDevice):
         self._fault: Fault | None = None
         self._motor_on = False
         self._closed = False
+        self._idle_since = self.clock.now()
         self.shown: list[Status] = []  # what the LED showed, for tests and the rig
 
     @classmethod
@@ -79,14 +80,16 @@ class SimDevice(ShufflerDevice):
         faults: FaultPlan | None = None,
         spec: MechanismSpec | None = None,
         rng: random.Random | None = None,
+        battery: SimBattery | None = None,
         habit: DealerHabit = DealerHabit.INSTRUCTED,
         **kwargs,
     ) -> SimDevice:
         """A simulated machine with a fresh pack of ``n`` cards in the tray."""
         faults = faults or FaultPlan()
-        battery = (
-            SimBattery.at_volts(faults.battery_volts) if faults.battery_volts else SimBattery()
-        )
+        battery = battery or SimBattery()
+        if faults.battery_volts:
+            battery = SimBattery.at_volts(faults.battery_volts, chemistry=battery.chemistry,
+                                          capacity_scale=battery.capacity_scale)
         mech: Mechanism[Card] = Mechanism(
             standard_pack(n), spec or MechanismSpec(), battery, faults
         )
@@ -103,6 +106,7 @@ class SimDevice(ShufflerDevice):
         if self._fault is not None:
             raise FaultLatchedError(self._fault.message)
         mech, clock, limits = self.mechanism, self.clock, self.limits
+        self._settle()
         mech.start_pass()
         expected, labels = plan.cards, plan.labels
         piles = [0, 0]
@@ -159,6 +163,7 @@ class SimDevice(ShufflerDevice):
                 self._motor_on = True
         finally:
             self._motor_on = False
+            self._idle_since = clock.now()
         if fault is not None and fault.kind.latches:
             self._fault = fault
         return PassReport(
@@ -172,7 +177,15 @@ class SimDevice(ShufflerDevice):
             retries,
         )
 
+    def _settle(self) -> None:
+        """The battery recovers while the motor rests."""
+        if not self._motor_on:
+            now = self.clock.now()
+            self.mechanism.battery.rest(now - self._idle_since)
+            self._idle_since = now
+
     def battery(self) -> BatteryReading:
+        self._settle()
         return BatteryReading(
             round(self.mechanism.battery.volts(self._motor_on), 3), under_load=self._motor_on
         )

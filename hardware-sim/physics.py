@@ -44,7 +44,7 @@ class MechanismSpec:
     card_rate: float = 5.0  # cards a second at full voltage (the Lotus deals about five)
     spinup: float = 0.2  # seconds from motor on to the first card
     duty: float = 0.4  # fraction of a card interval the beam is blocked
-    full_speed_volts: float = 7.5  # under load; below it the motor slows
+    full_speed_volts: float = 5.7  # under load; the driver holds the speed down to this
     stall_volts: float = 5.4  # under load; below it the motor stalls
 
 

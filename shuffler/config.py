@@ -48,8 +48,9 @@ class TableConfig:
 @dataclass(frozen=True)
 class BatteryConfig:
     chemistry: str = "alkaline"
-    low_volts: float = 7.2  # idle, warn
-    critical_volts: float = 6.6  # idle, refuse to start
+    low_volts: float = 7.2  # at rest, warn
+    critical_volts: float = 6.6  # at rest, refuse to start
+    cutoff_load_volts: float = 5.8  # under load: the estimate counts passes down to this
 
 
 @dataclass(frozen=True)
@@ -227,6 +228,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     critical = b.num("critical_volts", 6.6, 4.0, 10.0)
     if critical > low:
         b.fail("critical_volts", f"at most low_volts ({low})", critical)
+    cutoff = b.num("cutoff_load_volts", 5.8, 3.0, 9.0)
     b.done()
 
     pins = top.data.pop("pins", {})
@@ -239,7 +241,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         mechanism,
         hand,
         TableConfig(seats, first),
-        BatteryConfig(chemistry, low, critical),
+        BatteryConfig(chemistry, low, critical, cutoff),
         pins,
         source,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from . import battery as batt
 from .config import BatteryConfig
 from .device import CardCallback, Fault, FaultKind, PassReport, ShufflerDevice, Signal, Status
 from .errors import FaultLatchedError, LowBatteryError
@@ -42,12 +43,15 @@ def count_fault(report: PassReport) -> Fault | None:
 class PassController:
     """One pass at a time on ``device``, with the state kept in ``store``."""
 
-    def __init__(
-        self, device: ShufflerDevice, store: StateStore, battery: BatteryConfig | None = None
-    ) -> None:
+    #: battery history kept in the state file, per pass
+    HISTORY = 200
+
+    def __init__(self, device: ShufflerDevice, store: StateStore,
+                 battery: BatteryConfig | None = None, passes_per_hand: int = 4) -> None:
         self.device = device
         self.store = store
         self.battery_config = battery or BatteryConfig()
+        self.passes_per_hand = passes_per_hand
 
     def latched_fault(self) -> Fault | None:
         state = self.store.load()
@@ -55,22 +59,38 @@ class PassController:
             return Fault.from_dict(state.fault)
         return self.device.health().fault
 
-    def check_ready(self) -> None:
-        """Raise if nothing may move: a latched fault, or a battery too flat to finish."""
+    def battery_estimate(self, cards: int) -> batt.Estimate:
+        """Charge, passes and hands left for loads of ``cards``, from the reading now and
+        the charge each recorded pass used."""
+        cfg = self.battery_config
+        reading = self.device.battery()
+        history = [batt.PassRecord(int(c), q) for c, q in self.store.load().battery]
+        return batt.estimate(reading.volts, reading.under_load, history, cards=cards,
+                             passes_per_hand=self.passes_per_hand, chemistry=cfg.chemistry,
+                             cutoff_load_volts=cfg.cutoff_load_volts)
+
+    def check_ready(self, cards: int, passes: int = 1) -> None:
+        """Raise if nothing may move: a latched fault, or a battery that cannot finish
+        ``passes`` passes of ``cards`` cards."""
         fault = self.latched_fault()
         if fault is not None:
             raise FaultLatchedError(f"A {fault.kind.value} fault is latched: {fault.message}")
-        reading = self.device.battery()
+        est = self.battery_estimate(cards)
         critical = self.battery_config.critical_volts
-        if not reading.under_load and reading.volts < critical:
+        where = "under load" if est.under_load else "at rest"
+        figures = (f"Battery {est.volts:.2f} V {where}, {est.percent:.0f}% "
+                   f"({self.battery_config.chemistry}): about {est.passes_left} passes of "
+                   f"{cards} cards left, {passes} asked.")
+        too_low = not est.under_load and est.volts < critical
+        if too_low or est.passes_left < passes:
             self.device.show(Status(Signal.LOW_BATTERY))
-            raise LowBatteryError(
-                f"Battery {reading.volts:.2f} V at rest is below the {critical:.2f} V needed to "
-                "finish a pass: change the 9 V battery. Nothing was started."
-            )
+            why = f" It is below the {critical:.2f} V a pass needs at rest." if too_low else ""
+            raise LowBatteryError(f"{figures}{why} Change the 9 V battery; nothing was started.")
 
-    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None) -> PassReport:
-        self.check_ready()
+    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None,
+                 passes_after: int = 0) -> PassReport:
+        """Run ``plan``; ``passes_after`` more passes must also fit in the battery."""
+        self.check_ready(plan.cards, 1 + passes_after)
         self.device.show(Status(Signal.RUNNING))
         try:
             report = self.device.run_pass(plan, on_card)
@@ -107,9 +127,17 @@ class PassController:
         return state
 
     def _record(self, report: PassReport) -> None:
+        curve = batt.CURVES[self.battery_config.chemistry]
+
         def change(s: State) -> None:
             s.passes += 1
             s.cards += report.counted
+            if report.min_volts is not None and report.counted:
+                if s.battery and (curve.charge_at(report.min_volts, True)
+                                  > curve.charge_at(s.battery[-1][1], True) + batt.NEW):
+                    s.battery.clear()  # a fresh battery: start learning again
+                s.battery.append([report.counted, round(report.min_volts, 4)])
+                del s.battery[:-self.HISTORY]
             if report.fault is not None:
                 s.faults += 1
                 s.jams += report.fault.kind is FaultKind.JAM

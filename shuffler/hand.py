@@ -94,13 +94,13 @@ class HandRunner:
             self.planner.mode,
         )
         tracker = self.tracker = PackTracker(cards, self.device.info.feed)
-        self.controller.check_ready()
+        self.controller.check_ready(cards, passes)
         for index in range(passes):
             number = index + 1
             if on_pass_start:
                 on_pass_start(number, passes)
             plan = self.planner.plan(index, cards, tracker)
-            result = self.controller.run_pass(plan, on_card)
+            result = self.controller.run_pass(plan, on_card, passes_after=passes - number)
             stop = result.fault is not None and result.fault.kind not in CONTINUABLE
             last = number == passes
             stacking = None

@@ -35,6 +35,7 @@ class State:
     jams: int = 0
     faults: int = 0
     fault: dict[str, Any] | None = None  # the latched fault, if any
+    battery: list[list[float]] = field(default_factory=list)  # [cards, charge] per pass
     version: int = STATE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 

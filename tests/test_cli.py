@@ -100,18 +100,38 @@ def test_every_sim_fault_kind(run, spec, code, kind):
         assert data["pass"]["fault"]["kind"] == kind
 
 
-def test_a_stall_under_load_is_low_battery_with_exit_4(run):
-    # 6.8 V at rest passes the idle check, but sags below the motor's stall point under load
-    result = run("--json", "--sim-fault", "battery:6.8", "pass")
+def test_a_stall_under_load_is_low_battery_with_exit_4(run, tmp_path):
+    # thresholds set (unwisely) so low that the pass starts; the motor then stalls
+    cfg = tmp_path / "lax.toml"
+    cfg.write_text("[battery]\nlow_volts = 4.5\ncritical_volts = 4.0\ncutoff_load_volts = 3.0\n")
+    result = run("--config", str(cfg), "--json", "--sim-fault", "battery:6.2", "pass")
     assert result.exit_code == 4
-    assert out_json(result)["pass"]["fault"]["kind"] == "low_battery"
+    fault = out_json(result)["pass"]["fault"]
+    assert fault["kind"] == "low_battery" and "stalled" in fault["message"]
 
 
 def test_a_flat_battery_is_refused_before_anything_moves(run):
     result = run("--json", "--sim-fault", "battery:6.4", "pass")
     assert result.exit_code == 4
-    assert "6.40 V" in out_json(result)["error"]["message"]
+    message = out_json(result)["error"]["message"]
+    assert "6.40 V at rest" in message and "passes of 24 cards left, 1 asked" in message
+    assert "%" in message and "nothing was started" in message
     assert out_json(run("--json", "status"))["counters"]["passes"] == 0
+
+
+def test_a_hand_the_battery_cannot_finish_is_refused(run):
+    # 7.0 V at rest: a few dozen passes by the curve, not a hand of 30
+    assert run("--sim-fault", "battery:7.0", "pass").exit_code == 0
+    result = run("--json", "--sim-fault", "battery:6.95", "hand", "--passes", "30")
+    assert result.exit_code == 4 and "30 asked" in out_json(result)["error"]["message"]
+
+
+def test_battery_json_has_the_documented_keys(run):
+    data = out_json(run("--json", "battery"))
+    assert {"volts", "percent", "passes_left", "hands_left", "state"} <= set(data)
+    assert data["state"] == "ok" and data["percent"] > 95 and data["passes_left"] > 100
+    low = out_json(run("--json", "--sim-fault", "battery:6.4", "battery"))
+    assert low["state"] == "critical" and low["passes_left"] == 0
 
 
 @pytest.mark.parametrize("spec", ["jam", "jam:x", "jam:0", "battery:lots", "smoke:3", "double:"])

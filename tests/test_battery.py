@@ -1,0 +1,98 @@
+"""The battery model: curves, the learned charge per pass, and honest passes-left figures."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from hardware_sim import SimBattery, SimDevice
+from shuffler import battery as batt
+from shuffler.clock import VirtualClock
+from shuffler.controller import PassController
+from shuffler.mechanics import Pile
+from shuffler.planning import coin_plan
+from shuffler.state import StateStore
+
+
+@pytest.mark.parametrize("chemistry", sorted(batt.CURVES))
+def test_curves_fall_with_charge_and_invert(chemistry):
+    curve = batt.CURVES[chemistry]
+    for under_load in (False, True):
+        volts = [curve.volts(c / 20, under_load) for c in range(21)]
+        assert volts == sorted(volts)
+        for c in (0.03, 0.3, 0.7, 0.97):
+            assert curve.charge_at(curve.volts(c, under_load), under_load) == pytest.approx(c)
+    assert all(curve.volts(c / 10, True) < curve.volts(c / 10, False) for c in range(11))
+
+
+def drain(chemistry: str, scale: float, cards: int = 24):
+    """Drain a simulated battery pass by pass from full. Returns the estimate made
+    before each pass and how many passes the battery really finished above the cut-off."""
+    dev = SimDevice.for_cards(cards, rng=random.Random(1), clock=VirtualClock(),
+                              battery=SimBattery(chemistry, capacity_scale=scale))
+    history: list[batt.PassRecord] = []
+    estimates = []
+    rng = random.Random(2)
+    while True:
+        reading = dev.battery()
+        est = batt.estimate(reading.volts, reading.under_load, history[-200:], cards=cards,
+                            passes_per_hand=5, chemistry=chemistry)
+        report = dev.run_pass(coin_plan(cards, rng))
+        if report.fault or report.min_volts < batt.DEFAULT_CUTOFF_LOAD_VOLTS:
+            return estimates, len(estimates)
+        estimates.append(est.passes_left)
+        history.append(batt.PassRecord(report.counted, report.min_volts))
+        dev.mechanism.restack(Pile.LEFT)
+        dev.clock.sleep(4.0)  # the dealer restacks and touches
+
+
+@pytest.mark.parametrize(("chemistry", "scale"), [("alkaline", 0.2), ("alkaline", 0.05),
+                                                  ("nimh", 0.3)])
+def test_passes_left_is_within_20_percent_from_the_tenth_pass(chemistry, scale):
+    estimates, total = drain(chemistry, scale)
+    assert total > 15
+    for i, est in enumerate(estimates[9:], start=9):
+        actual = total - i
+        # a pass is a whole unit: within 20%, or within one pass at the very end
+        assert abs(est - actual) <= max(0.2 * actual, 1), (i, est, actual)
+
+
+def test_a_fresh_battery_is_recognised_and_learning_starts_again():
+    old = [batt.PassRecord(24, v) for v in (6.1, 6.05, 6.0, 5.95, 5.9, 5.85, 5.81)]
+    worn = batt.estimate(6.9, False, old, cards=24, passes_per_hand=4)  # recovered at rest
+    assert worn.state == "critical" and worn.passes_left == 0 and worn.learned
+    fresh = batt.estimate(9.5, False, old, cards=24, passes_per_hand=4)
+    assert fresh.state == "ok" and not fresh.learned and fresh.passes_left > 300
+
+
+def test_without_history_the_estimate_says_it_is_from_the_curve():
+    est = batt.estimate(9.5, False, [], cards=24, passes_per_hand=4)
+    assert not est.learned and est.percent == 100
+    low, high = est.passes_left_range
+    assert low <= est.passes_left <= high
+    assert batt.estimate(9.5, False, [], cards=104, passes_per_hand=4).passes_left < low
+
+
+def test_the_controller_learns_from_each_pass_and_keeps_it(tmp_path):
+    dev = SimDevice.for_cards(24, rng=random.Random(1), clock=VirtualClock(),
+                              battery=SimBattery(capacity_scale=0.2))
+    controller = PassController(dev, StateStore(tmp_path))
+    assert not controller.battery_estimate(24).learned
+    rng = random.Random(3)
+    for _ in range(8):
+        controller.run_pass(coin_plan(24, rng))
+        dev.mechanism.restack(Pile.LEFT)
+    assert len(StateStore(tmp_path).load().battery) == 8
+    est = controller.battery_estimate(24)
+    assert est.learned and 80 < est.passes_left < 130  # about 113 in all at this scale
+
+
+def test_the_simulated_battery_sags_under_load_and_recovers_at_rest():
+    b = SimBattery()
+    rest = b.volts(False)
+    b.draw(5.0)
+    assert b.volts(True) < b.volts(False) < rest
+    dipped = b.volts(False)
+    b.rest(60)
+    assert dipped < b.volts(False) <= rest
