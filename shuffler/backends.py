@@ -4,12 +4,12 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .clock import Clock, ScaledClock
 from .config import Config
 from .device import ShufflerDevice
-from .errors import BadInputError, UnsupportedError
+from .errors import BadInputError, DeviceError, UnsupportedError
 from .planning import RandomSource, system_random
 
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
@@ -57,13 +57,54 @@ def open_device(
             clock=sim.clock or ScaledClock(sim.speed),
             limits=mech.limits,
         )
-    if name in ("sim-gpio", "sim-serial", "gpio") or name.startswith("serial:"):
+    if name == "sim-gpio":
+        return _sim_gpio(config, cards, sim)
+    if name == "gpio":
+        return _gpio(config)
+    if name == "sim-serial" or name.startswith("serial:"):
         raise UnsupportedError(
             f"device {name!r} is not available in this version yet; use --device sim"
         )
     raise BadInputError(
         f"unknown device {name!r}: expected sim, sim-gpio, sim-serial, gpio or serial:PORT"
     )
+
+
+def _gpio(config: Config) -> ShufflerDevice:
+    import warnings
+
+    from gpiozero.exc import GPIOZeroError
+
+    from .gpio import GpioDevice
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # gpiozero warns for every factory it tries
+            return GpioDevice(config.gpio, limits=config.mechanism.limits,
+                              feed=config.mechanism.feed)
+    except GPIOZeroError as e:
+        raise DeviceError(f"cannot open the GPIO pins ({e}); on a Raspberry Pi install "
+                          "lgpio (see docs/hardware.md), elsewhere use --device sim-gpio") from None
+
+
+def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
+    """The real GpioDevice on mock pins driven by the simulated mechanism. The rig runs
+    in real time, so the speed factor quickens the cards and shortens the limits to
+    match; the dealer keeps human timings (the pile sensors need them)."""
+    from hardware_sim import DealerHabit, parse_fault_specs
+    from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
+    from hardware_sim.physics import MechanismSpec
+
+    mech, speed = config.mechanism, sim.speed
+    rig = GpioRig.for_cards(
+        cards, faults=parse_fault_specs(sim.faults), gpio=config.gpio,
+        habit=DealerHabit(sim.habit), rng=random.Random(sim.seed),
+        spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate * speed, spinup=0.0))
+    limits = mech.limits
+    scaled = replace(limits, jam_seconds=max(limits.jam_seconds / speed, 0.02),
+                     misfeed_seconds=max(limits.misfeed_seconds / speed, 0.04),
+                     reverse_seconds=max(limits.reverse_seconds / speed, 0.01))
+    return RiggedGpioDevice(rig, limits=scaled, feed=mech.feed)
 
 
 def plan_source(device: ShufflerDevice, seed: int | None) -> RandomSource:

@@ -61,6 +61,83 @@ class MechanismConfig:
     limits: FaultLimits = field(default_factory=FaultLimits)
 
 
+#: the MCP3008 on SPI0: these pins are taken when the battery monitor is fitted
+SPI0_PINS = {8: "SPI CE0 (MCP3008 select)", 9: "SPI MISO", 10: "SPI MOSI", 11: "SPI SCLK"}
+OPTIONAL_PINS = ("motor_backward", "led_red", "led_green", "led_blue", "buzzer")
+
+
+@dataclass(frozen=True)
+class GpioConfig:
+    """Pins (BCM numbers) and parts for the gpiozero backend; see docs/hardware.md."""
+
+    touch: int = 17
+    motor: int = 12  # PWM0: the motor driver's forward input (or its only input)
+    motor_backward: int | None = 13  # PWM1: the H-bridge's reverse input
+    diverter: int = 18  # servo signal or solenoid driver
+    beam: int = 24  # IR beam receiver: low while a card blocks it
+    tray: int = 25  # low while cards sit in the tray
+    pile_left: int = 5  # low while a pile sits on the left
+    pile_right: int = 6
+    led_red: int | None = 16
+    led_green: int | None = 20
+    led_blue: int | None = 21
+    buzzer: int | None = 26
+    motor_kind: str = "motor"  # "motor": H-bridge, can reverse; "pwm": one pin, cannot
+    diverter_kind: str = "servo"  # "servo" (AngularServo) or "solenoid"
+    servo_angle: float = 30.0  # degrees either side of centre
+    adc_channel: int | None = 0  # MCP3008 channel of the battery divider; None: no monitor
+    divider_ratio: float = 4.03  # (R_top + R_bottom) / R_bottom: 10k over 3.3k
+    adc_vref: float = 3.3
+    touch_debounce_s: float = 0.3
+    soft_start_s: float = 0.1
+
+    def pins(self) -> dict[str, int]:
+        """Every pin in use, by role."""
+        roles = ("touch", "motor", "motor_backward", "diverter", "beam", "tray", "pile_left",
+                 "pile_right", "led_red", "led_green", "led_blue", "buzzer")
+        used = {role: getattr(self, role) for role in roles}
+        if self.motor_kind == "pwm":
+            used.pop("motor_backward")
+        return {role: pin for role, pin in used.items() if pin is not None}
+
+
+def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
+    d = GpioConfig()
+    values: dict[str, Any] = {}
+    for role in d.pins():
+        default = getattr(d, role)
+        optional = role in OPTIONAL_PINS
+        expected = "a BCM pin number from 2 to 27" + (" or false (not fitted)" if optional else "")
+        values[role] = p.get(role, default, expected,
+                             lambda v, o=optional: (type(v) is int and 2 <= v <= 27)
+                             or (o and v is False), lambda v: None if v is False else v)
+    p.done()
+    values["motor_kind"] = g.choice("motor", d.motor_kind, {"motor": "motor", "pwm": "pwm"})
+    values["diverter_kind"] = g.choice("diverter", d.diverter_kind,
+                                       {"servo": "servo", "solenoid": "solenoid"})
+    values["servo_angle"] = g.num("servo_angle", d.servo_angle, 5, 90)
+    values["adc_channel"] = g.get("adc_channel", d.adc_channel,
+                                  "an MCP3008 channel from 0 to 7, or false (no monitor)",
+                                  lambda v: (type(v) is int and 0 <= v <= 7) or v is False,
+                                  lambda v: None if v is False else v)
+    values["divider_ratio"] = g.num("divider_ratio", d.divider_ratio, 1.0, 20.0)
+    values["adc_vref"] = g.num("adc_vref", d.adc_vref, 1.0, 5.5)
+    values["touch_debounce_s"] = g.num("touch_debounce_s", d.touch_debounce_s, 0.0, 5.0)
+    values["soft_start_s"] = g.num("soft_start_s", d.soft_start_s, 0.0, 2.0)
+    g.done()
+    cfg = GpioConfig(**values)
+    seen: dict[int, str] = {}
+    for role, pin in cfg.pins().items():
+        if pin in seen:
+            raise ConfigError(f"{p.source}: [pins] {role}: GPIO{pin} is already used by "
+                              f"[pins] {seen[pin]}")
+        if cfg.adc_channel is not None and pin in SPI0_PINS:
+            raise ConfigError(f"{p.source}: [pins] {role}: GPIO{pin} is the battery monitor's "
+                              f"{SPI0_PINS[pin]}")
+        seen[pin] = role
+    return cfg
+
+
 @dataclass(frozen=True)
 class Config:
     device: str = "sim"
@@ -69,7 +146,7 @@ class Config:
     hand: HandConfig = field(default_factory=HandConfig)
     table: TableConfig = field(default_factory=TableConfig)
     battery: BatteryConfig = field(default_factory=BatteryConfig)
-    pins: dict[str, Any] = field(default_factory=dict)
+    gpio: GpioConfig = field(default_factory=lambda: GpioConfig())
     source: str = "(defaults)"
 
 
@@ -231,9 +308,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     cutoff = b.num("cutoff_load_volts", 5.8, 3.0, 9.0)
     b.done()
 
-    pins = top.data.pop("pins", {})
-    if not isinstance(pins, dict):
-        top.fail("pins", "a table", pins)
+    gpio = _gpio_config(sub("pins"), sub("gpio"))
     top.done()
     return Config(
         device,
@@ -242,6 +317,6 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         hand,
         TableConfig(seats, first),
         BatteryConfig(chemistry, low, critical, cutoff),
-        pins,
+        gpio,
         source,
     )

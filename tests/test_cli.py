@@ -161,11 +161,14 @@ def test_the_config_sets_passes_and_cards(run, tmp_path):
     assert [p["counted"] for p in hand["passes"]] == [32, 32]
 
 
-def test_hardware_devices_not_built_yet_say_so(run):
-    result = run("--device", "gpio", "pass")
+def test_devices_that_cannot_open_say_why(run):
+    result = run("--device", "sim-serial", "pass")
     assert result.exit_code == 2 and "not available" in result.stderr
     result = run("--device", "gpio", "--sim-seed", "3", "pass")
     assert result.exit_code == 2 and "only to a simulated device" in result.stderr
+    result = run("--device", "gpio", "pass")  # no Raspberry Pi here
+    assert result.exit_code == 3 and "cannot open the GPIO pins" in result.stderr
+    assert "--device sim-gpio" in result.stderr
 
 
 def test_a_seeded_simulator_repeats_itself(run):

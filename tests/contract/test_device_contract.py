@@ -35,9 +35,11 @@ def test_a_pass_deals_every_card_where_the_plan_says(harness, cards):
     assert not dev.health().motor_on
 
 
-def test_a_24_card_pass_takes_about_five_seconds(harness):
+def test_a_pass_takes_as_long_as_the_card_rate_says(harness):
+    # about five seconds for 24 cards at the Lotus's five a second
     report = harness.make(24).run_pass(coin_plan(24, RNG))
-    assert 4.0 <= report.seconds <= 6.0
+    ideal = 24 / harness.card_rate
+    assert 0.8 * ideal <= report.seconds <= 1.3 * ideal + 0.5
 
 
 def test_a_hard_jam_stops_retries_then_latches_until_cleared(harness):
@@ -51,6 +53,7 @@ def test_a_hard_jam_stops_retries_then_latches_until_cleared(harness):
     assert not health.ok and not health.motor_on and health.fault == report.fault
     with pytest.raises(FaultLatchedError):
         dev.run_pass(coin_plan(24, RNG))
+    harness.settle(dev)  # the dealer frees the throat and gathers the cards
     assert dev.clear_fault() is True
     assert dev.health().ok
     again = dev.run_pass(coin_plan(24, RNG))
