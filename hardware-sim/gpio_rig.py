@@ -223,6 +223,7 @@ class GpioRig:
             m = self.mechanism
             if not self._was_forward and not (m.piles[0] or m.piles[1]):
                 m.start_pass()  # the motor starts on a full tray: a new pass
+                self._restacked = False
             self._was_forward = True
             transit = self.mechanism.next_transit(first=first)
             first = False

@@ -1,0 +1,168 @@
+"""The gpiozero backend on the rig: what a builder checks on the bench."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from hardware_sim import parse_fault_specs
+from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
+from shuffler.config import Config, GpioConfig, load_config_text
+from shuffler.controller import PassController
+from shuffler.device import EventKind, FaultKind, FaultLimits, Signal, Status
+from shuffler.errors import ConfigError
+from shuffler.gpio import COLOURS
+from shuffler.hand import HandRunner
+from shuffler.mechanics import Feed, Pile, deal_piles
+from shuffler.planning import PlannedPlanner, coin_plan
+from shuffler.state import StateStore
+
+RATE = 200.0  # cards a second: one card interval is 5 ms
+LIMITS = FaultLimits(jam_seconds=0.05, misfeed_seconds=0.1, retries=1, reverse_seconds=0.02)
+
+
+@pytest.fixture
+def rigged():
+    made = []
+
+    def make(cards=24, faults=(), gpio=None, habit="instructed"):
+        from hardware_sim import DealerHabit
+
+        rig = GpioRig.for_cards(cards, card_rate=RATE, faults=parse_fault_specs(faults),
+                                gpio=gpio or GpioConfig(soft_start_s=0.01),
+                                habit=DealerHabit(habit), rng=random.Random(3))
+        dev = RiggedGpioDevice(rig, limits=LIMITS)
+        made.append(dev)
+        return dev
+
+    yield make
+    for dev in made:
+        dev.close()
+
+
+def test_a_planned_hand_on_the_rig_ends_in_the_order_the_plan_implies(rigged, tmp_path):
+    dev = rigged(24)
+    start = list(dev.rig.mechanism.tray)
+    planner = PlannedPlanner(4, random.Random(8))
+    plans, seen = [], []
+    real_plan = planner.plan
+    planner.plan = lambda *a: plans.append(real_plan(*a)) or plans[-1]
+    runner = HandRunner(PassController(dev, StateStore(tmp_path)), planner, Config())
+
+    def after(record):
+        if record.number < 4:  # restacked and touched: the tray holds the tracked order
+            seen.append(([start[i] for i in runner.tracker.order], list(dev.rig.mechanism.tray)))
+        else:  # the last piles, before the dealer takes them
+            before = [start[i] for i in snapshot["order"]]
+            seen.append((deal_piles(before, plans[-1].labels, Feed.TOP), dev.rig.mechanism.piles))
+
+    snapshot: dict[str, list[int]] = {}
+
+    def before_pass(number, of):
+        snapshot["order"] = list(runner.tracker.order or [])
+
+    hand = runner.run(4, 24, on_pass_start=before_pass, on_pass_done=after)
+    assert hand.completed and [r.report.counted for r in hand.records] == [24] * 4
+    assert [r.stacking for r in hand.records[:3]] == [Pile.LEFT] * 3
+    for tracked, real in seen:
+        assert tracked == real
+
+
+def _pin_times(pin, since):
+    """(absolute time, state) for each change a mock pin recorded since clear_states()."""
+    t, out = since, []
+    for change in pin.states[1:]:
+        t += change.timestamp
+        out.append((t, change.state))
+    return out
+
+
+def _off_time(dev, since):
+    offs = [t for t, s in _pin_times(dev.rig.pins["motor"], since) if not s]
+    return offs[-1]
+
+
+@pytest.mark.parametrize(("spec", "kind"), [("jam:9", FaultKind.JAM),
+                                            ("misfeed:9", FaultKind.MISFEED),
+                                            ("battery:5.9", FaultKind.LOW_BATTERY)])
+def test_a_fault_stops_the_motor_pin_within_one_card_interval(rigged, spec, kind):
+    dev = rigged(24, [spec])
+    for role in ("motor", "beam"):
+        dev.rig.pins[role].clear_states()
+    since = time.monotonic()
+    report = dev.run_pass(coin_plan(24, random.Random(1)))
+    assert report.fault is not None and report.fault.kind is kind
+    beam = _pin_times(dev.rig.pins["beam"], since)
+    motor = _pin_times(dev.rig.pins["motor"], since)
+    full_on = min(t for t, s in motor if s == 1.0)
+    first_off = min(t for t, s in motor if not s and t > full_on)
+    if kind is FaultKind.JAM:  # the beam blocked longer than the jam limit
+        due = max(t for t, s in beam if not s and t < first_off) + LIMITS.jam_seconds
+    else:  # no card edge for the misfeed limit, counted from full speed
+        edges = [t for t, s in beam if s and t < first_off]
+        due = max(edges + [full_on]) + LIMITS.misfeed_seconds
+    assert 0 <= first_off - due <= 1 / RATE  # within one card interval
+    assert not dev.motor_on
+
+
+def test_a_double_feed_ends_the_pass_at_once_with_a_short_count(rigged):
+    dev = rigged(24, ["double:7"])
+    dev.rig.pins["motor"].clear_states()
+    since = time.monotonic()
+    report = dev.run_pass(coin_plan(24, random.Random(1)))
+    assert report.counted == 23 and report.tray_empty and report.fault is None
+    last_card = max(t for t, s in _pin_times(dev.rig.pins["beam"], since) if s)
+    assert _off_time(dev, since) - last_card <= 1 / RATE
+
+
+def test_the_led_shows_each_status(rigged):
+    dev = rigged(24)
+    for status, colour in [(Status(Signal.READY), (0, 1, 0)),
+                           (Status(Signal.RUNNING), (1, 1, 1)),
+                           (Status(Signal.STACK, Pile.LEFT, 2, 4), (0, 0, 1)),
+                           (Status(Signal.STACK, Pile.RIGHT, 2, 4), (1, 0, 1))]:
+        dev.show(status)
+        assert dev.rig.led() == colour
+    assert COLOURS[(Signal.FAULT, None)][1]  # faults blink
+
+
+def test_a_chattering_touch_is_one_touch(rigged):
+    dev = rigged(24)
+    dev.drain_events()
+    for _ in range(5):  # contact bounce within a few milliseconds
+        dev.rig._drive("touch", True)
+        dev.rig._drive("touch", False)
+    touches = [e for e in dev.drain_events() if e.kind is EventKind.TOUCH]
+    assert len(touches) == 1
+
+
+@pytest.mark.parametrize(("motor", "diverter"), [("pwm", "solenoid"), ("motor", "servo")])
+def test_both_motor_and_diverter_kinds_deal_where_planned(rigged, motor, diverter):
+    text = f'[gpio]\nmotor = "{motor}"\ndiverter = "{diverter}"\nsoft_start_s = 0.01\n'
+    dev = rigged(32, gpio=load_config_text(text).gpio)
+    plan = coin_plan(32, random.Random(5))
+    report = dev.run_pass(plan)
+    assert report.counted == 32 and report.piles == plan.pile_sizes
+    landed = [int(p) for _, p in dev.rig.landed]
+    assert landed == list(plan.labels)
+
+
+def test_closing_stops_the_motor(rigged):
+    dev = rigged(24)
+    dev._motor(1.0)
+    assert dev.rig.pins["motor"].state == 1.0
+    dev.close()
+    assert dev.rig.pins["motor"].state == 0
+    assert not dev.health().motor_on
+
+
+def test_a_pin_used_twice_names_both_uses():
+    with pytest.raises(ConfigError, match=r"\[pins\] tray: GPIO17 is already used by "
+                                          r"\[pins\] touch"):
+        load_config_text("[pins]\ntray = 17\n", "pins.toml")
+    with pytest.raises(ConfigError, match="battery monitor's SPI SCLK"):
+        load_config_text("[pins]\nbuzzer = 11\n", "pins.toml")
+    cfg = load_config_text("[pins]\nbuzzer = 11\n[gpio]\nadc_channel = false\n").gpio
+    assert cfg.buzzer == 11 and cfg.adc_channel is None
