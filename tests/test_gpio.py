@@ -102,7 +102,7 @@ def test_a_fault_stops_the_motor_pin_within_one_card_interval(rigged, spec, kind
         due = max(t for t, s in beam if not s and t < first_off) + LIMITS.jam_seconds
     else:  # no card edge for the misfeed limit, counted from full speed
         edges = [t for t, s in beam if s and t < first_off]
-        due = max(edges + [full_on]) + LIMITS.misfeed_seconds
+        due = max([*edges, full_on]) + LIMITS.misfeed_seconds
     assert 0 <= first_off - due <= 1 / RATE  # within one card interval
     assert not dev.motor_on
 
