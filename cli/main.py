@@ -23,7 +23,7 @@ from shuffler.config import Config, default_config_path, load_config
 from shuffler.controller import PassController
 from shuffler.device import FaultKind, ShufflerDevice
 from shuffler.errors import ShufflerError
-from shuffler.hand import HandRunner, dealer_index
+from shuffler.hand import dealer_index, pending_hand, play_hand
 from shuffler.logs import configure, get_logger
 from shuffler.planning import Mode, PackTracker, make_planner
 from shuffler.state import StateStore, default_state_dir
@@ -52,8 +52,14 @@ class App:
         return device
 
     def controller(self, device: ShufflerDevice) -> PassController:
-        return PassController(device, StateStore(self.state_dir), self.config.battery,
-                              self.config.hand.passes)
+        controller = PassController(device, StateStore(self.state_dir), self.config.battery,
+                                    self.config.hand.passes)
+        settled = controller.recover()
+        if settled and settled.get("interrupted"):
+            click.echo(f"shuffler: pass {settled.get('pass', '?')} of hand "
+                       f"{settled.get('hand', '?')} was interrupted (recorded in the audit "
+                       "log); the motor is off", err=True)
+        return controller
 
     def close(self) -> None:
         for device in self.devices:
@@ -64,6 +70,10 @@ class App:
             click.echo(json.dumps(obj))
         elif text is not None:
             click.echo(text)
+
+
+def result_passes(pending: dict | None, passes: int) -> int:
+    return pending["passes"] if pending else passes
 
 
 def fault_exit(kind: FaultKind | None) -> int:
@@ -238,20 +248,24 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
     planning_mode = Mode(mode) if mode else app.config.hand.mode
 
     def body() -> int:
-        device = app.open(cards)
+        pending = pending_hand(StateStore(app.state_dir).load())
+        device = app.open(pending["cards"] if pending else cards)
         controller = app.controller(device)
         progress = render.Progress()
+        if pending and not app.json:
+            click.echo(f"resuming hand {pending['number']} at pass {pending['done'] + 1} of "
+                       f"{pending['passes']}", err=True)
 
         def done(record) -> None:
             progress.end()
             if not app.json:
-                click.echo(render.pass_line(record.report, record.number, passes))
+                click.echo(render.pass_line(record.report, record.number,
+                                            result_passes(pending, passes)))
 
-        planner = make_planner(planning_mode, passes, plan_source(device, app.sim.seed))
-        runner = HandRunner(controller, planner, app.config)
-        result = runner.run(
-            passes, cards, on_pass_start=progress.start, on_card=progress.card, on_pass_done=done
-        )
+        result = play_hand(controller, app.config, passes=passes, cards=cards,
+                           mode=planning_mode, rng=plan_source(device, app.sim.seed),
+                           on_pass_start=progress.start, on_card=progress.card,
+                           on_pass_done=done)
         app.emit(
             {"device": device.info.to_dict(), "hand": render.hand_dict(result)},
             render.hand_summary(result),

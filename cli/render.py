@@ -37,6 +37,7 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "completed": hand.completed,
         "tracking": hand.tracking,
         "distance": None if hand.distance is None else float(hand.distance),
+        "resumed_at": hand.resumed_at,
         "passes": [record_dict(r) for r in hand.records],
     }
 

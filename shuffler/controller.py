@@ -8,8 +8,12 @@ The device owns what must happen at once (stopping the motor).
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
 
+from . import __version__
 from . import battery as batt
+from .audit import AuditLog
 from .config import BatteryConfig
 from .device import CardCallback, Fault, FaultKind, PassReport, ShufflerDevice, Signal, Status
 from .errors import FaultLatchedError, LowBatteryError
@@ -18,6 +22,10 @@ from .planning import PassPlan
 from .state import State, StateStore
 
 log = get_logger("shuffler.controller")
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds")
 
 
 def count_fault(report: PassReport) -> Fault | None:
@@ -50,6 +58,7 @@ class PassController:
                  battery: BatteryConfig | None = None, passes_per_hand: int = 4) -> None:
         self.device = device
         self.store = store
+        self.audit = AuditLog(store.folder / "audit.jsonl")
         self.battery_config = battery or BatteryConfig()
         self.passes_per_hand = passes_per_hand
 
@@ -88,15 +97,22 @@ class PassController:
             raise LowBatteryError(f"{figures}{why} Change the 9 V battery; nothing was started.")
 
     def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None,
-                 passes_after: int = 0) -> PassReport:
-        """Run ``plan``; ``passes_after`` more passes must also fit in the battery."""
+                 passes_after: int = 0, context: dict[str, Any] | None = None) -> PassReport:
+        """Run ``plan``; ``passes_after`` more passes must also fit in the battery.
+
+        The pass is marked in flight in the state before the motor starts, and on
+        completion goes to the audit log (with ``context``: hand, pass, mode) and the
+        counters, so a crash at any point loses nothing and counts nothing twice.
+        """
         self.check_ready(plan.cards, 1 + passes_after)
+        entry = self._begin(plan.cards, context or {})
         self.device.show(Status(Signal.RUNNING))
         try:
             report = self.device.run_pass(plan, on_card)
         finally:
             self.device.stop()
         report = replace(report, fault=count_fault(report))
+        self.audit.append(self._audit_entry(entry, report))
         self._record(report)
         log.info(
             "pass",
@@ -126,10 +142,57 @@ class PassController:
         self.store.save(state)
         return state
 
+    # -- the journal: in flight, audit, recovery ---------------------------------------
+    def _begin(self, cards: int, context: dict[str, Any]) -> dict[str, Any]:
+        entry: dict[str, Any] = {}
+
+        def change(s: State) -> None:
+            entry.update(id=s.next_pass_id, started=_now(), cards=cards,
+                         device=self.device.info.kind, **context)
+            s.next_pass_id += 1
+            s.in_flight = dict(entry)
+        self.update(change)
+        return entry
+
+    def _audit_entry(self, entry: dict[str, Any], report: PassReport) -> dict[str, Any]:
+        return {**entry, "time": _now(), "counted": report.counted,
+                "expected": report.expected, "piles": list(report.piles),
+                "seconds": round(report.seconds, 3),
+                "volts": None if report.min_volts is None else round(report.min_volts, 3),
+                "fault": report.fault.to_dict() if report.fault else None,
+                "version": __version__}
+
+    def recover(self) -> dict[str, Any] | None:
+        """After a crash: motor off, and a pass left in flight is settled. If the audit
+        log has it, it finished (its counters are brought up to date); if not, it was
+        interrupted and is recorded as such. Returns the audit entry it settled."""
+        self.device.stop()
+        state = self.store.load()
+        flight = state.in_flight
+        if not flight:
+            return None
+        done = self.audit.has(flight["id"])
+        if done is None:
+            done = {**flight, "time": _now(), "interrupted": True, "counted": None,
+                    "version": __version__}
+            self.audit.append(done)
+            log.warning("interrupted pass recorded", id=flight["id"])
+
+        def change(s: State) -> None:
+            if done.get("interrupted"):
+                s.interrupted += 1
+            else:  # finished, but the crash came before the counters were saved
+                s.passes += 1
+                s.cards += done.get("counted") or 0
+            s.in_flight = None
+        self.update(change)
+        return done
+
     def _record(self, report: PassReport) -> None:
         curve = batt.CURVES[self.battery_config.chemistry]
 
         def change(s: State) -> None:
+            s.in_flight = None
             s.passes += 1
             s.cards += report.counted
             if report.min_volts is not None and report.counted:

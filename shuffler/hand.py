@@ -25,7 +25,7 @@ from .device import (
 from .errors import DeviceTimeoutError
 from .logs import get_logger
 from .mechanics import Pile
-from .planning import Mode, PackTracker, Planner
+from .planning import Mode, PackTracker, Planner, RandomSource, make_planner
 from .state import State
 
 log = get_logger("shuffler.hand")
@@ -52,10 +52,16 @@ class HandReport:
     completed: bool = False
     tracking: bool = True  # the controller still knows where every card is
     distance: Fraction | None = None  # total variation from uniform that holds
+    resumed_at: int | None = None  # the pass an interrupted hand resumed at
 
     @property
     def fault(self):
         return next((r.report.fault for r in reversed(self.records) if r.report.fault), None)
+
+
+def pending_hand(state: State) -> dict | None:
+    """The hand a crash, a fault or a missing touch left unfinished, if any."""
+    return state.hand
 
 
 def dealer_index(state: State, config: Config) -> int:
@@ -94,13 +100,24 @@ class HandRunner:
             self.planner.mode,
         )
         tracker = self.tracker = PackTracker(cards, self.device.info.feed)
-        self.controller.check_ready(cards, passes)
-        for index in range(passes):
+        pending = state.hand
+        first = 0
+        if pending and (pending["passes"], pending["cards"]) == (passes, cards):
+            first = pending["done"]  # resume: the passes done are done, the rest follow
+            tracker.order, tracker.from_start = None, False  # where the cards are is unknown
+        self.controller.check_ready(cards, passes - first)
+        self.controller.update(lambda s: setattr(s, "hand", {
+            "number": report.number, "passes": passes, "cards": cards,
+            "mode": self.planner.mode.value, "done": first}))
+        report.resumed_at = first + 1 if first else None
+        for index in range(first, passes):
             number = index + 1
             if on_pass_start:
                 on_pass_start(number, passes)
             plan = self.planner.plan(index, cards, tracker)
-            result = self.controller.run_pass(plan, on_card, passes_after=passes - number)
+            context = {"hand": report.number, "pass": number, "mode": self.planner.mode.value}
+            result = self.controller.run_pass(plan, on_card, passes_after=passes - number,
+                                              context=context)
             stop = result.fault is not None and result.fault.kind not in CONTINUABLE
             last = number == passes
             stacking = None
@@ -113,13 +130,15 @@ class HandRunner:
             self.planner.observe(index, plan, result.counted, stacking)
             record = PassRecord(number, result, stacking)
             report.records.append(record)
+            if not stop:
+                self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
             if on_pass_done:
                 on_pass_done(record)
             if stop:
                 break
         report.tracking = tracker.known and tracker.from_start
         report.distance = self.planner.distance(cards, len(report.records))
-        report.completed = len(report.records) == passes and not (
+        report.completed = first + len(report.records) == passes and not (
             report.fault and report.fault.kind not in CONTINUABLE
         )
         if report.completed:
@@ -127,6 +146,7 @@ class HandRunner:
             def advance(s: State) -> None:
                 s.hands_completed += 1
                 s.dealer = (dealer + 1) % len(seats)
+                s.hand = None
 
             self.controller.update(advance)
             self.device.show(Status(Signal.READY))
@@ -162,3 +182,15 @@ class HandRunner:
         stacking = stacking_from_lifts(lifts, self.config.mechanism.both_window_s)
         log.debug("restacked", after_pass=done, on_top=stacking.name if stacking else None)
         return stacking
+
+
+def play_hand(controller: PassController, config: Config, *, passes: int, cards: int,
+              mode: Mode, rng: RandomSource, **callbacks) -> HandReport:
+    """Run a hand, or finish the one a crash, a fault or a missing touch left pending
+    (its passes, cards and mode win over the ones asked for)."""
+    pending = pending_hand(controller.store.load())
+    if pending:
+        passes, cards, mode = pending["passes"], pending["cards"], Mode(pending["mode"])
+        log.info("resuming hand", number=pending["number"], at_pass=pending["done"] + 1)
+    runner = HandRunner(controller, make_planner(mode, passes, rng), config)
+    return runner.run(passes, cards, **callbacks)

@@ -35,7 +35,11 @@ class State:
     jams: int = 0
     faults: int = 0
     fault: dict[str, Any] | None = None  # the latched fault, if any
-    battery: list[list[float]] = field(default_factory=list)  # [cards, charge] per pass
+    battery: list[list[float]] = field(default_factory=list)  # [cards, volts] per pass
+    interrupted: int = 0  # passes cut short by a crash or a kill
+    next_pass_id: int = 1
+    in_flight: dict[str, Any] | None = None  # the pass running now, for crash recovery
+    hand: dict[str, Any] | None = None  # the hand in progress: number, passes, cards, done
     version: int = STATE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -80,7 +84,8 @@ class StateStore:
                 raise ValueError("not a JSON object")
             known = {k: data[k] for k in State.__dataclass_fields__ if k in data}
             state = State(**known)
-            for key in ("hands_completed", "dealer", "passes", "cards", "jams", "faults"):
+            for key in ("hands_completed", "dealer", "passes", "cards", "jams", "faults",
+                        "interrupted", "next_pass_id"):
                 value = getattr(state, key)
                 is_count = type(value) is int and value >= 0
                 if not is_count and not (key == "dealer" and value is None):

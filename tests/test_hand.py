@@ -76,3 +76,35 @@ def test_no_touch_between_passes_times_out(sim, tmp_path):
     dev.show = lambda status: None  # a dealer who walked away
     with pytest.raises(DeviceTimeoutError, match="No touch within 300 s after pass 1 of 4"):
         run_hand(sim, tmp_path, device=dev)
+
+
+def test_a_hand_stopped_by_a_jam_resumes_where_it_stopped(sim, tmp_path):
+    dev = sim.make(24, ["jam:13"])
+    controller = PassController(dev, StateStore(tmp_path))
+    first = HandRunner(controller, CoinPlanner(random.Random(1)), Config()).run(4, 24)
+    assert not first.completed and StateStore(tmp_path).load().hand["done"] == 0
+    assert controller.clear()
+    again = HandRunner(controller, CoinPlanner(random.Random(2)), Config()).run(4, 24)
+    assert again.completed and again.number == first.number and len(again.records) == 4
+    state = StateStore(tmp_path).load()
+    assert state.hand is None and state.hands_completed == 1
+
+
+def test_every_pass_is_audited_once_and_a_crash_in_flight_is_settled(sim, tmp_path):
+    dev = sim.make(24)
+    controller = PassController(dev, StateStore(tmp_path))
+    HandRunner(controller, CoinPlanner(random.Random(1)), Config()).run(3, 24)
+    lines = list(controller.audit.read())
+    assert [(e["hand"], e["pass"]) for e in lines] == [(1, 1), (1, 2), (1, 3)]
+    assert len({e["id"] for e in lines}) == 3 and all(e["counted"] == 24 for e in lines)
+    # a pass marked in flight that never reached the audit log: a crash mid-pass
+    controller.update(lambda s: setattr(s, "in_flight", {"id": 99, "hand": 2, "pass": 1}))
+    settled = controller.recover()
+    assert settled["interrupted"] and StateStore(tmp_path).load().interrupted == 1
+    assert controller.recover() is None  # settled once
+    # one that reached the audit log but not the counters: counted, not interrupted
+    controller.audit.append({"id": 100, "counted": 24})
+    controller.update(lambda s: setattr(s, "in_flight", {"id": 100}))
+    passes = StateStore(tmp_path).load().passes
+    assert not controller.recover().get("interrupted")
+    assert StateStore(tmp_path).load().passes == passes + 1
