@@ -1,71 +1,9 @@
-"""Rendering: JSON objects for ``--json`` (stdout), text and progress for people."""
+"""Text for people, from the same dicts ``--json`` prints; progress on stderr."""
 
 from __future__ import annotations
 
 import sys
 from typing import Any, TextIO
-
-from shuffler.device import PassReport
-from shuffler.hand import HandReport, PassRecord
-
-
-def pass_dict(report: PassReport, number: int = 1, stacking=None) -> dict[str, Any]:
-    return {
-        "number": number,
-        "counted": report.counted,
-        "expected": report.expected,
-        "piles": list(report.piles),
-        "seconds": round(report.seconds, 3),
-        "fault": report.fault.to_dict() if report.fault else None,
-        "min_volts": None if report.min_volts is None else round(report.min_volts, 3),
-        "retries": report.retries,
-        "stacking": stacking.name.lower() if stacking is not None else None,
-    }
-
-
-def record_dict(record: PassRecord) -> dict[str, Any]:
-    return pass_dict(record.report, record.number, record.stacking)
-
-
-def hand_dict(hand: HandReport) -> dict[str, Any]:
-    return {
-        "number": hand.number,
-        "dealer": hand.dealer,
-        "next_dealer": hand.next_dealer,
-        "mode": hand.mode.value,
-        "passes_planned": hand.passes_planned,
-        "completed": hand.completed,
-        "tracking": hand.tracking,
-        "distance": None if hand.distance is None else float(hand.distance),
-        "resumed_at": hand.resumed_at,
-        "passes": [record_dict(r) for r in hand.records],
-    }
-
-
-def pass_line(report: PassReport, number: int | None = None, of: int | None = None) -> str:
-    head = f"pass {number}/{of}" if number and of else "pass"
-    line = (
-        f"{head}: {report.counted}/{report.expected} cards counted, "
-        f"piles {report.piles[0]} + {report.piles[1]}, {report.seconds:.1f} s"
-    )
-    if report.min_volts is not None:
-        line += f", battery {report.min_volts:.2f} V under load"
-    return line
-
-
-def hand_summary(hand: HandReport) -> str:
-    done = len(hand.records)
-    mode = "coin flips" if hand.mode.value == "coin" else "planned"
-    if hand.completed:
-        return (
-            f"hand {hand.number}: dealt by {hand.dealer}; {done} of {hand.passes_planned} "
-            f"passes done ({mode}, {distance_text(hand.distance)}); "
-            f"{hand.next_dealer} deals next"
-        )
-    return (
-        f"hand {hand.number}: stopped after {done} of {hand.passes_planned} passes; "
-        f"{hand.dealer} still deals"
-    )
 
 
 def distance_text(distance) -> str:
@@ -74,6 +12,53 @@ def distance_text(distance) -> str:
     if distance == 0:
         return "exactly random"
     return f"distance from random {float(distance):.2g}"
+
+
+def pass_line(p: dict[str, Any], of: int | None = None) -> str:
+    head = f"pass {p['number']}/{of}" if of else "pass"
+    line = (f"{head}: {p['counted']}/{p['expected']} cards counted, "
+            f"piles {p['piles'][0]} + {p['piles'][1]}, {p['seconds']:.1f} s")
+    if p.get("min_volts") is not None:
+        line += f", battery {p['min_volts']:.2f} V under load"
+    return line
+
+
+def hand_summary(h: dict[str, Any]) -> str:
+    done = len(h["passes"]) + ((h["resumed_at"] or 1) - 1)
+    mode = "coin flips" if h["mode"] == "coin" else "planned"
+    if h["completed"]:
+        return (f"hand {h['number']}: dealt by {h['dealer']}; {done} of {h['passes_planned']} "
+                f"passes done ({mode}, {distance_text(h['distance'])}); "
+                f"{h['next_dealer']} deals next")
+    return (f"hand {h['number']}: stopped after {done} of {h['passes_planned']} passes; "
+            f"{h['dealer']} still deals; run `shuffler hand` to finish it")
+
+
+def status_text(s: dict[str, Any]) -> str:
+    dev, b, c = s["device"], s["battery"], s["counters"]
+    lines = [f"device: {dev['name']} ({dev['kind']}), feed from the {dev['feed']}",
+             f"health: {'ok' if s['health']['ok'] else 'FAULT'}",
+             f"fault: {s['fault']['message'] if s['fault'] else 'none'}",
+             f"battery: {b['volts']:.2f} V, {b['percent']:.0f}%, {b['state']}, about "
+             f"{b['passes_left']} passes left",
+             f"counters: {c['hands']} hands, {c['passes']} passes, {c['cards']} cards, "
+             f"{c['jams']} jams, {c['interrupted']} interrupted",
+             f"dealer: {s['dealer']}"]
+    h = s.get("hand_in_progress")
+    if h:
+        lines.append(f"hand {h['number']} in progress: {h['done']} of {h['passes']} passes done")
+    return "\n".join(lines)
+
+
+def battery_text(b: dict[str, Any]) -> str:
+    low, high = b["passes_left_range"]
+    text = (f"battery: {b['volts']:.2f} V {'under load' if b['under_load'] else 'at rest'}, "
+            f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n"
+            f"about {b['passes_left']} passes of {b['cards']} cards left ({low} to {high}), "
+            f"{b['hands_left']} hands of {b['passes_per_hand']} passes")
+    if not b["learned"]:
+        text += "\n(from the battery's curve alone: no passes recorded on it yet)"
+    return text
 
 
 class Progress:

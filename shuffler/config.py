@@ -138,6 +138,24 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
     return cfg
 
 
+def default_socket_path() -> Path:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime:
+        return Path(runtime) / "shuffler.sock"
+    return Path(f"/tmp/shuffler-{os.getuid()}.sock")
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    socket: Path | None = None  # None: $XDG_RUNTIME_DIR/shuffler.sock
+    group: str | None = None  # the socket's group (mode 0660); None: the service's own
+    max_clients: int = 32
+
+    @property
+    def socket_path(self) -> Path:
+        return self.socket or default_socket_path()
+
+
 @dataclass(frozen=True)
 class Config:
     device: str = "sim"
@@ -147,6 +165,7 @@ class Config:
     table: TableConfig = field(default_factory=TableConfig)
     battery: BatteryConfig = field(default_factory=BatteryConfig)
     gpio: GpioConfig = field(default_factory=lambda: GpioConfig())
+    service: ServiceConfig = field(default_factory=ServiceConfig)
     source: str = "(defaults)"
 
 
@@ -309,6 +328,13 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     b.done()
 
     gpio = _gpio_config(sub("pins"), sub("gpio"))
+    sv = sub("service")
+    service = ServiceConfig(
+        socket=sv.get("socket", None, "a socket path", lambda v: isinstance(v, str) and v, Path),
+        group=sv.get("group", None, "a group name", lambda v: isinstance(v, str) and v),
+        max_clients=sv.int("max_clients", 32, 1, 1024),
+    )
+    sv.done()
     top.done()
     return Config(
         device,
@@ -318,5 +344,6 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         TableConfig(seats, first),
         BatteryConfig(chemistry, low, critical, cutoff),
         gpio,
+        service,
         source,
     )

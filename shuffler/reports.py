@@ -1,0 +1,79 @@
+"""Results as plain dicts: what ``--json`` prints and the service sends. Never a plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .config import Config
+from .controller import PassController
+from .device import FaultKind, PassReport
+from .hand import HandReport, PassRecord, dealer_index
+
+EXIT_OK, EXIT_BUG, EXIT_USAGE, EXIT_FAULT, EXIT_BATTERY = 0, 1, 2, 3, 4
+
+
+def exit_code(fault: dict[str, Any] | None) -> int:
+    """0 for no fault, 4 for low battery, 3 for any other fault."""
+    if fault is None:
+        return EXIT_OK
+    return EXIT_BATTERY if fault["kind"] == FaultKind.LOW_BATTERY.value else EXIT_FAULT
+
+
+def pass_dict(report: PassReport, number: int = 1, stacking=None) -> dict[str, Any]:
+    return {
+        "number": number,
+        "counted": report.counted,
+        "expected": report.expected,
+        "piles": list(report.piles),
+        "seconds": round(report.seconds, 3),
+        "fault": report.fault.to_dict() if report.fault else None,
+        "min_volts": None if report.min_volts is None else round(report.min_volts, 3),
+        "retries": report.retries,
+        "stacking": stacking.name.lower() if stacking is not None else None,
+    }
+
+
+def record_dict(record: PassRecord) -> dict[str, Any]:
+    return pass_dict(record.report, record.number, record.stacking)
+
+
+def hand_dict(hand: HandReport) -> dict[str, Any]:
+    fault = hand.fault
+    return {
+        "number": hand.number,
+        "dealer": hand.dealer,
+        "next_dealer": hand.next_dealer,
+        "mode": hand.mode.value,
+        "passes_planned": hand.passes_planned,
+        "completed": hand.completed,
+        "tracking": hand.tracking,
+        "distance": None if hand.distance is None else float(hand.distance),
+        "resumed_at": hand.resumed_at,
+        "fault": fault.to_dict() if fault else None,
+        "passes": [record_dict(r) for r in hand.records],
+    }
+
+
+def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
+    device = controller.device
+    state = controller.store.load()
+    fault = controller.latched_fault()
+    health = device.health()
+    seats = config.table.seats
+    return {
+        "device": device.info.to_dict(),
+        "health": health.to_dict() | {"ok": health.ok and fault is None},
+        "fault": fault.to_dict() if fault else None,
+        "battery": controller.battery_estimate(config.hand.cards).to_dict(),
+        "counters": {"hands": state.hands_completed, "passes": state.passes,
+                     "cards": state.cards, "jams": state.jams, "faults": state.faults,
+                     "interrupted": state.interrupted},
+        "hand_in_progress": state.hand,
+        "dealer": seats[dealer_index(state, config)],
+    }
+
+
+def battery_dict(controller: PassController, config: Config, cards: int) -> dict[str, Any]:
+    est = controller.battery_estimate(cards)
+    return est.to_dict() | {"chemistry": config.battery.chemistry, "cards": cards,
+                            "passes_per_hand": config.hand.passes}

@@ -1,0 +1,337 @@
+"""``shuffler serve``: the service that owns the machine all evening.
+
+One loop (the main thread) decides: it runs what clients ask and what the dealer's
+touch starts, one pass at a time. Clients talk JSON lines over a Unix socket
+(mode 0660); each connection gets its own thread, which only parses, validates and
+hands work to the loop, so a bad or slow client never stops the machine.
+
+Protocol (version 1), one JSON object per line each way::
+
+    <- {"shuffler": "0.1.0", "protocol": 1, "device": "sim"}        greeting
+    -> {"cmd": "status"} | {"cmd": "battery", "cards": 24}
+       {"cmd": "pass", "cards": 24, "mode": "planned"}
+       {"cmd": "hand", "passes": 5, "cards": 24, "mode": "coin"}
+       {"cmd": "clear"} | {"cmd": "stop"}
+    <- {"event": "card", "counted": 3, "expected": 24}               while a pass runs
+    <- {"ok": true, "result": {...}}  or  {"ok": false, "error": {"kind": "busy", ...}}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import grp
+import json
+import os
+import queue
+import signal
+import socket
+import socketserver
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import __version__
+from .cards import MAX_CARDS
+from .device import EventKind
+from .errors import BadInputError, ShufflerError
+from .logs import get_logger
+from .planning import Mode
+from .session import Session
+
+PROTOCOL = 1
+MAX_LINE = 64 * 1024
+log = get_logger("shuffler.service")
+
+
+# -- systemd ------------------------------------------------------------------------
+
+def sd_notify(message: str) -> bool:
+    """Tell systemd (Type=notify) something; a no-op outside systemd."""
+    path = os.environ.get("NOTIFY_SOCKET")
+    if not path:
+        return False
+    if path.startswith("@"):
+        path = "\0" + path[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+            s.connect(path)
+            s.sendall(message.encode())
+        return True
+    except OSError:
+        return False
+
+
+def watchdog_interval() -> float | None:
+    """Half of WATCHDOG_USEC, if systemd asked for a watchdog for this process."""
+    usec, pid = os.environ.get("WATCHDOG_USEC"), os.environ.get("WATCHDOG_PID")
+    if not usec or (pid and int(pid) != os.getpid()):
+        return None
+    return int(usec) / 2e6
+
+
+# -- requests ------------------------------------------------------------------------
+
+class RequestError(BadInputError):
+    """A request the service will not run; the connection stays open."""
+
+    def __init__(self, message: str, kind: str = "bad_request") -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def _int(req: dict, key: str, lo: int, hi: int) -> int | None:
+    value = req.get(key)
+    if value is None:
+        return None
+    if type(value) is not int or not lo <= value <= hi:
+        raise RequestError(f"{key}: expected a whole number from {lo} to {hi}, got {value!r}")
+    return value
+
+
+def parse_request(line: bytes) -> dict[str, Any]:
+    """Check one request line; the error says what is wrong with it."""
+    try:
+        req = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        raise RequestError("not a JSON object: send one JSON object per line") from None
+    if not isinstance(req, dict):
+        raise RequestError("not a JSON object: send one JSON object per line")
+    cmd = req.get("cmd")
+    if cmd not in ("status", "battery", "pass", "hand", "clear", "stop"):
+        raise RequestError(f"cmd: expected status, battery, pass, hand, clear or stop, "
+                           f"got {cmd!r}")
+    out: dict[str, Any] = {"cmd": cmd}
+    out["cards"] = _int(req, "cards", 1, MAX_CARDS)
+    out["passes"] = _int(req, "passes", 1, 30)
+    mode = req.get("mode")
+    if mode is not None and mode not in [m.value for m in Mode]:
+        raise RequestError(f"mode: expected planned or coin, got {mode!r}")
+    out["mode"] = mode
+    return out
+
+
+@dataclass
+class Job:
+    request: dict[str, Any]
+    replies: queue.Queue = field(default_factory=queue.Queue)  # events, then the answer
+
+
+# -- the service ---------------------------------------------------------------------
+
+class Service:
+    """Owns the device; see the module notes for the protocol."""
+
+    SNAPSHOT_EVERY = 2.0  # seconds between status refreshes while idle
+
+    def __init__(self, session: Session, socket_path: Path, *, group: str | None = None,
+                 max_clients: int = 32) -> None:
+        self.session = session
+        self.socket_path = Path(socket_path)
+        self.group = group
+        self.clients = threading.BoundedSemaphore(max_clients)
+        self.jobs: queue.Queue[Job] = queue.Queue()
+        self.claim = threading.Lock()  # held while a pass, hand or clear runs
+        self.stopping = threading.Event()
+        self.snapshot: dict[str, Any] = {}
+        self._server: socketserver.UnixStreamServer | None = None
+        self._last_snapshot = 0.0
+        self._last_ping = 0.0
+
+    # -- the loop (main thread) -------------------------------------------------------
+    def run(self) -> None:
+        settled = self.session.controller.recover()
+        if settled:
+            log.warning("settled a pass left in flight", id=settled.get("id"),
+                        interrupted=bool(settled.get("interrupted")))
+        self.refresh()
+        self._listen()
+        sd_notify("READY=1\nSTATUS=waiting for a touch")
+        log.info("serving", socket=str(self.socket_path), device=self.session.device.info.kind)
+        watchdog = watchdog_interval()
+        try:
+            while not self.stopping.is_set():
+                try:
+                    job = self.jobs.get(timeout=0.05)
+                except queue.Empty:
+                    job = None
+                if job is not None:
+                    self._run_job(job)
+                else:
+                    self._idle()
+                if watchdog and time.monotonic() - self._last_ping >= watchdog:
+                    self._ping()
+        finally:
+            self.close()
+
+    def _idle(self) -> None:
+        for ev in self.session.device.drain_events():
+            if ev.kind is EventKind.TOUCH and self.claim.acquire(blocking=False):
+                log.info("touch: starting a pass of the hand")
+                job = Job({"cmd": "hand", "cards": None, "passes": None, "mode": None})
+                try:
+                    self._execute(job)
+                finally:
+                    self.claim.release()
+        if time.monotonic() - self._last_snapshot >= self.SNAPSHOT_EVERY:
+            self.refresh()
+
+    def _ping(self) -> None:
+        """Pet the watchdog only while the device answers: a hung device gets restarted."""
+        try:
+            self.session.device.health()
+        except Exception:
+            log.error("device health check failed: not pinging the watchdog")
+            return
+        sd_notify("WATCHDOG=1")
+        self._last_ping = time.monotonic()
+
+    def _run_job(self, job: Job) -> None:
+        try:
+            self._execute(job)
+        finally:
+            if job.request["cmd"] in ("pass", "hand", "clear"):
+                self.claim.release()
+
+    def _execute(self, job: Job) -> None:
+        req, put = job.request, job.replies.put
+        try:
+            if req["cmd"] == "pass":
+                result = self.session.do_pass(req["cards"], req["mode"], on_event=put)
+            elif req["cmd"] == "hand":
+                result = self.session.do_hand(req["passes"], req["cards"], req["mode"],
+                                              on_event=put)
+            else:
+                result = self.session.do_clear()
+            put({"ok": True, "result": result})
+        except ShufflerError as e:
+            put(error_reply(e))
+        except Exception as e:  # a bug: the machine stops, the service goes on
+            self.session.device.stop()
+            log.exception("request failed")
+            put({"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}})
+        finally:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Status and battery for clients, taken between passes (never during one)."""
+        try:
+            self.snapshot = {"status": self.session.status(),
+                             "battery": self.session.battery()}
+        except ShufflerError as e:
+            log.warning("status refresh failed", error=str(e))
+        self._last_snapshot = time.monotonic()
+
+    # -- the socket ---------------------------------------------------------------------
+    def _listen(self) -> None:
+        path = self.socket_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists() or path.is_symlink():
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+                raise ShufflerError(f"{path}: another service is already listening")
+            except OSError:
+                path.unlink()  # left by a crash
+            finally:
+                probe.close()
+        service = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                service._client(self.rfile, self.wfile)
+
+        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+            daemon_threads = True
+
+        old = os.umask(0o117)  # the socket is born 0660
+        try:
+            self._server = Server(str(path), Handler)
+        finally:
+            os.umask(old)
+        os.chmod(path, 0o660)
+        if self.group:
+            os.chown(path, -1, grp.getgrnam(self.group).gr_gid)
+        threading.Thread(target=self._server.serve_forever, name="socket", daemon=True).start()
+
+    def _client(self, rfile, wfile) -> None:
+        def send(obj: dict[str, Any]) -> None:
+            wfile.write((json.dumps(obj) + "\n").encode())
+            wfile.flush()
+
+        if not self.clients.acquire(blocking=False):
+            send({"ok": False, "error": {"kind": "too_many_clients",
+                                         "message": "too many clients; try again", "exit": 3}})
+            return
+        try:
+            send({"shuffler": __version__, "protocol": PROTOCOL,
+                  "device": self.session.device.info.kind})
+            while not self.stopping.is_set():
+                line = rfile.readline(MAX_LINE + 1)
+                if not line:
+                    return  # the client went away (half a line is simply dropped)
+                if len(line) > MAX_LINE:
+                    send(error_reply(RequestError(f"request longer than {MAX_LINE} bytes",
+                                                  "too_long")))
+                    return  # the rest of the line cannot be trusted: close
+                if not line.strip():
+                    continue
+                try:
+                    req = parse_request(line)
+                except RequestError as e:
+                    send(error_reply(e))
+                    continue
+                self._answer(req, send)
+        except (BrokenPipeError, ConnectionResetError):
+            return
+        finally:
+            self.clients.release()
+
+    def _answer(self, req: dict[str, Any], send) -> None:
+        cmd = req["cmd"]
+        if cmd == "status":
+            send({"ok": True, "result": self.snapshot.get("status")})
+        elif cmd == "battery":
+            send({"ok": True, "result": self.snapshot.get("battery")})
+        elif cmd == "stop":
+            self.session.device.stop()  # at once, from this thread: the contract allows it
+            send({"ok": True, "result": {"stopped": True}})
+        elif not self.claim.acquire(blocking=False):
+            send(error_reply(RequestError("busy: a pass is running; try again when it ends",
+                                          "busy"), exit_code=3))
+        else:
+            job = Job(req)
+            self.jobs.put(job)
+            while True:
+                msg = job.replies.get()
+                with contextlib.suppress(OSError):  # a client that left: the pass goes on
+                    send(msg)
+                if "ok" in msg:
+                    return
+
+    def close(self) -> None:
+        self.stopping.set()
+        sd_notify("STOPPING=1")
+        self.session.device.stop()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+            self.socket_path.unlink(missing_ok=True)
+
+
+def error_reply(error: ShufflerError, exit_code: int | None = None) -> dict[str, Any]:
+    kind = getattr(error, "kind", type(error).__name__)
+    return {"ok": False, "error": {"kind": kind, "message": str(error),
+                                   "exit": error.exit_code if exit_code is None else exit_code}}
+
+
+def install_signal_handlers(service: Service) -> None:
+    """SIGTERM and SIGINT: stop the motor, unwind (the state is saved on the way out)."""
+    def stop(signum, frame):
+        service.session.device.stop()
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)

@@ -1,0 +1,78 @@
+"""The user-facing commands on one device, as dicts in and dicts out.
+
+The CLI runs a :class:`Session` in-process when no service answers; the service
+runs one for all its clients. Either way the results and the progress events are
+the same dicts, so the output is the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .config import Config
+from .controller import PassController
+from .hand import pending_hand, play_hand
+from .planning import Mode, PackTracker, RandomSource, make_planner
+from .reports import battery_dict, exit_code, hand_dict, pass_dict, record_dict, status_dict
+
+Event = Callable[[dict[str, Any]], None]
+
+
+def _quiet(event: dict[str, Any]) -> None:
+    pass
+
+
+class Session:
+    def __init__(self, controller: PassController, config: Config, rng: RandomSource) -> None:
+        self.controller = controller
+        self.config = config
+        self.rng = rng
+
+    @property
+    def device(self):
+        return self.controller.device
+
+    def do_pass(self, cards: int | None = None, mode: str | None = None,
+                on_event: Event = _quiet) -> dict[str, Any]:
+        cards = cards or self.config.hand.cards
+        planner = make_planner(Mode(mode) if mode else self.config.hand.mode, 1, self.rng)
+        on_event({"event": "pass_start", "number": 1, "of": 1})
+        plan = planner.plan(0, cards, PackTracker(cards, self.device.info.feed))
+        report = self.controller.run_pass(
+            plan, lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
+            context={"mode": planner.mode.value})
+        result = pass_dict(report)
+        return {"device": self.device.info.to_dict(), "pass": result,
+                "exit": exit_code(result["fault"])}
+
+    def do_hand(self, passes: int | None = None, cards: int | None = None,
+                mode: str | None = None, on_event: Event = _quiet) -> dict[str, Any]:
+        pending = pending_hand(self.controller.store.load())
+        of = pending["passes"] if pending else (passes or self.config.hand.passes)
+        if pending:
+            on_event({"event": "resume", "number": pending["number"],
+                      "at_pass": pending["done"] + 1, "of": of})
+        hand = play_hand(
+            self.controller, self.config, passes=passes or self.config.hand.passes,
+            cards=cards or self.config.hand.cards,
+            mode=Mode(mode) if mode else self.config.hand.mode, rng=self.rng,
+            on_pass_start=lambda n, of: on_event({"event": "pass_start", "number": n, "of": of}),
+            on_card=lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
+            on_pass_done=lambda r: on_event({"event": "pass", "pass": record_dict(r),
+                                             "of": of}))
+        result = hand_dict(hand)
+        return {"device": self.device.info.to_dict(), "hand": result,
+                "exit": exit_code(result["fault"])}
+
+    def do_clear(self) -> dict[str, Any]:
+        had = self.controller.latched_fault()
+        cleared = self.controller.clear()
+        return {"cleared": cleared, "was": had.to_dict() if had else None,
+                "exit": 0 if cleared else 3}
+
+    def status(self) -> dict[str, Any]:
+        return status_dict(self.controller, self.config)
+
+    def battery(self, cards: int | None = None) -> dict[str, Any]:
+        return battery_dict(self.controller, self.config, cards or self.config.hand.cards)

@@ -1,0 +1,203 @@
+"""The service as an operator sees it: a real process, a real socket, real kills."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from shuffler.audit import AuditLog
+from shuffler.client import ServiceClient, ServiceError
+
+
+class Served:
+    def __init__(self, tmp: Path, speed: float = 12.0) -> None:
+        self.tmp, self.speed = tmp, speed
+        self.socket = tmp / "shuffler.sock"
+        self.state = tmp / "state"
+        self.proc: subprocess.Popen | None = None
+        self.logs: list[str] = []
+
+    def start(self) -> None:
+        env = {**os.environ, "SHUFFLER_CONFIG": ""}
+        env.pop("NOTIFY_SOCKET", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "cli", "--sim-speed", str(self.speed), "--state-dir",
+             str(self.state), "--socket", str(self.socket), "-v", "--log-json", "serve"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"service exited: {self.proc.stderr.read()}")
+            if (client := ServiceClient.connect(self.socket)) is not None:
+                client.close()
+                return
+            time.sleep(0.05)
+        raise AssertionError("service did not start")
+
+    def client(self) -> ServiceClient:
+        client = ServiceClient.connect(self.socket)
+        assert client is not None
+        return client
+
+    def stop(self, sig=signal.SIGTERM) -> int:
+        assert self.proc is not None
+        self.proc.send_signal(sig)
+        code = self.proc.wait(20)
+        self.logs.append(self.proc.stderr.read())
+        return code
+
+
+@pytest.fixture
+def served(tmp_path):
+    s = Served(tmp_path)
+    s.start()
+    yield s
+    if s.proc and s.proc.poll() is None:
+        s.stop(signal.SIGKILL)
+
+
+def raw(path: Path) -> socket.socket:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(path))
+    sock.makefile("rb").readline()  # the greeting
+    return sock
+
+
+def test_greeting_status_and_socket_mode(served):
+    client = served.client()
+    assert client.greeting["protocol"] == 1 and client.greeting["device"] == "sim"
+    status = client.request("status")
+    assert status["health"]["ok"] and status["counters"]["passes"] == 0
+    assert oct(served.socket.stat().st_mode & 0o777) == "0o660"
+
+
+def test_killed_mid_pass_then_restarted_loses_nothing(served):
+    client = served.client()
+    seen: list[dict] = []
+    killed = threading.Event()
+
+    def watch(event):
+        seen.append(event)
+        passes_done = sum(1 for e in seen if e.get("event") == "pass")
+        cards = [e for e in seen if e.get("event") == "card"]
+        if passes_done == 1 and cards and cards[-1]["counted"] == 10 and not killed.is_set():
+            killed.set()
+            served.proc.send_signal(signal.SIGKILL)  # in the middle of pass 2
+
+    with pytest.raises(Exception):  # noqa: B017 - the connection dies with the service
+        client.request("hand", watch, passes=4)
+    served.proc.wait(10)
+    assert killed.is_set()
+
+    served.start()
+    status = served.client().request("status")
+    assert status["counters"]["passes"] == 1 and status["counters"]["interrupted"] == 1
+    assert status["hand_in_progress"]["done"] == 1
+    audit = list(AuditLog(served.state / "audit.jsonl").read())
+    assert [e["pass"] for e in audit] == [1, 2] and audit[1]["interrupted"]
+
+    events: list[dict] = []
+    result = served.client().request("hand", events.append, passes=4)
+    assert events[0]["event"] == "resume" and events[0]["at_pass"] == 2
+    assert result["hand"]["completed"] and result["hand"]["resumed_at"] == 2
+    assert [p["number"] for p in result["hand"]["passes"]] == [2, 3, 4]
+    audit = list(AuditLog(served.state / "audit.jsonl").read())
+    completed = [e for e in audit if not e.get("interrupted")]
+    assert sorted(e["pass"] for e in completed) == [1, 2, 3, 4]
+    assert len({e["id"] for e in audit}) == len(audit)  # each pass once
+    assert all(e["counted"] == 24 for e in completed)
+    assert served.stop() == 0
+
+
+@pytest.mark.parametrize("payload", [b"this is not json\n", b'{"cmd": "dance"}\n',
+                                     b'["status"]\n', b'{"cmd": "pass", "cards": 500}\n'])
+def test_a_bad_request_gets_an_error_and_the_connection_stays(served, payload):
+    sock = raw(served.socket)
+    f = sock.makefile("rwb")
+    f.write(payload)
+    f.flush()
+    reply = json.loads(f.readline())
+    assert reply["ok"] is False and reply["error"]["kind"] == "bad_request"
+    f.write(b'{"cmd": "status"}\n')
+    f.flush()
+    assert json.loads(f.readline())["ok"] is True
+
+
+def test_a_huge_line_or_half_a_line_cannot_hurt_the_service(served):
+    sock = raw(served.socket)
+    sock.sendall(b"x" * (70 * 1024) + b"\n")
+    reply = json.loads(sock.makefile("rb").readline())
+    assert reply["error"]["kind"] == "too_long"
+    sock.close()
+    half = raw(served.socket)
+    half.sendall(b'{"cmd": "sta')
+    half.close()
+    assert served.client().request("status")["health"]["ok"]
+
+
+def test_one_pass_at_a_time_and_twenty_clients_polling_status(served):
+    results: dict[str, object] = {}
+
+    def run_hand():
+        results["hand"] = served.client().request("hand", passes=3)
+
+    runner = threading.Thread(target=run_hand)
+    runner.start()
+    time.sleep(0.3)
+    with pytest.raises(ServiceError) as busy:
+        served.client().request("pass")
+    assert busy.value.kind == "busy" and busy.value.exit_code == 3
+
+    answered = [0] * 20
+
+    def poll(i):
+        client = served.client()
+        while runner.is_alive():
+            assert client.request("status")["device"]["kind"] == "sim"
+            answered[i] += 1
+        client.close()
+
+    pollers = [threading.Thread(target=poll, args=(i,)) for i in range(20)]
+    for t in pollers:
+        t.start()
+    runner.join(60)
+    for t in pollers:
+        t.join(10)
+    assert all(n > 0 for n in answered)
+    assert [p["counted"] for p in results["hand"]["hand"]["passes"]] == [24, 24, 24]
+
+
+def test_the_cli_uses_the_service_and_prints_the_same(served, tmp_path):
+    env = {**os.environ, "SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(served.socket),
+           "SHUFFLER_STATE_DIR": str(tmp_path / "elsewhere")}
+    out = subprocess.run([sys.executable, "-m", "cli", "--json", "hand", "--passes", "2"],
+                         capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    hand = json.loads(out.stdout)["hand"]
+    assert [p["counted"] for p in hand["passes"]] == [24, 24]
+    assert not (tmp_path / "elsewhere").exists()  # the service's state, not a local one
+    status = subprocess.run([sys.executable, "-m", "cli", "status"], capture_output=True,
+                            text=True, env=env, timeout=30)
+    assert "counters: 1 hands, 2 passes" in status.stdout
+
+
+def test_sigterm_stops_cleanly_and_nothing_anywhere_holds_a_plan(served):
+    served.client().request("hand", passes=5)
+    assert served.stop() == 0
+    assert not served.socket.exists()
+    written = served.logs[-1] + "".join(p.read_text() for p in served.state.rglob("*")
+                                        if p.is_file())
+    assert "labels" not in written and "codes" not in written
+    for line in written.splitlines():
+        bits = [t for t in line.replace(",", " ").replace("[", " ").split() if t in "01"]
+        assert len(bits) < 24, line
