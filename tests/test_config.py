@@ -73,3 +73,11 @@ def test_an_unreadable_file_is_a_config_error(tmp_path):
     p.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(p)
+
+
+def test_the_deployment_example_config_loads():
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "deploy" / "config.toml"
+    cfg = load_config(path)
+    assert cfg.device == "gpio" and cfg.hand.passes == 5 and cfg.service.group == "shuffler"
