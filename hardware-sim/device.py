@@ -33,6 +33,15 @@ from .dealer import DealerHabit, SimDealer
 from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, TransitKind
 
+HALT_MESSAGES = {
+    FaultKind.INTERRUPTED: "The pass was stopped on request; put every card back in the tray.",
+    FaultKind.LINK_LOST: "The host went silent, so the machine stopped the motor by itself. "
+                         "Check the cable, put every card back in the tray, then run "
+                         "`shuffler clear`.",
+    FaultKind.MCU_RESTARTED: "The machine's microcontroller restarted in the middle of the "
+                             "pass. Put every card back in the tray and start the pass again.",
+}
+
 
 @dataclass(frozen=True)
 class SimTiming:
@@ -69,6 +78,7 @@ class SimDevice(ShufflerDevice):
         self._fault: Fault | None = None
         self._motor_on = False
         self._closed = False
+        self._halt: FaultKind | None = None
         self._idle_since = self.clock.now()
         self.shown: list[Status] = []  # what the LED showed, for tests and the rig
 
@@ -114,9 +124,13 @@ class SimDevice(ShufflerDevice):
         fault: Fault | None = None
         volts: list[float] = []
         start = clock.now()
+        self._halt = None
         self._motor_on = True
         try:
             while counted < expected:
+                if self._halt is not None:  # stopped from outside: a STOP, a silent host
+                    fault = Fault(self._halt, HALT_MESSAGES[self._halt], counted + 1)
+                    break
                 if clock.now() - start > limits.max_pass_seconds:
                     fault = Fault(
                         FaultKind.TIMEOUT,
@@ -206,6 +220,12 @@ class SimDevice(ShufflerDevice):
         return True
 
     def stop(self) -> None:
+        self.halt(FaultKind.INTERRUPTED)
+
+    def halt(self, kind: FaultKind) -> None:
+        """Stop the motor now; a pass in progress (on another thread) ends with ``kind``."""
+        if self._motor_on:
+            self._halt = kind
         self._motor_on = False
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from .clock import Clock, ScaledClock
 from .config import Config
 from .device import ShufflerDevice
-from .errors import BadInputError, DeviceError, UnsupportedError
+from .errors import BadInputError, DeviceError
 from .planning import RandomSource, system_random
 
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
@@ -61,10 +61,12 @@ def open_device(
         return _sim_gpio(config, cards, sim)
     if name == "gpio":
         return _gpio(config)
-    if name == "sim-serial" or name.startswith("serial:"):
-        raise UnsupportedError(
-            f"device {name!r} is not available in this version yet; use --device sim"
-        )
+    if name == "sim-serial":
+        return _sim_serial(config, cards, sim)
+    if name.startswith("serial:") and len(name) > 7:
+        from firmware_bridge.device import SerialDevice
+
+        return SerialDevice(name[7:], limits=config.mechanism.limits, feed=config.mechanism.feed)
     raise BadInputError(
         f"unknown device {name!r}: expected sim, sim-gpio, sim-serial, gpio or serial:PORT"
     )
@@ -85,6 +87,19 @@ def _gpio(config: Config) -> ShufflerDevice:
     except GPIOZeroError as e:
         raise DeviceError(f"cannot open the GPIO pins ({e}); on a Raspberry Pi install "
                           "lgpio (see docs/hardware.md), elsewhere use --device sim-gpio") from None
+
+
+def _sim_serial(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
+    """SerialDevice on a pseudo-terminal, talking to the virtual microcontroller."""
+    from firmware_bridge.device import SerialDevice
+    from hardware_sim.virtual_mcu import VirtualMCU
+
+    sim_device = open_device("sim", config, cards=cards, sim=sim)
+    mcu = VirtualMCU(sim_device, seed=sim.seed or 0)
+    device = SerialDevice(mcu.path, limits=config.mechanism.limits, feed=config.mechanism.feed)
+    device.on_close = mcu.close
+    device._info = replace(device.info, kind="sim-serial", accepts_seed=True)
+    return device
 
 
 def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:

@@ -60,7 +60,3 @@ class LowBatteryError(ShufflerError, RuntimeError):
     """The battery cannot finish what was asked; nothing was started."""
 
     exit_code = 4
-
-
-class UnsupportedError(BadInputError):
-    """The request is valid in general but not for this device or build."""

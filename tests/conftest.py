@@ -9,9 +9,11 @@ from dataclasses import dataclass
 
 import pytest
 
+from firmware_bridge.device import SerialDevice
 from hardware_sim import DealerHabit, SimDevice, parse_fault_specs
 from hardware_sim.gpio_rig import GpioRig
-from shuffler.clock import VirtualClock
+from hardware_sim.virtual_mcu import VirtualMCU
+from shuffler.clock import ScaledClock, VirtualClock
 from shuffler.config import GpioConfig
 from shuffler.device import FaultLimits, ShufflerDevice
 from shuffler.gpio import GpioDevice
@@ -85,7 +87,45 @@ class GpioHarness:
     _open: list
 
 
-BACKENDS = {"sim": SimHarness, "gpio": GpioHarness}
+class SerialHarness:
+    """SerialDevice on a real pseudo-terminal, talking to the virtual microcontroller,
+    whose simulated machine runs fifty times faster than real time."""
+
+    name = "serial"
+    card_rate = 5.0  # in the machine's own time, which its reports use
+
+    def __init__(self) -> None:
+        self.mcus: dict[int, VirtualMCU] = {}
+
+    def make(self, cards: int = 24, faults: Iterable[str] = (), habit: str = "instructed",
+             seed: int = 7) -> ShufflerDevice:
+        sim = SimDevice.for_cards(cards, faults=parse_fault_specs(faults),
+                                  rng=random.Random(seed), habit=DealerHabit(habit),
+                                  clock=ScaledClock(50))
+        mcu = VirtualMCU(sim, seed=seed)
+        dev = SerialDevice(mcu.path)
+        self.mcus[id(dev)] = mcu
+        self._open.append((mcu, dev))
+        return dev
+
+    def pack(self, device: ShufflerDevice) -> list:
+        return list(self.mcus[id(device)].sim.mechanism.tray)
+
+    def piles(self, device: ShufflerDevice) -> tuple[list, list]:
+        return self.mcus[id(device)].sim.mechanism.piles
+
+    def settle(self, device: ShufflerDevice) -> None:
+        """The microcontroller's simulated dealer acts at once."""
+
+    def close(self) -> None:
+        for mcu, dev in self._open:
+            dev.close()
+            mcu.close()
+
+    _open: list
+
+
+BACKENDS = {"sim": SimHarness, "gpio": GpioHarness, "serial": SerialHarness}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

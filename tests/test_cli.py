@@ -162,8 +162,11 @@ def test_the_config_sets_passes_and_cards(run, tmp_path):
 
 
 def test_devices_that_cannot_open_say_why(run):
-    result = run("--device", "sim-serial", "pass")
-    assert result.exit_code == 2 and "not available" in result.stderr
+    result = run("--device", "serial:/dev/no-such-port", "pass")
+    assert result.exit_code == 3 and "cannot open the serial port /dev/no-such-port" in (
+        result.stderr)
+    result = run("--device", "usb", "pass")
+    assert result.exit_code == 2 and "unknown device 'usb'" in result.stderr
     result = run("--device", "gpio", "--sim-seed", "3", "pass")
     assert result.exit_code == 2 and "only to a simulated device" in result.stderr
     result = run("--device", "gpio", "pass")  # no Raspberry Pi here

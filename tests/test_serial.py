@@ -1,0 +1,182 @@
+"""The firmware bridge: framing, the link under noise, and the microcontroller's own safety."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from firmware_bridge.device import SerialDevice
+from firmware_bridge.framing import (
+    MAX_PAYLOAD,
+    Frame,
+    FrameDecoder,
+    FrameError,
+    cobs_decode,
+    cobs_encode,
+    crc16,
+    decode_frame,
+    encode_frame,
+)
+from firmware_bridge.link import ProtocolError
+from firmware_bridge.messages import pack_labels, unpack_labels
+from hardware_sim import SimDevice, parse_fault_specs
+from hardware_sim.virtual_mcu import Noise, VirtualMCU
+from shuffler.clock import ScaledClock
+from shuffler.device import FaultKind
+from shuffler.errors import FaultLatchedError
+from shuffler.planning import coin_plan
+
+
+def test_the_crc_is_ccitt_false_with_its_check_value():
+    assert crc16(b"123456789") == 0x29B1
+
+
+@pytest.mark.parametrize("size", [0, 1, 253, 254, 255, 256, 600])
+def test_cobs_round_trips_and_never_sends_a_zero(size):
+    rng = random.Random(size)
+    for _ in range(50):
+        data = bytes(rng.choice([0, 0, rng.randrange(256)]) for _ in range(size))
+        encoded = cobs_encode(data)
+        assert 0 not in encoded and cobs_decode(encoded) == data
+
+
+def test_labels_pack_into_bits():
+    labels = tuple(random.Random(1).randrange(2) for _ in range(104))
+    assert len(pack_labels(labels)) == 2 + 13
+    assert unpack_labels(pack_labels(labels)) == labels
+    with pytest.raises(ValueError):
+        unpack_labels(b"\x00\x18\x00")
+
+
+def test_the_decoder_survives_100000_random_and_mutated_frames():
+    rng = random.Random(2026)
+    decoder = FrameDecoder()
+    good = [encode_frame(Frame(rng.randrange(256), rng.randrange(256),
+                               bytes(rng.randrange(256) for _ in range(rng.randrange(40)))))
+            for _ in range(100)]
+    decoded = 0
+    for i in range(100_000):
+        if i % 2:
+            blob = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
+        else:
+            blob = bytearray(rng.choice(good))
+            for _ in range(rng.randrange(1, 4)):
+                op = rng.randrange(3)
+                at = rng.randrange(len(blob))
+                if op == 0:
+                    blob[at] ^= rng.randrange(1, 256)
+                elif op == 1:
+                    del blob[at]
+                else:
+                    blob.insert(at, rng.randrange(256))
+            blob = bytes(blob)
+        try:
+            decode_frame(blob.rstrip(b"\x00").split(b"\x00")[-1] or b"\x01")
+            decoded += 1
+        except FrameError:
+            pass  # the one error the decoder may raise
+        decoder.feed(blob)  # never raises
+    assert decoder.errors > 10_000
+    assert decoded < 2_000  # a CRC lets almost nothing through
+
+
+def test_a_payload_too_big_is_refused():
+    with pytest.raises(FrameError):
+        encode_frame(Frame(1, 0x20, bytes(MAX_PAYLOAD + 1)))
+
+
+@pytest.fixture
+def machine():
+    made = []
+
+    def make(cards=24, faults=(), noise=None, seed=1, **mcu_kwargs):
+        sim = SimDevice.for_cards(cards, faults=parse_fault_specs(faults),
+                                  rng=random.Random(seed), clock=ScaledClock(50))
+        mcu = VirtualMCU(sim, noise=noise, seed=seed, **mcu_kwargs)
+        dev = SerialDevice(mcu.path)
+        made.append((mcu, dev))
+        return mcu, dev
+
+    yield make
+    for mcu, dev in made:
+        dev.close()
+        mcu.close()
+
+
+def run_passes(mcu, dev, n, cards=24, seed=3):
+    rng = random.Random(seed)
+    reports = []
+    for _ in range(n):
+        if dev._fault is not None:
+            break
+        reports.append(dev.run_pass(coin_plan(cards, rng)))
+        mcu.sim.mechanism.gather()
+    return reports
+
+
+@pytest.mark.parametrize("corrupt", [0.001, 0.01])
+def test_every_pass_completes_with_the_right_count_on_a_noisy_line(machine, corrupt):
+    mcu, dev = machine(noise=Noise(corrupt=corrupt, drop=corrupt / 4, duplicate=corrupt / 4))
+    reports = run_passes(mcu, dev, 10)
+    assert len(reports) == 10
+    assert all(r.fault is None and r.counted == 24 for r in reports)
+    if corrupt >= 0.01:
+        assert dev.link.decoder.errors > 0 or dev.link.stats.retransmits > 0
+
+
+def test_at_5_percent_the_link_completes_or_latches_never_a_wrong_count(machine):
+    mcu, dev = machine(noise=Noise(corrupt=0.05, drop=0.01, duplicate=0.01))
+    start = time.monotonic()
+    reports = run_passes(mcu, dev, 10)
+    assert time.monotonic() - start < 60  # never a hang
+    for r in reports:
+        assert (r.fault is None and r.counted == 24) or (
+            r.fault is not None and r.fault.kind is FaultKind.LINK_LOST)
+
+
+def test_a_reset_mid_pass_fails_that_pass_and_the_next_one_works(machine):
+    mcu, dev = machine()
+    timer = threading.Timer(0.05, mcu.reset)  # about a third of the way through
+    timer.start()
+    report = dev.run_pass(coin_plan(24, random.Random(1)))
+    timer.join()
+    assert report.fault is not None and report.fault.kind is FaultKind.MCU_RESTARTED
+    assert "restarted" in report.fault.message
+    assert not mcu.sim.health().motor_on
+    mcu.sim.mechanism.gather()
+    again = dev.run_pass(coin_plan(24, random.Random(2)))
+    assert again.fault is None and again.counted == 24
+
+
+def test_a_pulled_cable_ends_in_link_lost(machine):
+    mcu, dev = machine()
+    timer = threading.Timer(0.05, mcu.pull_cable)
+    timer.start()
+    report = dev.run_pass(coin_plan(24, random.Random(1)))
+    timer.join()
+    assert report.fault is not None and report.fault.kind is FaultKind.LINK_LOST
+    assert "shuffler clear" in report.fault.message
+    assert not dev.health().ok and not mcu.sim.health().motor_on
+    with pytest.raises(FaultLatchedError):
+        dev.run_pass(coin_plan(24, random.Random(1)))
+
+
+def test_a_silent_host_makes_the_microcontroller_stop_the_motor(machine):
+    mcu, dev = machine(104, heartbeat_timeout=0.1)  # a pass takes about 0.4 s here
+    threading.Timer(0.05, dev.link.heartbeat_paused.set).start()
+    report = dev.run_pass(coin_plan(104, random.Random(1)))
+    assert report.fault is not None and report.fault.kind is FaultKind.LINK_LOST
+    assert 0 < report.counted < 104 and not mcu.sim.health().motor_on
+
+
+def test_a_different_major_protocol_is_refused():
+    sim = SimDevice.for_cards(24, clock=ScaledClock(50))
+    mcu = VirtualMCU(sim, protocol=(2, 0))
+    try:
+        with pytest.raises(ProtocolError, match=r"protocol 2\.0"):
+            SerialDevice(mcu.path)
+    finally:
+        mcu.close()
