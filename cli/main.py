@@ -78,6 +78,13 @@ class App:
             self.clients.append(client)
         return client
 
+    def ask(self, cmd: str, *, load: int | None, local, on_event=None, **args) -> dict:
+        """The running service's answer to ``cmd``, or ``local(session)`` in-process on a
+        device loaded with ``load`` cards (the configured load if None)."""
+        if client := self.service():
+            return client.request(cmd, on_event, **args)
+        return local(self.session(load or self.config.hand.cards))
+
     def session(self, cards: int) -> Session:
         device = self.open(cards)
         return Session(self.controller(device), self.config, plan_source(device, self.sim.seed))
@@ -204,10 +211,8 @@ def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
 
     def body() -> int:
         progress = Progress(app)
-        if client := app.service():
-            result = client.request("pass", progress, cards=cards, mode=mode)
-        else:
-            result = app.session(cards or app.config.hand.cards).do_pass(cards, mode, progress)
+        result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode,
+                         local=lambda s: s.do_pass(cards, mode, progress))
         progress.bar.end()
         code = result.pop("exit")
         app.emit(result, render.pass_line(result["pass"]))
@@ -231,12 +236,10 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
 
     def body() -> int:
         progress = Progress(app)
-        if client := app.service():
-            result = client.request("hand", progress, passes=passes, cards=cards, mode=mode)
-        else:
-            pending = pending_hand(StateStore(app.state_dir).load())
-            load = pending["cards"] if pending else (cards or app.config.hand.cards)
-            result = app.session(load).do_hand(passes, cards, mode, progress)
+        pending = pending_hand(StateStore(app.state_dir).load())  # its load goes in the tray
+        result = app.ask("hand", load=pending["cards"] if pending else cards, on_event=progress,
+                         passes=passes, cards=cards, mode=mode,
+                         local=lambda s: s.do_hand(passes, cards, mode, progress))
         code = result.pop("exit")
         app.emit(result, render.hand_summary(result["hand"]))
         if result["hand"]["fault"] and not app.json:
@@ -252,10 +255,7 @@ def status(app: App) -> None:
     """The device, its health, the latched fault if any, and the counters."""
 
     def body() -> int:
-        if client := app.service():
-            result = client.request("status")
-        else:
-            result = app.session(app.config.hand.cards).status()
+        result = app.ask("status", load=None, local=Session.status)
         app.emit(result, render.status_text(result))
         return EXIT_OK
 
@@ -269,10 +269,7 @@ def battery(app: App, cards: int | None) -> None:
     """Battery volts and charge, and how many passes and hands it has left."""
 
     def body() -> int:
-        if client := app.service():
-            result = client.request("battery", cards=cards)
-        else:
-            result = app.session(cards or app.config.hand.cards).battery(cards)
+        result = app.ask("battery", load=cards, cards=cards, local=lambda s: s.battery(cards))
         app.emit(result, render.battery_text(result))
         return EXIT_OK
 
@@ -285,10 +282,7 @@ def clear(app: App) -> None:
     """Clear a latched fault once the machine reports itself clear."""
 
     def body() -> int:
-        if client := app.service():
-            result = client.request("clear")
-        else:
-            result = app.session(app.config.hand.cards).do_clear()
+        result = app.ask("clear", load=None, local=Session.do_clear)
         code = result.pop("exit")
         if not result["cleared"]:
             text = "the machine still reports a fault: see `shuffler status`"
