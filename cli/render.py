@@ -27,9 +27,10 @@ def hand_summary(h: dict[str, Any]) -> str:
     done = len(h["passes"]) + ((h["resumed_at"] or 1) - 1)
     mode = "coin flips" if h["mode"] == "coin" else "planned"
     if h["completed"]:
+        deck = f"; deck {h['deck']} is ready" if h.get("deck") else ""
         return (f"hand {h['number']}: dealt by {h['dealer']}; {done} of {h['passes_planned']} "
                 f"passes done ({mode}, {distance_text(h['distance'])}); "
-                f"{h['next_dealer']} deals next")
+                f"{h['next_dealer']} deals next{deck}")
     return (f"hand {h['number']}: stopped after {done} of {h['passes_planned']} passes; "
             f"{h['dealer']} still deals; run `shuffler hand` to finish it")
 

@@ -43,6 +43,8 @@ class TableConfig:
     #: seats in clockwise order, so each seat's left-hand neighbour follows it
     seats: tuple[str, ...] = ("North", "East", "South", "West")
     first_dealer: str = "North"
+    #: 2: two packs in turn; the machine shuffles the idle one while the other is played
+    decks: int = 1
 
 
 @dataclass(frozen=True)
@@ -316,6 +318,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         tuple,
     )
     first = t.get("first_dealer", seats[0], f"one of the seats {list(seats)}", lambda v: v in seats)
+    decks = t.int("decks", 1, 1, 2)
     t.done()
 
     b = sub("battery")
@@ -341,7 +344,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         state_dir,
         mechanism,
         hand,
-        TableConfig(seats, first),
+        TableConfig(seats, first, decks),
         BatteryConfig(chemistry, low, critical, cutoff),
         gpio,
         service,

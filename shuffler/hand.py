@@ -53,6 +53,7 @@ class HandReport:
     tracking: bool = True  # the controller still knows where every card is
     distance: Fraction | None = None  # total variation from uniform that holds
     resumed_at: int | None = None  # the pass an interrupted hand resumed at
+    deck: str | None = None  # with two decks in turn: "A" or "B", the one shuffled
 
     @property
     def fault(self):
@@ -99,6 +100,8 @@ class HandRunner:
             passes,
             self.planner.mode,
         )
+        if self.config.table.decks == 2:
+            report.deck = "AB"[state.deck % 2]
         tracker = self.tracker = PackTracker(cards, self.device.info.feed)
         pending = state.hand
         first = 0
@@ -147,6 +150,8 @@ class HandRunner:
                 s.hands_completed += 1
                 s.dealer = (dealer + 1) % len(seats)
                 s.hand = None
+                if self.config.table.decks == 2:
+                    s.deck = (s.deck + 1) % 2  # the other deck is shuffled next
 
             self.controller.update(advance)
             self.device.show(Status(Signal.READY))

@@ -49,6 +49,7 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "tracking": hand.tracking,
         "distance": None if hand.distance is None else float(hand.distance),
         "resumed_at": hand.resumed_at,
+        "deck": hand.deck,
         "fault": fault.to_dict() if fault else None,
         "passes": [record_dict(r) for r in hand.records],
     }

@@ -40,6 +40,7 @@ class State:
     next_pass_id: int = 1
     in_flight: dict[str, Any] | None = None  # the pass running now, for crash recovery
     hand: dict[str, Any] | None = None  # the hand in progress: number, passes, cards, done
+    deck: int = 0  # with two decks: the one the next hand shuffles (0 = A, 1 = B)
     version: int = STATE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -85,7 +86,7 @@ class StateStore:
             known = {k: data[k] for k in State.__dataclass_fields__ if k in data}
             state = State(**known)
             for key in ("hands_completed", "dealer", "passes", "cards", "jams", "faults",
-                        "interrupted", "next_pass_id"):
+                        "interrupted", "next_pass_id", "deck"):
                 value = getattr(state, key)
                 is_count = type(value) is int and value >= 0
                 if not is_count and not (key == "dealer" and value is None):

@@ -108,3 +108,10 @@ def test_every_pass_is_audited_once_and_a_crash_in_flight_is_settled(sim, tmp_pa
     passes = StateStore(tmp_path).load().passes
     assert not controller.recover().get("interrupted")
     assert StateStore(tmp_path).load().passes == passes + 1
+
+
+def test_with_two_decks_the_hands_shuffle_them_in_turn(sim, tmp_path):
+    cfg = load_config_text("[table]\ndecks = 2\n")
+    decks = [run_hand(sim, tmp_path, passes=1, config=cfg)[0].deck for _ in range(3)]
+    assert decks == ["A", "B", "A"]
+    assert run_hand(sim, tmp_path / "one", passes=1)[0].deck is None
