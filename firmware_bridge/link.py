@@ -173,7 +173,8 @@ class Link:
     def _lose(self, why: str) -> None:
         if not self.lost:
             self.lost = why
-            log.warning("serial link lost", why=why)
+            if not self._closing.is_set():
+                log.warning("serial link lost", why=why)
         for event in list(self._acked.values()):
             event.set()  # wake a waiting sender; it sees `lost`
 
@@ -197,6 +198,12 @@ class Link:
         raise LinkLostError("no HELLO reply from the microcontroller")
 
     def close(self) -> None:
+        """Stop the threads, then close the port: a file descriptor closed under a
+        running reader could be reused by the next port opened and read by this one."""
         self._closing.set()
+        self._lose("closed")
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(2)
         with contextlib.suppress(Exception):
             self.port.close()

@@ -82,23 +82,33 @@ class PtyPort:
     def __init__(self, fd: int, noise: Noise, rng: random.Random) -> None:
         self.fd, self.noise, self.rng = fd, noise, rng
         self.in_waiting = 0
+        self.closed = False
         self._lock = threading.Lock()
 
     def read(self, n: int = 1) -> bytes:
+        if self.closed:
+            raise OSError("port closed")
         ready, _, _ = select.select([self.fd], [], [], 0.05)
-        if not ready:
-            return b""
         with self._lock:
+            if self.closed:
+                raise OSError("port closed")
+            if not ready:
+                return b""
             return self.noise.apply(os.read(self.fd, 4096), self.rng)
 
     def write(self, data: bytes) -> int:
         with self._lock:
+            if self.closed:
+                raise OSError("port closed")
             data = self.noise.apply(data, self.rng)
-        os.write(self.fd, data)
+            os.write(self.fd, data)
         return len(data)
 
     def close(self) -> None:
-        os.close(self.fd)
+        with self._lock:
+            if not self.closed:
+                self.closed = True
+                os.close(self.fd)
 
 
 class VirtualMCU:
@@ -124,8 +134,11 @@ class VirtualMCU:
         self._worker: threading.Thread | None = None
         self._stop = threading.Event()
         self.unplugged = False
-        for target in (self._dispatch, self._send_loop, self._watchdog):
-            threading.Thread(target=target, daemon=True, name=f"mcu-{target.__name__}").start()
+        self._threads = [threading.Thread(target=target, daemon=True,
+                                          name=f"mcu-{target.__name__}")
+                         for target in (self._dispatch, self._send_loop, self._watchdog)]
+        for t in self._threads:
+            t.start()
 
     # -- outgoing ------------------------------------------------------------------------
     def _send_loop(self) -> None:
@@ -134,10 +147,16 @@ class VirtualMCU:
                 kind, payload = self.outbox.get(timeout=0.05)
             except queue.Empty:
                 continue
-            try:
-                self.link.request(kind, payload)
-            except LinkLostError:
-                self.link.lost = None  # the host may come back: keep trying later messages
+            # keep repeating while the host is alive (its heartbeat arrives): a lost
+            # PASS_DONE would leave the host waiting for the whole pass time
+            while not self._stop.is_set():
+                try:
+                    self.link.request(kind, payload)
+                    break
+                except LinkLostError:
+                    self.link.lost = None
+                    if time.monotonic() - self.last_heard > self.heartbeat_timeout:
+                        break  # the host is gone: it re-asks when it comes back
 
     def _hello(self) -> bytes:
         caps = Capability.PILE_SENSORS | Capability.BATTERY | Capability.REVERSE
@@ -254,14 +273,18 @@ class VirtualMCU:
         """The USB cable comes out: the port vanishes under the host."""
         self.unplugged = True
         self.sim.halt(FaultKind.LINK_LOST)
+        self._shutdown()
+
+    def _shutdown(self) -> None:
         self._stop.set()
+        self.link._lose("power off")  # wake a sender waiting for an acknowledgement
+        for t in self._threads:
+            t.join(2)
         self.link.close()
         os.close(self._slave)
 
     def close(self) -> None:
         if not self.unplugged:
-            self.sim.stop()
-            self._stop.set()
-            self.link.close()
-            os.close(self._slave)
             self.unplugged = True
+            self.sim.stop()
+            self._shutdown()
