@@ -166,3 +166,23 @@ def test_a_pin_used_twice_names_both_uses():
         load_config_text("[pins]\nbuzzer = 11\n", "pins.toml")
     cfg = load_config_text("[pins]\nbuzzer = 11\n[gpio]\nadc_channel = false\n").gpio
     assert cfg.buzzer == 11 and cfg.adc_channel is None
+
+
+def test_the_motor_stops_after_the_maximum_pass_time(rigged):
+    dev = rigged(104)
+    dev.limits = FaultLimits(max_pass_seconds=0.1, jam_seconds=0.05, misfeed_seconds=0.1)
+    report = dev.run_pass(coin_plan(104, random.Random(1)))  # 104 cards need ~0.5 s here
+    assert report.fault is not None and report.fault.kind is FaultKind.TIMEOUT
+    assert report.counted < 104 and not dev.motor_on
+
+
+def test_an_exception_mid_pass_still_stops_the_motor(rigged):
+    dev = rigged(24)
+
+    def explode(counted, expected):
+        if counted == 5:
+            raise RuntimeError("a bug in a progress callback")
+
+    with pytest.raises(RuntimeError):
+        dev.run_pass(coin_plan(24, random.Random(1)), explode)
+    assert not dev.motor_on and dev.rig.pins["motor"].state == 0

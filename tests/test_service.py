@@ -201,3 +201,28 @@ def test_sigterm_stops_cleanly_and_nothing_anywhere_holds_a_plan(served):
     for line in written.splitlines():
         bits = [t for t in line.replace(",", " ").replace("[", " ").split() if t in "01"]
         assert len(bits) < 24, line
+
+
+def test_systemd_hears_ready_and_the_watchdog(tmp_path):
+    notify = tmp_path / "notify.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    listener.bind(str(notify))
+    listener.settimeout(10)
+    env = {**os.environ, "SHUFFLER_CONFIG": "", "NOTIFY_SOCKET": str(notify),
+           "WATCHDOG_USEC": "200000"}
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "--state-dir", str(tmp_path / "s"),
+                             "--socket", str(tmp_path / "c.sock"), "serve"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        messages = set()
+        deadline = time.monotonic() + 10
+        while not {"READY=1", "WATCHDOG=1"} <= messages and time.monotonic() < deadline:
+            messages.update(listener.recv(256).decode().splitlines())
+        assert {"READY=1", "WATCHDOG=1"} <= messages
+        proc.terminate()
+        assert proc.wait(10) == 0
+        assert "STOPPING=1" in listener.recv(256).decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        listener.close()
