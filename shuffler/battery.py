@@ -90,9 +90,17 @@ WARM_UP = 3  # passes on a fresh battery the charge-per-card fit leaves out
 NEW = 0.1  # this much more charge than the last pass left means a new battery
 
 
-def smooth(previous: float | None, reading: float, weight: float = 0.3) -> float:
-    """Exponential smoothing of successive readings."""
-    return reading if previous is None else previous + weight * (reading - previous)
+def charge_now(history: Sequence[PassRecord], curve: DischargeCurve, f: Fit,
+               smoothing: int = 5) -> float:
+    """The charge left after the last pass, smoothed: each of the last few readings is
+    carried forward by the charge the passes since then used, and the results averaged
+    (an ADC's noise averages out, and nothing lags behind the falling charge)."""
+    recent = history[-smoothing:] if f.learned else history[-1:]
+    projected, since = [], 0
+    for rec in reversed(recent):
+        projected.append(curve.charge_at(rec.volts + f.sag, under_load=True) - f.per_card * since)
+        since += rec.cards
+    return sum(projected) / len(projected)
 
 
 @dataclass(frozen=True)
@@ -192,8 +200,8 @@ def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
         history = []  # far more charge at rest than the last pass left: a new battery
     f = fit(history, curve)
     if history:
-        # the last pass's reading, not a rest reading: the cell is still recovering
-        charge = curve.charge_at(history[-1].volts + f.sag, under_load=True)
+        # the last passes' readings, not a rest reading: the cell is still recovering
+        charge = charge_now(history, curve, f)
     cutoff = curve.charge_at(cutoff_load_volts + f.sag, under_load=True)
     usable = max(0.0, charge - cutoff)
 
