@@ -124,7 +124,8 @@ class HandRunner:
             stop = result.fault is not None and result.fault.kind not in CONTINUABLE
             last = number == passes
             stacking = None
-            if not stop:
+            if not stop:  # done, whatever happens while the dealer restacks
+                self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
                 self.device.show(
                     Status(Signal.STACK, plan.on_top, None if last else number + 1, passes)
                 )
@@ -133,8 +134,6 @@ class HandRunner:
             self.planner.observe(index, plan, result.counted, stacking)
             record = PassRecord(number, result, stacking)
             report.records.append(record)
-            if not stop:
-                self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
             if on_pass_done:
                 on_pass_done(record)
             if stop:

@@ -115,3 +115,16 @@ def test_with_two_decks_the_hands_shuffle_them_in_turn(sim, tmp_path):
     decks = [run_hand(sim, tmp_path, passes=1, config=cfg)[0].deck for _ in range(3)]
     assert decks == ["A", "B", "A"]
     assert run_hand(sim, tmp_path / "one", passes=1)[0].deck is None
+
+
+def test_a_hand_left_waiting_for_a_touch_resumes_after_the_passes_done(sim, tmp_path):
+    dev = sim.make(24)
+    shown = dev.show
+    dev.show = lambda status: None  # the dealer walks away after pass 1
+    with pytest.raises(DeviceTimeoutError):
+        run_hand(sim, tmp_path, device=dev)
+    assert StateStore(tmp_path).load().hand["done"] == 1
+    dev.show = shown
+    dev.mechanism.restack(Pile.LEFT)
+    hand, *_ = run_hand(sim, tmp_path, device=dev)
+    assert hand.completed and hand.resumed_at == 2 and len(hand.records) == 3
