@@ -226,7 +226,11 @@ class Service:
     # -- the socket ---------------------------------------------------------------------
     def _listen(self) -> None:
         path = self.socket_path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise BadInputError(f"{path.parent}: cannot create the socket's folder: "
+                                f"{e.strerror or e}") from None
         if path.exists() or path.is_symlink():
             probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             try:
@@ -248,11 +252,15 @@ class Service:
         old = os.umask(0o117)  # the socket is born 0660
         try:
             self._server = Server(str(path), Handler)
+            os.chmod(path, 0o660)
+            if self.group:
+                os.chown(path, -1, grp.getgrnam(self.group).gr_gid)
+        except KeyError:
+            raise BadInputError(f"[service] group: no group called {self.group!r}") from None
+        except OSError as e:
+            raise BadInputError(f"{path}: cannot listen there: {e.strerror or e}") from None
         finally:
             os.umask(old)
-        os.chmod(path, 0o660)
-        if self.group:
-            os.chown(path, -1, grp.getgrnam(self.group).gr_gid)
         threading.Thread(target=self._server.serve_forever, name="socket", daemon=True).start()
 
     def _client(self, rfile, wfile) -> None:

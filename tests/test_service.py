@@ -226,3 +226,14 @@ def test_systemd_hears_ready_and_the_watchdog(tmp_path):
         if proc.poll() is None:
             proc.kill()
         listener.close()
+
+
+def test_a_socket_that_cannot_be_made_is_a_clear_error(tmp_path):
+    bad = tmp_path / "group.toml"
+    bad.write_text('[service]\ngroup = "no-such-group-here"\n')
+    env = {**os.environ, "SHUFFLER_CONFIG": str(bad)}
+    out = subprocess.run([sys.executable, "-m", "cli", "--state-dir", str(tmp_path / "s"),
+                          "--socket", str(tmp_path / "c.sock"), "serve"], env=env,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "no group called 'no-such-group-here'" in out.stderr
+    assert "Traceback" not in out.stderr
