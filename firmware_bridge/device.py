@@ -32,6 +32,7 @@ from shuffler.device import (
     stall_fault,
 )
 from shuffler.errors import DeviceError, FaultLatchedError
+from shuffler.logs import get_logger
 from shuffler.mechanics import Feed, Pile
 from shuffler.planning import PassPlan
 
@@ -39,6 +40,7 @@ from .framing import Frame
 from .link import Hello, Link, LinkLostError
 from .messages import Err, Input, Msg, PassDone, pack_labels
 
+log = get_logger("firmware_bridge.device")
 EVENT_OF = {Input.TOUCH: EventKind.TOUCH, Input.TRAY_LOADED: EventKind.TRAY_LOADED,
             Input.TRAY_EMPTY: EventKind.TRAY_EMPTY, Input.PILE_LIFTED: EventKind.PILE_LIFTED}
 SIGNALS = list(Signal)
@@ -188,7 +190,21 @@ class SerialDevice(ShufflerDevice):
         mv, under_load = struct.unpack(">HB", self._ask(Msg.BATTERY, Msg.BATTERY_REPLY))
         return BatteryReading(mv / 1000, bool(under_load))
 
+    def reconnect(self) -> bool:
+        """If the link is down, reopen the port and handshake (the port may be back: a
+        cable plugged in again, a board that rebooted). A latched fault stays latched."""
+        if self._closed or not self.link.lost:
+            return not self._closed
+        self.link.close()
+        try:
+            self._connect()
+        except DeviceError:
+            return False
+        log.info("serial link back", firmware=self.hello.firmware)
+        return True
+
     def health(self) -> Health:
+        self.reconnect()  # polled by the service every few seconds: reconnection for free
         if self._closed or self.link.lost:
             fault = self._fault or (link_lost_fault(self.link.lost) if self.link.lost else None)
             return Health(False, False, False, fault, {"link": self.link.lost or "closed"})
@@ -199,12 +215,8 @@ class SerialDevice(ShufflerDevice):
                       self._fault, {"link": stats, "firmware": self.hello.firmware})
 
     def clear_fault(self) -> bool:
-        if self.link.lost:  # the cable came back? reconnect and handshake
-            self.link.close()
-            try:
-                self._connect()
-            except (DeviceError, LinkLostError):
-                return False
+        if not self.reconnect():
+            return False
         _, _, _, code, _ = struct.unpack(">BBBBH", self._ask(Msg.CLEAR, Msg.STATUS_REPLY))
         if code != Err.NONE:
             return False

@@ -180,3 +180,27 @@ def test_a_different_major_protocol_is_refused():
             SerialDevice(mcu.path)
     finally:
         mcu.close()
+
+
+def test_the_link_comes_back_when_the_port_does(tmp_path):
+    """The udev rule gives the port a stable name; when a new board appears behind it,
+    the device reconnects by itself, and the dealer clears the latched fault."""
+    port = tmp_path / "shuffler"
+    first = VirtualMCU(SimDevice.for_cards(24, clock=ScaledClock(50)))
+    port.symlink_to(first.path)
+    dev = SerialDevice(str(port))
+    first.pull_cable()
+    report = dev.run_pass(coin_plan(24, random.Random(1)))
+    assert report.fault is not None and report.fault.kind is FaultKind.LINK_LOST
+    assert not dev.health().ok
+    second = VirtualMCU(SimDevice.for_cards(24, clock=ScaledClock(50)), seed=2)
+    port.unlink()
+    port.symlink_to(second.path)
+    try:
+        assert dev.health().fault is not None  # back, but the fault stays latched
+        assert not dev.link.lost
+        assert dev.clear_fault() and dev.health().ok
+        assert dev.run_pass(coin_plan(24, random.Random(2))).counted == 24
+    finally:
+        dev.close()
+        second.close()
