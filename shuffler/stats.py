@@ -91,7 +91,7 @@ class TestResult:
                 "passed": self.passed, **self.detail}
 
 
-def _chi2_binned(observed: Sequence[int], expected: Sequence[float]) -> tuple[float, int]:
+def chi2_binned(observed: Sequence[int], expected: Sequence[float]) -> tuple[float, int]:
     """χ² with neighbouring bins merged until each expects at least 5."""
     bins: list[tuple[int, float]] = []
     o_acc = e_acc = 0.0
@@ -120,7 +120,7 @@ def runs_test(runs: Sequence[int], n: int) -> TestResult:
     for r in runs:
         hist[r] += 1
     expected = [p * trials for p in uniform_runs_law(n)]
-    stat, df = _chi2_binned(hist, expected)
+    stat, df = chi2_binned(hist, expected)
     mean = sum(runs) / trials
     return TestResult("runs", stat, df, chi2_sf(stat, df),
                       {"mean": mean, "uniform_mean": (n + 1) / 2, "histogram": hist})

@@ -100,3 +100,23 @@ def test_mixing_json_has_the_documented_keys():
 def test_mixing_text_recommends():
     out = CliRunner().invoke(cli, ["mixing", "--passes", "6", "--trials", "20"]).stdout
     assert "recommended (planned): 4 passes" in out and "recommended (coin): 11 passes" in out
+
+
+@pytest.mark.parametrize(("n", "k", "feed"), [(24, 3, Feed.TOP), (24, 4, Feed.BOTTOM),
+                                              (52, 5, Feed.TOP), (104, 6, Feed.BOTTOM)])
+def test_simulated_coin_passes_follow_the_bayer_diaconis_runs_law(n, k, feed):
+    """The strongest cheap test of the simulator: its runs histogram against the exact
+    law C(2^k + n - r, n) A(n, r) / 2^(kn), after undoing the pile reversal."""
+    from shuffler.mixing import expected_runs_coin, runs_law
+    from shuffler.stats import chi2_binned  # noqa: I001
+
+    rng = random.Random(n * 10 + k)
+    trials = 4000
+    hist = [0] * (n + 1)
+    for _ in range(trials):
+        hist[ascending_runs(reading_order(simulate_hand(n, k, Mode.COIN, rng, feed), k, feed))] += 1
+    expected = [float(p) * trials for p in runs_law(n, k)]
+    stat, df = chi2_binned(hist, expected)
+    assert chi2_sf(stat, df) > 0.001
+    mean = sum(r * c for r, c in enumerate(hist)) / trials
+    assert mean == pytest.approx(float(expected_runs_coin(n, k)), abs=0.15)
