@@ -108,7 +108,7 @@ def test_simulated_coin_passes_follow_the_bayer_diaconis_runs_law(n, k, feed):
     """The strongest cheap test of the simulator: its runs histogram against the exact
     law C(2^k + n - r, n) A(n, r) / 2^(kn), after undoing the pile reversal."""
     from shuffler.mixing import expected_runs_coin, runs_law
-    from shuffler.stats import chi2_binned  # noqa: I001
+    from shuffler.stats import chi2_binned
 
     rng = random.Random(n * 10 + k)
     trials = 4000
