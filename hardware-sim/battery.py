@@ -35,6 +35,14 @@ class SimBattery:
         battery.charge = battery.curve.charge_at(volts, under_load=False)
         return battery
 
+    def starting_at(self, volts: float | None) -> SimBattery:
+        """This kind of battery, charged to read ``volts`` at rest (``--sim-fault
+        battery:VOLTS``); itself when no voltage is given."""
+        if not volts:
+            return self
+        return SimBattery.at_volts(volts, chemistry=self.chemistry,
+                                   capacity_scale=self.capacity_scale)
+
     @property
     def motor_amps(self) -> float:
         return self.curve.motor_amps

@@ -96,10 +96,7 @@ class SimDevice(ShufflerDevice):
     ) -> SimDevice:
         """A simulated machine with a fresh pack of ``n`` cards in the tray."""
         faults = faults or FaultPlan()
-        battery = battery or SimBattery()
-        if faults.battery_volts:
-            battery = SimBattery.at_volts(faults.battery_volts, chemistry=battery.chemistry,
-                                          capacity_scale=battery.capacity_scale)
+        battery = (battery or SimBattery()).starting_at(faults.battery_volts)
         mech: Mechanism[Card] = Mechanism(
             standard_pack(n), spec or MechanismSpec(), battery, faults
         )

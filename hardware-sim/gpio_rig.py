@@ -133,9 +133,7 @@ class GpioRig:
                   rng: random.Random | None = None, battery: SimBattery | None = None,
                   spec: MechanismSpec | None = None) -> GpioRig:
         faults = faults or FaultPlan()
-        battery = battery or SimBattery()
-        if faults.battery_volts:
-            battery = SimBattery.at_volts(faults.battery_volts)
+        battery = (battery or SimBattery()).starting_at(faults.battery_volts)
         spec = spec or MechanismSpec(card_rate=card_rate, spinup=0.0)
         mech: Mechanism[Card] = Mechanism(standard_pack(n), spec, battery, faults)
         return cls(mech, gpio, SimDealer(habit, rng or random.Random()))
