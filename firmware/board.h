@@ -1,0 +1,46 @@
+/* The Arduino Nano (ATmega328P, 16 MHz) pin map of the shuffler: docs/firmware.md.
+ *
+ * Inputs read low when something covers their sensor (the beam receiver, the tray
+ * and pile reflective sensors), with the chip's pull-ups on; the touch module
+ * drives its pin high while touched. The motor driver's inputs and the diverter
+ * servo are outputs driven low from the first instructions after reset. */
+#ifndef SHUFFLER_BOARD_H
+#define SHUFFLER_BOARD_H
+
+#include <avr/io.h>
+
+/* PORTD */
+#define PIN_BEAM        PD2   /* D2: IR beam receiver at the gate, low = blocked */
+#define PIN_TOUCH       PD3   /* D3: capacitive touch module, high = touched */
+#define PIN_TRAY        PD4   /* D4: tray presence sensor, low = cards in the tray */
+#define PIN_MOTOR_FWD   PD5   /* D5 (OC0B): motor driver IN1, PWM forward */
+#define PIN_MOTOR_REV   PD6   /* D6 (OC0A): motor driver IN2, PWM backward */
+#define PIN_PILE_LEFT   PD7   /* D7: left output pile sensor, low = cards on it */
+/* PORTB */
+#define PIN_PILE_RIGHT  PB0   /* D8: right output pile sensor, low = cards on it */
+#define PIN_DIVERTER    PB1   /* D9 (OC1A): diverter servo signal, 50 Hz */
+#define PIN_LED_RED     PB2   /* D10 */
+#define PIN_LED_GREEN   PB3   /* D11 */
+#define PIN_LED_BLUE    PB4   /* D12 */
+#define PIN_MOTOR_LED   PB5   /* D13: the Nano's own LED, lit while the motor is driven */
+/* PORTC */
+#define ADC_BATTERY     0     /* A0 (ADC0): battery through a 20k over 10k divider */
+#define PIN_BUZZER      PC1   /* A1: piezo buzzer through a transistor */
+
+#define PORTD_INPUTS  (_BV(PIN_BEAM) | _BV(PIN_TOUCH) | _BV(PIN_TRAY) | _BV(PIN_PILE_LEFT))
+#define PORTD_PULLUPS (_BV(PIN_BEAM) | _BV(PIN_TRAY) | _BV(PIN_PILE_LEFT))
+#define PORTD_OUTPUTS (_BV(PIN_MOTOR_FWD) | _BV(PIN_MOTOR_REV))
+#define PORTB_OUTPUTS (_BV(PIN_DIVERTER) | _BV(PIN_LED_RED) | _BV(PIN_LED_GREEN) | \
+                       _BV(PIN_LED_BLUE) | _BV(PIN_MOTOR_LED))
+
+/* The battery divider: (R_top + R_bottom) / R_bottom, and the ADC reference (AVcc
+ * from the Nano's 5 V). Measure AVcc on your board and set it here for accuracy. */
+#define DIVIDER_NUM     3u
+#define AVCC_MV         5000u
+
+/* Servo pulses (timer 1 counts half-microseconds): left 1.0 ms, right 2.0 ms. */
+#define SERVO_FRAME     40000u
+#define SERVO_LEFT      2000u
+#define SERVO_RIGHT     4000u
+
+#endif

@@ -1,0 +1,120 @@
+/* Timer 0: fast PWM on OC0A/OC0B for the motor driver (976 Hz). Timer 1: 50 Hz servo
+ * frame on OC1A. Timer 2: the 1 kHz tick. The ADC reads the battery against AVcc. */
+#include "hw.h"
+
+#include <avr/interrupt.h>
+#include <util/atomic.h>
+
+#include "board.h"
+
+static volatile uint32_t ticks;
+static int16_t speed_now;
+
+ISR(TIMER2_COMPA_vect) { ticks++; }
+
+uint32_t hw_ms(void)
+{
+    uint32_t now;
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE) { now = ticks; }
+    return now;
+}
+
+void outputs_safe(void)
+{
+    motor_set(0);
+    diverter_set(0);
+    buzzer_set(false);
+}
+
+void hw_init(void)
+{
+    /* outputs first, all low: the motor driver sees both inputs low (coast) */
+    PORTD = PORTD_PULLUPS;
+    DDRD = PORTD_OUTPUTS;
+    PORTB = _BV(PIN_PILE_RIGHT);
+    DDRB = PORTB_OUTPUTS;
+    PORTC = 0;
+    DDRC = _BV(PIN_BUZZER);
+    TCCR0A = _BV(WGM01) | _BV(WGM00);           /* fast PWM, outputs disconnected */
+    TCCR0B = _BV(CS01) | _BV(CS00);             /* 16 MHz / 64 / 256 = 976 Hz */
+    TCCR1A = _BV(COM1A1) | _BV(WGM11);          /* fast PWM, TOP = ICR1 */
+    TCCR1B = _BV(WGM13) | _BV(WGM12) | _BV(CS11); /* 0.5 us per count */
+    ICR1 = SERVO_FRAME - 1;
+    OCR1A = SERVO_LEFT;
+    TCCR2A = _BV(WGM21);                        /* CTC */
+    TCCR2B = _BV(CS22);                         /* 16 MHz / 64 = 250 kHz */
+    OCR2A = 249;                                /* 1 kHz */
+    TIMSK2 = _BV(OCIE2A);
+    ADMUX = _BV(REFS0) | ADC_BATTERY;           /* AVcc reference */
+    ADCSRA = _BV(ADEN) | _BV(ADPS2) | _BV(ADPS1) | _BV(ADPS0); /* 125 kHz */
+    DIDR0 = _BV(ADC_BATTERY);
+}
+
+void motor_set(int16_t speed)
+{
+    if (speed > 255) speed = 255;
+    if (speed < -255) speed = -255;
+    speed_now = speed;
+    /* a pin leaves the timer before the other one joins: never both driven */
+    TCCR0A &= (uint8_t)~(_BV(COM0A1) | _BV(COM0B1));
+    PORTD &= (uint8_t)~(_BV(PIN_MOTOR_FWD) | _BV(PIN_MOTOR_REV));
+    if (speed > 0) {
+        OCR0B = (uint8_t)speed;
+        TCCR0A |= _BV(COM0B1);
+    } else if (speed < 0) {
+        OCR0A = (uint8_t)(-speed);
+        TCCR0A |= _BV(COM0A1);
+    }
+    if (speed) PORTB |= _BV(PIN_MOTOR_LED);
+    else PORTB &= (uint8_t)~_BV(PIN_MOTOR_LED);
+}
+
+int16_t motor_speed(void) { return speed_now; }
+
+void diverter_set(uint8_t pile) { OCR1A = pile ? SERVO_RIGHT : SERVO_LEFT; }
+
+void led_set(bool red, bool green, bool blue)
+{
+    uint8_t v = PORTB & (uint8_t)~(_BV(PIN_LED_RED) | _BV(PIN_LED_GREEN) | _BV(PIN_LED_BLUE));
+    if (red) v |= _BV(PIN_LED_RED);
+    if (green) v |= _BV(PIN_LED_GREEN);
+    if (blue) v |= _BV(PIN_LED_BLUE);
+    PORTB = v;
+}
+
+void buzzer_set(bool on)
+{
+    if (on) PORTC |= _BV(PIN_BUZZER);
+    else PORTC &= (uint8_t)~_BV(PIN_BUZZER);
+}
+
+bool beam_blocked(void) { return !(PIND & _BV(PIN_BEAM)); }
+bool tray_loaded(void) { return !(PIND & _BV(PIN_TRAY)); }
+bool touched(void) { return PIND & _BV(PIN_TOUCH); }
+
+bool pile_covered(uint8_t pile)
+{
+    return pile ? !(PINB & _BV(PIN_PILE_RIGHT)) : !(PIND & _BV(PIN_PILE_LEFT));
+}
+
+static uint16_t adc_read(uint8_t channel)
+{
+    ADMUX = _BV(REFS0) | channel;
+    ADCSRA |= _BV(ADSC);
+    while (ADCSRA & _BV(ADSC)) {
+    }
+    return ADC;
+}
+
+uint16_t battery_mv(void)
+{
+    return (uint16_t)((uint32_t)adc_read(ADC_BATTERY) * AVCC_MV * DIVIDER_NUM / 1023u);
+}
+
+uint16_t noise_seed(void)
+{
+    uint16_t seed = 0;
+    for (uint8_t i = 0; i < 16; i++)
+        seed = (uint16_t)((seed << 1) ^ adc_read(0x0E /* 1.1 V bandgap */) ^ TCNT0);
+    return seed;
+}
