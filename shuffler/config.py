@@ -15,6 +15,8 @@ A missing file is fine (defaults apply) unless it was named explicitly.
 from __future__ import annotations
 
 import os
+import re
+import socket
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,6 +161,31 @@ class ServiceConfig:
 
 
 @dataclass(frozen=True)
+class MqttConfig:
+    """``[mqtt]``: telemetry to a broker (see docs/mqtt.md); no ``host``: off."""
+
+    host: str | None = None
+    port: int = 1883
+    table: str = "table"
+    prefix: str = "shuffler"
+    tls: bool = False
+    ca_file: Path | None = None
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    username: str | None = None
+    password_file: Path | None = None  # never on the command line or in the config itself
+    keepalive: int = 30
+    queue_limit: int = 1000
+    remote_actions: bool = False  # accept clear and new_game over MQTT
+    discovery: bool = True
+    discovery_prefix: str = "homeassistant"
+
+    @property
+    def enabled(self) -> bool:
+        return self.host is not None
+
+
+@dataclass(frozen=True)
 class Config:
     device: str = "sim"
     state_dir: Path | None = None
@@ -168,6 +195,7 @@ class Config:
     battery: BatteryConfig = field(default_factory=BatteryConfig)
     gpio: GpioConfig = field(default_factory=lambda: GpioConfig())
     service: ServiceConfig = field(default_factory=ServiceConfig)
+    mqtt: MqttConfig = field(default_factory=MqttConfig)
     source: str = "(defaults)"
 
 
@@ -338,6 +366,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         max_clients=sv.int("max_clients", 32, 1, 1024),
     )
     sv.done()
+    mqtt = _mqtt_config(sub("mqtt"))
     top.done()
     return Config(
         device,
@@ -348,5 +377,54 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         BatteryConfig(chemistry, low, critical, cutoff),
         gpio,
         service,
-        source,
+        source=source,
+        mqtt=mqtt,
     )
+
+
+#: one MQTT topic level: no wildcards, no separators
+_TOPIC_LEVEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _default_table() -> str:
+    """The host's short name, when it makes a topic level: tables differ by machine."""
+    name = socket.gethostname().split(".")[0]
+    return name if _TOPIC_LEVEL.fullmatch(name) else MqttConfig.table
+
+
+def _mqtt_config(q: _Reader) -> MqttConfig:
+    d = MqttConfig()
+
+    def path(key: str) -> Path | None:
+        return q.get(key, None, "a file path", lambda v: isinstance(v, str) and v, Path)
+
+    def level(key: str, default: str) -> str:
+        return q.get(key, default, "letters, digits, - and _ (1 to 64)",
+                     lambda v: isinstance(v, str) and _TOPIC_LEVEL.fullmatch(v) is not None)
+
+    cfg = MqttConfig(
+        host=q.get("host", None, "a host name or address",
+                   lambda v: isinstance(v, str) and 0 < len(v) <= 253 and v.isprintable()),
+        port=q.int("port", d.port, 1, 65535),
+        table=level("table", _default_table()),
+        prefix=level("prefix", d.prefix),
+        tls=q.get("tls", d.tls, "true or false", lambda v: type(v) is bool),
+        ca_file=path("ca_file"),
+        cert_file=path("cert_file"),
+        key_file=path("key_file"),
+        username=q.get("username", None, "a user name",
+                       lambda v: isinstance(v, str) and 0 < len(v) <= 128),
+        password_file=path("password_file"),
+        keepalive=q.int("keepalive_s", d.keepalive, 5, 3600),
+        queue_limit=q.int("queue_limit", d.queue_limit, 10, 100_000),
+        remote_actions=q.get("remote_actions", d.remote_actions, "true or false",
+                             lambda v: type(v) is bool),
+        discovery=q.get("discovery", d.discovery, "true or false", lambda v: type(v) is bool),
+        discovery_prefix=level("discovery_prefix", d.discovery_prefix),
+    )
+    if cfg.password_file is not None and cfg.username is None:
+        q.fail("username", "a user name to go with password_file", None)
+    if cfg.key_file is not None and cfg.cert_file is None:
+        q.fail("cert_file", "a client certificate to go with key_file", None)
+    q.done()
+    return cfg

@@ -1,0 +1,76 @@
+"""A real Mosquitto broker for the tests: on a free loopback port, with a config the
+test writes, killed and restarted on the same port when a test asks."""
+
+from __future__ import annotations
+
+import getpass
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+MOSQUITTO = shutil.which("mosquitto") or (
+    "/usr/sbin/mosquitto" if Path("/usr/sbin/mosquitto").exists() else None)
+PASSWD = shutil.which("mosquitto_passwd")
+
+needs_mosquitto = pytest.mark.skipif(
+    MOSQUITTO is None,
+    reason="needs the Mosquitto broker: apt-get install mosquitto (Debian package)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Broker:
+    def __init__(self, folder: Path, *, users: dict[str, str] | None = None,
+                 acl: str | None = None) -> None:
+        self.folder = folder
+        self.port = free_port()
+        self.proc: subprocess.Popen | None = None
+        # as root, mosquitto would drop to its own user and lose the test's files
+        lines = [f"listener {self.port} 127.0.0.1", "persistence false",
+                 f"user {getpass.getuser()}",
+                 "log_dest stderr", "log_type error", "log_type warning"]
+        if users:
+            pw = folder / "passwd"
+            pw.write_text("".join(f"{u}:{p}\n" for u, p in users.items()))
+            pw.chmod(0o600)
+            subprocess.run([PASSWD or "mosquitto_passwd", "-U", str(pw)], check=True)
+            lines += ["allow_anonymous false", f"password_file {pw}"]
+        else:
+            lines.append("allow_anonymous true")
+        if acl is not None:
+            (folder / "acl").write_text(acl)
+            lines.append(f"acl_file {folder / 'acl'}")
+        self.conf = folder / "mosquitto.conf"
+        self.conf.write_text("\n".join(lines) + "\n")
+
+    def start(self) -> Broker:
+        self.proc = subprocess.Popen([MOSQUITTO, "-c", str(self.conf)],
+                                     stdout=subprocess.DEVNULL,
+                                     stderr=open(self.folder / "broker.log", "ab"))  # noqa: SIM115
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                if self.proc.poll() is not None:
+                    raise RuntimeError((self.folder / "broker.log").read_text()) from None
+                time.sleep(0.05)
+        raise RuntimeError("mosquitto did not start")
+
+    def kill(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def log(self) -> str:
+        return (self.folder / "broker.log").read_text()

@@ -1,0 +1,232 @@
+"""Telemetry against a real Mosquitto broker on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+
+from shuffler.config import MqttConfig
+from shuffler.tables import TableBook, TableWatcher, render
+from shuffler.telemetry import Telemetry, discovery_messages, parse_command
+
+from .mqtt_broker import Broker, needs_mosquitto
+
+pytest.importorskip("paho.mqtt.client", reason="needs paho-mqtt: pip install 'shuffler[mqtt]'")
+
+STATUS = {"fault": None, "battery": {"volts": 8.9, "percent": 80.0, "passes_left": 400,
+                                     "hands_left": 80, "state": "ok"},
+          "counters": {"hands": 3, "passes": 15}}
+
+
+def wait_for(check, timeout=15.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def cfg(broker: Broker, **kw) -> MqttConfig:
+    return MqttConfig(host="127.0.0.1", port=broker.port, **{"table": "t1", **kw})
+
+
+class Subscriber:
+    """Collects every message under a topic filter."""
+
+    def __init__(self, config: MqttConfig, topic: str = "#") -> None:
+        from shuffler.telemetry import connect_client
+
+        self.messages: list[tuple[str, bytes, bool]] = []
+        self.ready = threading.Event()
+        self.client = connect_client(config, client_id="test-subscriber")
+
+        def on_connect(c, u, f, rc, p=None):
+            c.subscribe(topic, qos=1)
+            self.ready.set()
+        self.client.on_connect = on_connect
+        self.client.on_message = lambda c, u, m: self.messages.append(
+            (m.topic, m.payload, m.retain))
+        self.client.connect_async(config.host, config.port, 10)
+        self.client.loop_start()
+        assert self.ready.wait(10)
+
+    def on(self, topic):
+        return [json.loads(p) if p.startswith(b"{") else p.decode()
+                for t, p, _ in self.messages if t == topic]
+
+    def close(self):
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
+@pytest.fixture
+def broker(tmp_path):
+    b = Broker(tmp_path)
+    b.start()
+    yield b
+    b.kill()
+
+
+def test_commands_are_checked_and_a_pass_is_never_one():
+    assert parse_command(b'{"cmd": "clear"}') == {"cmd": "clear", "id": None}
+    for bad in (b"", b"[]", b"\xff", b'{"cmd": "pass"}', b'{"cmd": "hand"}',
+                b'{"cmd": "new_game", "first_dealer": 7}', b"[" * 5000, b"x" * 5000):
+        with pytest.raises(ValueError):
+            parse_command(bad)
+
+
+def test_discovery_names_units_and_device():
+    config = MqttConfig(host="h", table="t9")
+    from shuffler.telemetry import Topics
+
+    msgs = dict(discovery_messages(config, Topics("shuffler", "t9")))
+    battery = msgs["homeassistant/sensor/shuffler_t9_battery/config"]
+    assert battery["unit_of_measurement"] == "%"
+    assert battery["device_class"] == "battery"
+    assert battery["device"]["identifiers"] == ["shuffler_t9"]
+    assert battery["availability_topic"] == "shuffler/t9/availability"
+    assert msgs["homeassistant/binary_sensor/shuffler_t9_fault/config"]["device_class"] == \
+        "problem"
+    assert msgs["homeassistant/sensor/shuffler_t9_battery_volts/config"][
+        "unit_of_measurement"] == "V"
+
+
+def test_the_view_puts_problems_first_and_counts_duplicates_once():
+    book = TableBook()
+    book.take("shuffler/a/state", json.dumps({"state": "ready", **STATUS}).encode())
+    book.take("shuffler/b/state", json.dumps({"state": "fault", **STATUS}).encode())
+    book.take("shuffler/c/availability", b"offline")
+    book.take("shuffler/a/pass", b'{"id": "x-1"}')
+    book.take("shuffler/a/pass", b'{"id": "x-1"}')
+    book.take("other/a/pass", b'{"id": "x-2"}')
+    book.take("shuffler/a/pass", b"not json")
+    assert [r.name for r in book.sorted_rows()] == ["c", "b", "a"]
+    a = book.rows["a"]
+    assert len(a.pass_ids) == 1 and a.duplicates == 1
+    text = render(book.sorted_rows())
+    assert text.splitlines()[1].startswith("c ") and "offline" in text
+
+
+@needs_mosquitto
+def test_state_is_retained_with_discovery_and_passes_arrive(broker):
+    t = Telemetry(cfg(broker))
+    t.start()
+    try:
+        wait_for(t.connected.is_set, what="connection")
+        t.state(STATUS)
+        for n in range(5):
+            t.publish("pass", {"pass": {"number": n + 1, "counted": 24}})
+        watcher = TableWatcher(cfg(broker), client_id="view").start()
+        try:
+            wait_for(lambda: "t1" in watcher.book.rows
+                     and len(watcher.book.rows["t1"].pass_ids) == 0
+                     and watcher.book.rows["t1"].status.get("state") == "ready",
+                     what=f"retained state {watcher.book.rows}")
+        finally:
+            watcher.close()
+        sub = Subscriber(cfg(broker), "homeassistant/#")
+        wait_for(lambda: len(sub.messages) >= 5, what="discovery")
+        assert all(retain for _, _, retain in sub.messages)
+        sub.close()
+    finally:
+        t.close()
+    sub = Subscriber(cfg(broker), "shuffler/t1/availability")
+    wait_for(lambda: sub.on("shuffler/t1/availability") == ["offline"], what="offline")
+    sub.close()
+
+
+@needs_mosquitto
+def test_a_broker_restart_loses_nothing_and_state_comes_back(broker):
+    t = Telemetry(cfg(broker))
+    t.start()
+    sub = None
+    try:
+        wait_for(t.connected.is_set, what="connection")
+        t.state(STATUS)
+        broker.kill()
+        wait_for(lambda: not t.connected.is_set(), what="the loss to be seen")
+        started = time.monotonic()
+        for n in range(20):  # while the broker is away: never blocks
+            t.publish("pass", {"n": n})
+        assert time.monotonic() - started < 0.05
+        broker.start()
+        sub = Subscriber(cfg(broker), "shuffler/t1/#")
+        wait_for(t.connected.is_set, what="reconnection")
+        wait_for(lambda: len(sub.on("shuffler/t1/pass")) >= 20, what="queued passes")
+        wait_for(lambda: sub.on("shuffler/t1/state"), what="state republished")
+        ids = [m["id"] for m in sub.on("shuffler/t1/pass")]
+        assert len(set(ids)) == 20
+        assert [m["n"] for m in sub.on("shuffler/t1/pass")][:20] == list(range(20))
+    finally:
+        if sub:
+            sub.close()
+        t.close()
+
+
+@needs_mosquitto
+def test_remote_commands_need_permission_and_bad_ones_are_refused(broker):
+    seen = []
+
+    def handle(command):
+        seen.append(command)
+        return {"ok": True, "result": {"cleared": True}}
+
+    for remote in (False, True):
+        t = Telemetry(cfg(broker, remote_actions=remote, table=f"r{int(remote)}"),
+                      on_command=handle)
+        t.start()
+        sub = Subscriber(cfg(broker), f"shuffler/r{int(remote)}/command/reply")
+        try:
+            wait_for(t.connected.is_set, what="connection")
+            time.sleep(0.2)  # the subscription to commands is in place
+            for payload in (b'{"cmd": "clear", "id": "a"}', b'{"cmd": "pass"}', b"\xff["):
+                sub.client.publish(f"shuffler/r{int(remote)}/command", payload, qos=1)
+            if remote:
+                wait_for(lambda s=sub: len(s.messages) >= 3, what="replies")
+                replies = sub.on("shuffler/r1/command/reply")
+                assert replies[0]["ok"] and replies[0]["request"] == "a"
+                assert [r["ok"] for r in replies[1:]] == [False, False]
+                assert replies[1]["error"]["kind"] == "bad_request"
+            else:
+                time.sleep(0.5)
+                assert sub.messages == []
+        finally:
+            sub.close()
+            t.close()
+    assert [c["cmd"] for c in seen] == ["clear"]
+
+
+@needs_mosquitto
+def test_wrong_credentials_and_topics_outside_the_prefix_are_refused(tmp_path):
+    acl = ("user t1\ntopic readwrite shuffler/t1/#\ntopic write homeassistant/#\n"
+           "user admin\ntopic read #\n")
+    broker = Broker(tmp_path, users={"t1": "right", "admin": "admin"}, acl=acl).start()
+    try:
+        pw = tmp_path / "pw"
+        pw.write_text("wrong\n")
+        t = Telemetry(cfg(broker, username="t1", password_file=pw))
+        t.start()
+        time.sleep(1.0)
+        assert not t.connected.is_set()  # refused, logged, and nothing crashed
+        t.publish("pass", {"n": 1})
+        t.close()
+        pw.write_text("right\n")
+        good = Telemetry(cfg(broker, username="t1", password_file=pw))
+        good.start()
+        wait_for(good.connected.is_set, what="connection with the right password")
+        # the same user may not write another table's topics: the broker drops it
+        admin_pw = tmp_path / "apw"
+        admin_pw.write_text("admin\n")
+        sub = Subscriber(cfg(broker, username="admin", password_file=admin_pw), "shuffler/#")
+        good._client.publish("shuffler/t2/state", b"{}", qos=1).wait_for_publish(5)
+        good.publish("pass", {"n": 1})  # its own topic goes through
+        wait_for(lambda: sub.on("shuffler/t1/pass"), what="the table's own pass")
+        assert sub.on("shuffler/t2/state") == []  # the broker dropped the stray topic
+        sub.close()
+        good.close()
+    finally:
+        broker.kill()
