@@ -124,9 +124,9 @@ class Telemetry:
         self._closing = False
         self._retained: dict[str, _Message] = {}
         self._client = (client_factory or connect_client)(config)
-        self._client.on_connect = self._on_connect
-        self._client.on_disconnect = self._on_disconnect
-        self._client.on_message = self._on_message
+        self._client.on_connect = _guarded(self._on_connect)
+        self._client.on_disconnect = _guarded(self._on_disconnect)
+        self._client.on_message = _guarded(self._on_message)
         self._client.will_set(self.topics.availability, "offline", qos=1, retain=True)
         self._sender = threading.Thread(target=self._send_loop, name="mqtt-send", daemon=True)
 
@@ -225,6 +225,16 @@ class Telemetry:
                  else {"ok": False, "error": {"kind": "unsupported",
                                               "message": "no handler", "exit": 2}})
         self.publish("command_reply", {"request": command["id"], **reply})
+
+
+def _guarded(callback: Callable[..., None]) -> Callable[..., None]:
+    """A callback that cannot kill the MQTT client's thread (paho re-raises)."""
+    def run(*args: Any) -> None:
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("telemetry callback failed")
+    return run
 
 
 def connect_client(config: MqttConfig, client_id: str | None = None) -> Any:
