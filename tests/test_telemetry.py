@@ -122,6 +122,7 @@ def test_state_is_retained_with_discovery_and_passes_arrive(broker):
             t.publish("pass", {"pass": {"number": n + 1, "counted": 24}})
         watcher = TableWatcher(cfg(broker), client_id="view").start()
         try:
+            assert watcher.subscribed.wait(10), "the view never subscribed"
             wait_for(lambda: "t1" in watcher.book.rows
                      and len(watcher.book.rows["t1"].pass_ids) == 0
                      and watcher.book.rows["t1"].status.get("state") == "ready",
