@@ -47,6 +47,7 @@ class TableConfig:
     first_dealer: str = "North"
     #: 2: two packs in turn; the machine shuffles the idle one while the other is played
     decks: int = 1
+    game_to: int = 10  # the score that wins a game
 
 
 @dataclass(frozen=True)
@@ -347,6 +348,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     )
     first = t.get("first_dealer", seats[0], f"one of the seats {list(seats)}", lambda v: v in seats)
     decks = t.int("decks", 1, 1, 2)
+    game_to = t.int("game_to", 10, 1, 100)
     t.done()
 
     b = sub("battery")
@@ -373,7 +375,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         state_dir,
         mechanism,
         hand,
-        TableConfig(seats, first, decks),
+        TableConfig(seats, first, decks, game_to),
         BatteryConfig(chemistry, low, critical, cutoff),
         gpio,
         service,

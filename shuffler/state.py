@@ -41,6 +41,7 @@ class State:
     in_flight: dict[str, Any] | None = None  # the pass running now, for crash recovery
     hand: dict[str, Any] | None = None  # the hand in progress: number, passes, cards, done
     deck: int = 0  # with two decks: the one the next hand shuffles (0 = A, 1 = B)
+    score: dict[str, Any] | None = None  # the euchre game being scored (shuffler.score)
     version: int = STATE_VERSION
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["shuffler.cards", "shuffler.mechanics", "shuffler.planning", "shuffler.clock",
            "shuffler.errors", "shuffler.config", "shuffler.mixing", "hardware_sim",
-           "hardware_sim.faults"]
+           "hardware_sim.faults", "shuffler.score"]
 
 
 @pytest.mark.parametrize("name", MODULES)
