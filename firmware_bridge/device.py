@@ -1,16 +1,18 @@
 """``SerialDevice``: the device contract over the serial link to a microcontroller.
 
-The microcontroller detects jams, misfeeds and stalls itself and stops its own
-motor; the host plans, counts and reports. ``--device serial:PORT`` opens one,
-where PORT is a device path or any pyserial URL.
+The microcontroller runs each pass by docs/protocol.md (jams, misfeeds and stalls
+detected there, its own motor stopped there); the host plans, sends the limits and
+the plan, and reports. ``--device serial:PORT`` opens one, where PORT is a device
+path or any pyserial URL.
 """
 
 from __future__ import annotations
 
 import contextlib
 import queue
-import struct
+import secrets
 import time
+from typing import TypeVar
 
 import serial
 
@@ -36,14 +38,38 @@ from shuffler.logs import get_logger
 from shuffler.mechanics import Feed, Pile
 from shuffler.planning import PassPlan
 
-from .framing import Frame
-from .link import Hello, Link, LinkLostError
-from .messages import Err, Input, Msg, PassDone, pack_labels
+from .link import Link, LinkLostError
+from .messages import (
+    FAULT_KIND,
+    BatteryAsk,
+    BatteryReply,
+    Card,
+    Clear,
+    Config,
+    FaultCode,
+    HelloReply,
+    Input,
+    InputKind,
+    Message,
+    Pass,
+    PassDone,
+    PayloadError,
+    PileCode,
+    SignalCode,
+    SignalMsg,
+    StatusAsk,
+    StatusReply,
+    Stop,
+)
 
 log = get_logger("firmware_bridge.device")
-EVENT_OF = {Input.TOUCH: EventKind.TOUCH, Input.TRAY_LOADED: EventKind.TRAY_LOADED,
-            Input.TRAY_EMPTY: EventKind.TRAY_EMPTY, Input.PILE_LIFTED: EventKind.PILE_LIFTED}
+T = TypeVar("T", bound=Message)
+EVENT_OF = {InputKind.TOUCH: EventKind.TOUCH, InputKind.TRAY_LOADED: EventKind.TRAY_LOADED,
+            InputKind.TRAY_EMPTY: EventKind.TRAY_EMPTY,
+            InputKind.PILE_LIFTED: EventKind.PILE_LIFTED}
 SIGNALS = list(Signal)
+#: how long past its own limit the host waits for the microcontroller's end of pass
+PASS_MARGIN = 5.0
 
 
 def link_lost_fault(why: str, card: int | None = None) -> Fault:
@@ -52,19 +78,49 @@ def link_lost_fault(why: str, card: int | None = None) -> Fault:
                  "back in the tray, then run `shuffler clear`.", card)
 
 
+def config_message(limits: FaultLimits, card_rate: float) -> Config:
+    """The CONFIG the microcontroller needs before its first pass, checked here first."""
+    def ms(seconds: float) -> int:
+        return round(seconds * 1000)
+
+    msg = Config(jam_ms=ms(limits.jam_seconds), misfeed_ms=ms(limits.misfeed_seconds),
+                 retries=limits.retries, reverse_ms=ms(limits.reverse_seconds),
+                 max_pass_ms=ms(limits.max_pass_seconds),
+                 settle_ms=ms(getattr(limits, "settle_seconds", 0.05)),
+                 card_interval_ms=ms(1 / card_rate),
+                 min_blocked_us=round(getattr(limits, "min_blocked_seconds", 0.002) * 1e6),
+                 stall_mv=ms(limits.stall_volts),
+                 soft_start_ms=ms(getattr(limits, "soft_start_seconds", 0.1)))
+    try:
+        Config.unpack(msg.pack())
+    except (PayloadError, OverflowError) as e:
+        raise DeviceError(f"the limits cannot be given to the microcontroller: {e}") from None
+    return msg
+
+
+def _kind(code: FaultCode) -> FaultKind:
+    try:
+        return FaultKind(FAULT_KIND[code])
+    except (KeyError, ValueError):  # a code with no kind of its own
+        return FaultKind.INTERRUPTED
+
+
 class SerialDevice(ShufflerDevice):
     """A shuffler behind a microcontroller on ``url`` (a device path or pyserial URL)."""
 
     REPLY_TIMEOUT = 2.0
+    OPEN_ATTEMPTS = 3  # handshakes tried before the port is given up
 
     def __init__(self, url: str, *, limits: FaultLimits | None = None, feed: Feed = Feed.TOP,
-                 baudrate: int = 115200, heartbeat: float = 0.1) -> None:
+                 baudrate: int = 115200, card_rate: float = 5.0) -> None:
         super().__init__()
-        self.url, self.baudrate, self.heartbeat = url, baudrate, heartbeat
+        self.url, self.baudrate = url, baudrate
         self.limits = limits or FaultLimits()
+        self.config = config_message(self.limits, card_rate)
         self._feed = feed
         self._fault: Fault | None = None
         self._closed = False
+        self._pass_id = secrets.randbelow(0xFFFF) + 1  # the next pass's id
         self._connect()
 
     def _connect(self) -> None:
@@ -72,50 +128,75 @@ class SerialDevice(ShufflerDevice):
             port = serial.serial_for_url(self.url, baudrate=self.baudrate, timeout=0.05)
         except (serial.SerialException, ValueError) as e:
             raise DeviceError(f"cannot open the serial port {self.url}: {e}") from None
-        self.link = Link(port, heartbeat=self.heartbeat)
+        self.link = Link(port)
         try:
-            self.hello = self.link.handshake()  # opening a port can reset a board: always
+            for attempt in range(1, self.OPEN_ATTEMPTS + 1):
+                try:
+                    self.hello = self.link.handshake()  # opening a port can reset a board
+                    self._configure()
+                    break
+                except LinkLostError:
+                    if attempt == self.OPEN_ATTEMPTS:
+                        raise
+                    self.link.lost = None  # a noisy line: HELLO again, from the start
         except BaseException:
             self.link.close()
             raise
         self._info = DeviceInfo("serial", f"shuffler on {self.url}", self._feed,
                                 firmware=self.hello.firmware)
 
+    def _configure(self) -> None:
+        reply = self._ask(self.config, StatusReply)
+        if not reply.configured:
+            raise DeviceError("the microcontroller did not take the limits (a pass was "
+                              "still running); try again")
+
     # -- the inbox ---------------------------------------------------------------------------
-    def _next(self, timeout: float) -> Frame | None:
-        """The next frame that is not an input event (those go to :attr:`events`)."""
+    def _next(self, timeout: float) -> Message | None:
+        """The next message that is not an input event (those go to :attr:`events`).
+        Waiting here is what keeps the heartbeat going: only the deciding loop waits."""
         deadline = time.monotonic() + timeout
-        while (left := deadline - time.monotonic()) > 0:
+        while True:
             if self.link.lost:
                 raise LinkLostError(self.link.lost)
+            if self.link.pending_stop:  # asked for by a signal handler during a send
+                self.link.pending_stop = False
+                self.link.request(Stop())
+            self.link.beat()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
             try:
-                frame = self.link.inbox.get(timeout=min(left, 0.05))
+                msg = self.link.inbox.get(timeout=min(left, self.link.heartbeat / 2))
             except queue.Empty:
                 continue
-            if frame.type == Msg.INPUT and len(frame.payload) == 6:
-                kind, pile, ms = struct.unpack(">BBI", frame.payload)
-                if kind in {i.value for i in Input}:
-                    self.events.put(InputEvent(EVENT_OF[Input(kind)], ms / 1000,
-                                               Pile(pile) if pile < 2 else None))
+            if isinstance(msg, Input):
+                self.events.put(InputEvent(EVENT_OF[msg.kind], msg.ms / 1000,
+                                           None if msg.pile is PileCode.NONE
+                                           else Pile(int(msg.pile))))
                 continue
-            return frame
-        return None
+            return msg
 
-    def _ask(self, kind: Msg, reply: Msg, payload: bytes = b"") -> bytes:
-        self.link.request(kind, payload)
+    def _ask(self, msg: Message, reply: type[T]) -> T:
+        self.link.request(msg)
         deadline = time.monotonic() + self.REPLY_TIMEOUT
         while (left := deadline - time.monotonic()) > 0:
-            frame = self._next(left)
-            if frame is None:
-                break
-            if frame.type == reply:
-                return frame.payload
-        raise LinkLostError(f"no {reply.name} from the microcontroller")
+            got = self._next(left)
+            if isinstance(got, reply):
+                return got
+            if isinstance(got, Card | PassDone):
+                self.link.stats.stale += 1
+        raise LinkLostError(f"no {reply.TYPE.name} from the microcontroller")
 
     # -- the contract ------------------------------------------------------------------------
     @property
     def info(self) -> DeviceInfo:
         return self._info
+
+    def _new_pass_id(self) -> int:
+        pass_id = self._pass_id
+        self._pass_id = pass_id % 0xFFFF + 1
+        return pass_id
 
     def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None) -> PassReport:
         if self._closed:
@@ -124,26 +205,36 @@ class SerialDevice(ShufflerDevice):
             raise FaultLatchedError(self._fault.message)
         expected, counted, piles = plan.cards, 0, (0, 0)
         start = time.monotonic()
+        deadline = start + self.limits.max_pass_seconds + PASS_MARGIN
+        pass_id = self._new_pass_id()
         try:
-            self.link.request(Msg.PASS, pack_labels(plan.labels))
+            self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
             while True:
-                frame = self._next(self.limits.max_pass_seconds)
-                if frame is None:
+                msg = self._next(deadline - time.monotonic())
+                if msg is None:
                     self.stop()
                     return self._failed(plan, counted, piles, start, Fault(
                         FaultKind.TIMEOUT, "The machine did not finish the pass in "
                         f"{self.limits.max_pass_seconds:.0f} s; it was told to stop.",
                         counted + 1))
-                if frame.type == Msg.CARD and len(frame.payload) == 6:
-                    now, left, right = struct.unpack(">HHH", frame.payload)
-                    for c in range(counted + 1, min(now, expected) + 1):
+                if isinstance(msg, Card | PassDone) and msg.pass_id != pass_id:
+                    self.link.stats.stale += 1  # an earlier pass's: never this one's
+                    continue
+                if isinstance(msg, Card):
+                    for c in range(counted + 1, min(msg.counted, expected) + 1):
                         if on_card:
                             on_card(c, expected)
-                    counted, piles = max(counted, now), (left, right)
-                elif frame.type == Msg.PASS_DONE:
-                    return self._done(PassDone.unpack(frame.payload), expected, on_card, counted)
-                elif frame.type == Msg.HELLO_REPLY:
-                    if Hello.unpack(frame.payload).boot_id == self.hello.boot_id:
+                    if msg.counted > counted:
+                        counted, piles = msg.counted, (msg.left, msg.right)
+                elif isinstance(msg, PassDone):
+                    if msg.fault is FaultCode.NOT_CONFIGURED:
+                        self._configure()  # it forgot the limits (a HELLO from us)
+                        pass_id = self._new_pass_id()
+                        self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
+                        continue
+                    return self._done(msg, expected, on_card, counted)
+                elif isinstance(msg, HelloReply):
+                    if msg.boot_id == self.hello.boot_id:
                         continue  # a repeat of the handshake's reply
                     self._rehandshake()  # a new boot: the microcontroller restarted
                     return self._failed(plan, counted, piles, start, Fault(
@@ -159,40 +250,52 @@ class SerialDevice(ShufflerDevice):
                           False)
 
     def _done(self, done: PassDone, expected: int, on_card, seen: int) -> PassReport:
+        if done.fault is FaultCode.LATCHED:
+            raise FaultLatchedError("the machine refused the pass: a fault is latched on it "
+                                    "(run `shuffler clear`)")
+        if done.fault in (FaultCode.BUSY, FaultCode.BAD_REQUEST):
+            raise DeviceError(f"the machine refused the pass ({done.fault.name.lower()})")
         if on_card:
             for c in range(seen + 1, min(done.counted, expected) + 1):
                 on_card(c, expected)
         volts = done.min_mv / 1000 if done.min_mv else None
-        card, fault = done.fault_card, None
-        if done.fault in (Err.JAM, Err.MISFEED):
-            kind = FaultKind.JAM if done.fault is Err.JAM else FaultKind.MISFEED
-            fault = feed_fault(kind, card, done.counted, expected)
-        elif done.fault is Err.STALL:
-            fault = stall_fault(card, done.counted, expected, volts or 0.0)
-        elif done.fault is Err.LINK_LOST:
-            fault = link_lost_fault("no heartbeat reached the machine", card)
-        elif done.fault in (Err.LATCHED, Err.BAD_REQUEST):
-            raise FaultLatchedError("the machine refused the pass: a fault is latched on it "
-                                    "(run `shuffler clear`)")
-        elif done.fault is not Err.NONE:
-            fault = Fault(FaultKind.TIMEOUT, f"The machine stopped the pass ({done.fault.name}).",
-                          card)
+        card = done.fault_card or done.counted + 1
+        fault = self._fault_of(done, card, expected, volts)
         if fault is not None and fault.kind.latches:
             self._fault = fault
         return PassReport(expected, done.counted, (done.left, done.right), done.ms / 1000,
                           fault, volts, done.tray_empty, done.retries)
 
+    @staticmethod
+    def _fault_of(done: PassDone, card: int, expected: int, volts: float | None) -> Fault | None:
+        code = done.fault
+        if code is FaultCode.NONE:
+            return None
+        if code in (FaultCode.JAM, FaultCode.MISFEED):
+            kind = FaultKind.JAM if code is FaultCode.JAM else FaultKind.MISFEED
+            return feed_fault(kind, card, done.counted, expected)
+        if code is FaultCode.LOW_BATTERY:
+            return stall_fault(card, done.counted, expected, volts or 0.0)
+        if code is FaultCode.LINK_LOST:
+            return link_lost_fault("no heartbeat reached the machine", card)
+        if code is FaultCode.TIMEOUT:
+            return Fault(FaultKind.TIMEOUT, f"The pass ran past {done.ms / 1000:.0f} s; the "
+                         "machine stopped the motor.", card)
+        return Fault(_kind(code), f"The pass was stopped at card {card} of {expected} "
+                     f"({done.counted} dealt); put every card back in the tray.", card)
+
     def _rehandshake(self) -> None:
         with contextlib.suppress(LinkLostError):
             self.hello = self.link.handshake()
+            self._configure()
 
     def battery(self) -> BatteryReading:
-        mv, under_load = struct.unpack(">HB", self._ask(Msg.BATTERY, Msg.BATTERY_REPLY))
-        return BatteryReading(mv / 1000, bool(under_load))
+        reply = self._ask(BatteryAsk(), BatteryReply)
+        return BatteryReading(reply.mv / 1000, reply.under_load)
 
     def reconnect(self) -> bool:
-        """If the link is down, reopen the port and handshake (the port may be back: a
-        cable plugged in again, a board that rebooted). A latched fault stays latched."""
+        """If the link is down, reopen the port, handshake and configure (the port may be
+        back: a cable plugged in again, a board that rebooted). A latched fault stays."""
         if self._closed or not self.link.lost:
             return not self._closed
         self.link.close()
@@ -208,25 +311,35 @@ class SerialDevice(ShufflerDevice):
         if self._closed or self.link.lost:
             fault = self._fault or (link_lost_fault(self.link.lost) if self.link.lost else None)
             return Health(False, False, False, fault, {"link": self.link.lost or "closed"})
-        motor, tray, _, code, _card = struct.unpack(">BBBBH",
-                                                   self._ask(Msg.STATUS, Msg.STATUS_REPLY))
+        try:
+            reply = self._ask(StatusAsk(), StatusReply)
+        except LinkLostError as e:
+            self._fault = self._fault or link_lost_fault(str(e))
+            return Health(False, False, False, self._fault, {"link": str(e)})
         stats = self.link.stats.to_dict(self.link.decoder.errors)
-        return Health(self._fault is None and code == Err.NONE, bool(motor), bool(tray),
-                      self._fault, {"link": stats, "firmware": self.hello.firmware})
+        return Health(self._fault is None and reply.fault is FaultCode.NONE, reply.motor_on,
+                      reply.tray_loaded, self._fault,
+                      {"link": stats, "firmware": self.hello.firmware,
+                       "beam_blocked": reply.beam_blocked})
 
     def clear_fault(self) -> bool:
         if not self.reconnect():
             return False
-        _, _, _, code, _ = struct.unpack(">BBBBH", self._ask(Msg.CLEAR, Msg.STATUS_REPLY))
-        if code != Err.NONE:
+        try:
+            reply = self._ask(Clear(), StatusReply)
+        except LinkLostError:
+            return False
+        if reply.fault is not FaultCode.NONE:
             return False
         self._fault = None
         return True
 
     def stop(self) -> None:
-        # the microcontroller stops by itself when it stops hearing us
+        # the microcontroller stops by itself when it stops hearing us; from a signal
+        # handler that interrupted a send, the STOP follows as soon as that send ends
         with contextlib.suppress(LinkLostError, DeviceError):
-            self.link.request(Msg.STOP)
+            if not self.link.try_request(Stop()):
+                self.link.pending_stop = True
 
     #: called after the link closes (the simulator uses it to power its microcontroller off)
     on_close = None
@@ -241,10 +354,10 @@ class SerialDevice(ShufflerDevice):
                 self.on_close()
 
     def show(self, status: Status) -> None:
-        pile = int(status.on_top) if status.on_top is not None else 0xFF
+        pile = PileCode.NONE if status.on_top is None else PileCode(int(status.on_top))
         with contextlib.suppress(LinkLostError):
-            self.link.request(Msg.SIGNAL, bytes([SIGNALS.index(status.signal), pile,
-                                                 status.next_pass or 0]))
+            self.link.request(SignalMsg(SignalCode(SIGNALS.index(status.signal)), pile,
+                                        min(status.next_pass or 0, 255)))
 
     def wait_event(self, timeout: float | None = None) -> InputEvent | None:
         deadline = time.monotonic() + (timeout or 0)
@@ -257,9 +370,11 @@ class SerialDevice(ShufflerDevice):
             if left <= 0:
                 return None
             try:
-                self._next(min(left, 0.05))
+                msg = self._next(min(left, 0.05))
             except LinkLostError:
                 return None
+            if isinstance(msg, Card | PassDone):
+                self.link.stats.stale += 1
 
     def drain_events(self) -> list[InputEvent]:
         with contextlib.suppress(LinkLostError):

@@ -1,62 +1,128 @@
-"""The messages inside frames: types and payloads (big-endian). Pure.
+"""Every message of the serial protocol, declared once. Pure.
 
-    >>> labels = (0, 1, 1, 0, 1)
-    >>> unpack_labels(pack_labels(labels))
-    (0, 1, 1, 0, 1)
+Each message is a frozen dataclass whose fields carry their wire format (size,
+range, enum, meaning) in their metadata, as Klipper declares its commands: the
+Python packing and validation, the tables of docs/protocol.md and the C header of
+the firmware (``python -m firmware_bridge.gen_header``) all come from here.
+
+A payload is checked in full before use (length, every range, every enum value); a
+bad one raises :class:`PayloadError`, which the link counts and drops.
+
+    >>> msg = Pass(pass_id=7, cards=5, labels=(0, 1, 1, 0, 1))
+    >>> msg.pack().hex(" ")
+    '00 07 00 05 16'
+    >>> decode_payload(Msg.PASS, msg.pack()) == msg
+    True
+    >>> decode_payload(Msg.PASS_DONE, b"\\x00\\x07")
+    Traceback (most recent call last):
+    ...
+    firmware_bridge.messages.PayloadError: PASS_DONE: 2 bytes; expected 19
 """
 
 from __future__ import annotations
 
+import dataclasses
 import enum
-import struct
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
-PROTOCOL_MAJOR, PROTOCOL_MINOR = 1, 0
+from shuffler.errors import ShufflerError
+
+PROTOCOL_MAJOR, PROTOCOL_MINOR = 2, 0
+
+#: the host sends a frame (HEARTBEAT when it has nothing else) at least this often
+HEARTBEAT_INTERVAL_MS = 100
+#: the silence rule: no valid frame from the host for this long stops the machine
+SILENCE_MS = 500
+#: stop-and-wait: the first wait for an ACK, its cap (doubling between), and the tries
+ACK_FIRST_MS, ACK_MAX_MS, ACK_TRIES = 30, 500, 8
+#: the most cards one PASS may carry (128 bytes of plan in the MCU's RAM)
+MAX_CARDS = 1024
+#: the longest firmware version text in HELLO_REPLY
+MAX_FIRMWARE_TEXT = 32
+
+
+class PayloadError(ShufflerError, ValueError):
+    """A frame with a good CRC whose payload breaks its declaration."""
 
 
 class Msg(enum.IntEnum):
-    ACK = 0x01  # both ways: payload = the sequence number acknowledged
-    HELLO = 0x10  # host: major, minor
-    HELLO_REPLY = 0x11  # MCU: major, minor, capabilities, boot id, firmware version (text)
-    HEARTBEAT = 0x12  # host, not acknowledged
-    PASS = 0x20  # host: card count, then the labels, 8 to a byte, LSB first
+    """Message types (the second byte of a frame)."""
+
+    ACK = 0x01
+    HELLO = 0x10
+    HELLO_REPLY = 0x11
+    HEARTBEAT = 0x12
+    PASS = 0x20
     STOP = 0x21
-    STATUS = 0x22  # host asks; MCU answers STATUS_REPLY
-    BATTERY = 0x23  # host asks; MCU answers BATTERY_REPLY
-    CLEAR = 0x24  # host asks; MCU answers STATUS_REPLY
-    SIGNAL = 0x25  # host: what the status LED shows: signal, pile, next pass
-    CARD = 0x30  # MCU, not acknowledged: cumulative counted, left, right
-    PASS_DONE = 0x31  # MCU: counted, left, right, ms, min mV, tray empty, retries, fault
-    STATUS_REPLY = 0x32  # MCU: motor on, tray loaded, beam blocked, fault code, fault card
-    BATTERY_REPLY = 0x33  # MCU: mV, under load
-    INPUT = 0x35  # MCU: kind, pile, ms since boot
+    STATUS = 0x22
+    BATTERY = 0x23
+    CLEAR = 0x24
+    SIGNAL = 0x25
+    CONFIG = 0x26
+    CARD = 0x30
+    PASS_DONE = 0x31
+    STATUS_REPLY = 0x32
+    BATTERY_REPLY = 0x33
+    INPUT = 0x35
 
 
-#: messages the receiver acknowledges and the sender repeats until it does
-RELIABLE = frozenset({Msg.HELLO, Msg.HELLO_REPLY, Msg.PASS, Msg.STOP, Msg.STATUS,
-                      Msg.BATTERY, Msg.CLEAR, Msg.SIGNAL, Msg.PASS_DONE, Msg.STATUS_REPLY,
-                      Msg.BATTERY_REPLY, Msg.INPUT})
+class FaultCode(enum.IntEnum):
+    """Why a pass ended or was refused (PASS_DONE, STATUS_REPLY).
 
-
-class Err(enum.IntEnum):
-    """Fault codes (PASS_DONE, STATUS_REPLY)."""
+    The names of the stop reasons are the host's ``FaultKind`` values in capitals
+    (see :data:`FAULT_KIND`); the refusals come back before anything moved.
+    """
 
     NONE = 0
-    JAM = 1
-    MISFEED = 2
-    STALL = 3  # the motor stalled: low battery
-    LINK_LOST = 4  # no heartbeat: the MCU stopped the motor by itself
-    TIMEOUT = 5
-    LATCHED = 6  # a PASS refused: a fault is latched
-    BAD_REQUEST = 7  # a PASS refused: malformed or busy
-    RESTARTED = 8
+    JAM = 1  # the beam stayed blocked past jam_ms, retries spent (latches)
+    MISFEED = 2  # no card reached the beam for misfeed_ms, retries spent (latches)
+    LOW_BATTERY = 3  # no card came and the battery was under stall_mv under load
+    LINK_LOST = 4  # the silence rule stopped the pass (latches)
+    TIMEOUT = 5  # the pass ran past max_pass_ms
+    LATCHED = 6  # refused: a fault is latched; CLEAR first
+    BAD_REQUEST = 7  # refused: the PASS payload broke its declaration
+    MCU_RESTARTED = 8  # the pass ended because the MCU restarted (host side only)
+    STOPPED = 9  # the host sent STOP
+    NOT_CONFIGURED = 10  # refused: no valid CONFIG since reset or the last HELLO
+    BUSY = 11  # refused: a pass is already running
 
 
-class Input(enum.IntEnum):
+#: fault code -> the host's FaultKind value (shuffler.device.FaultKind)
+FAULT_KIND = {FaultCode.JAM: "jam", FaultCode.MISFEED: "misfeed",
+              FaultCode.LOW_BATTERY: "low_battery", FaultCode.LINK_LOST: "link_lost",
+              FaultCode.TIMEOUT: "timeout", FaultCode.MCU_RESTARTED: "mcu_restarted",
+              FaultCode.STOPPED: "stopped"}
+#: codes that answer a PASS that never started
+REFUSALS = frozenset({FaultCode.LATCHED, FaultCode.BAD_REQUEST, FaultCode.NOT_CONFIGURED,
+                      FaultCode.BUSY})
+#: codes the MCU latches until CLEAR
+LATCHING = frozenset({FaultCode.JAM, FaultCode.MISFEED, FaultCode.LINK_LOST})
+
+
+class InputKind(enum.IntEnum):
     TOUCH = 1
     TRAY_LOADED = 2
     TRAY_EMPTY = 3
     PILE_LIFTED = 4
+
+
+class PileCode(enum.IntEnum):
+    LEFT = 0
+    RIGHT = 1
+    NONE = 0xFF
+
+
+class SignalCode(enum.IntEnum):
+    """What the status LED shows (the host's ``Signal``, in its order)."""
+
+    READY = 0
+    RUNNING = 1
+    STACK = 2
+    LOW_BATTERY = 3
+    FAULT = 4
+    OFF = 5
 
 
 class Capability(enum.IntFlag):
@@ -65,44 +131,308 @@ class Capability(enum.IntFlag):
     REVERSE = 4
 
 
-def pack_labels(labels) -> bytes:
-    n = len(labels)
-    out = bytearray(struct.pack(">H", n))
-    out += bytes((n + 7) // 8)
-    for i, label in enumerate(labels):
-        if label:
-            out[2 + i // 8] |= 1 << (i % 8)
+# -- field declarations -------------------------------------------------------------------
+@dataclass(frozen=True)
+class Wire:
+    """How one field travels: ``size`` bytes big-endian (0: the rest of the payload)."""
+
+    size: int
+    doc: str
+    lo: int = 0
+    hi: int = 0
+    enum: type[enum.IntEnum] | None = None
+    kind: str = "int"  # int, bool, enum, labels (bits, count in the field before), text
+
+
+def _int(size: int, doc: str, lo: int, hi: int | None, kind: str = "int",
+         enum_: type[enum.IntEnum] | None = None) -> Any:
+    top = (1 << (8 * size)) - 1
+    return field(metadata={"wire": Wire(size, doc, lo, top if hi is None else hi, enum_, kind)})
+
+
+def u8(doc: str, lo: int = 0, hi: int | None = None) -> Any:
+    return _int(1, doc, lo, hi)
+
+
+def u16(doc: str, lo: int = 0, hi: int | None = None) -> Any:
+    return _int(2, doc, lo, hi)
+
+
+def u32(doc: str, lo: int = 0, hi: int | None = None) -> Any:
+    return _int(4, doc, lo, hi)
+
+
+def flag(doc: str) -> Any:
+    return _int(1, doc, 0, 1, "bool")
+
+
+def code(enum_: type[enum.IntEnum], doc: str) -> Any:
+    return _int(1, doc, 0, 0xFF, "enum", enum_)
+
+
+def bits(doc: str) -> Any:
+    return field(metadata={"wire": Wire(0, doc, kind="labels")})
+
+
+def text(doc: str, most: int) -> Any:
+    return field(metadata={"wire": Wire(0, doc, 0, most, kind="text")})
+
+
+def wire_fields(cls: type) -> list[tuple[str, Wire]]:
+    return [(f.name, f.metadata["wire"]) for f in dataclasses.fields(cls)]
+
+
+class Message:
+    """A message: its type, who sends it, whether it is acknowledged, its fields."""
+
+    TYPE: ClassVar[Msg]
+    SENDER: ClassVar[str]  # "host", "mcu" or "both"
+    RELIABLE: ClassVar[bool]
+    DOC: ClassVar[str]
+
+    @classmethod
+    def fixed_size(cls) -> int:
+        return sum(w.size for _, w in wire_fields(cls))
+
+    def pack(self) -> bytes:
+        out = bytearray()
+        for name, w in wire_fields(type(self)):
+            value = getattr(self, name)
+            if w.kind == "labels":
+                out += pack_bits(value)
+            elif w.kind == "text":
+                out += value.encode()
+            else:
+                out += int(value).to_bytes(w.size, "big")
+        return bytes(out)
+
+    @classmethod
+    def unpack(cls, payload: bytes) -> Any:
+        fields, at, values = wire_fields(cls), 0, {}
+        fixed = cls.fixed_size()
+        tail = fields and fields[-1][1].size == 0
+        if len(payload) < fixed or (not tail and len(payload) != fixed):
+            raise PayloadError(f"{cls.TYPE.name}: {len(payload)} bytes; expected "
+                               f"{fixed}{' or more' if tail else ''}")
+        for name, w in fields:
+            if w.kind == "labels":
+                values[name] = unpack_bits(payload[at:], values["cards"], cls.TYPE.name)
+            elif w.kind == "text":
+                try:
+                    values[name] = payload[at:].decode()
+                except UnicodeDecodeError:
+                    raise PayloadError(f"{cls.TYPE.name}: {name} is not UTF-8") from None
+                if len(payload) - at > w.hi:
+                    raise PayloadError(f"{cls.TYPE.name}: {name} longer than {w.hi} bytes")
+            else:
+                raw = int.from_bytes(payload[at:at + w.size], "big")
+                at += w.size
+                values[name] = _check(cls.TYPE.name, name, w, raw)
+        msg = cls(**values)
+        if problem := msg.problem():
+            raise PayloadError(f"{cls.TYPE.name}: {problem}")
+        return msg
+
+    def problem(self) -> str | None:
+        """What breaks a rule between fields, if anything."""
+        return None
+
+
+def _check(msg: str, name: str, w: Wire, raw: int) -> Any:
+    if w.enum is not None:
+        try:
+            return w.enum(raw)
+        except ValueError:
+            raise PayloadError(f"{msg}: {name} = {raw} is not a {w.enum.__name__}") from None
+    if not w.lo <= raw <= w.hi:
+        raise PayloadError(f"{msg}: {name} = {raw} outside {w.lo}..{w.hi}")
+    return bool(raw) if w.kind == "bool" else raw
+
+
+def pack_bits(bits: tuple[int, ...]) -> bytes:
+    """Labels, 8 to a byte, least significant bit first; unused bits zero."""
+    out = bytearray((len(bits) + 7) // 8)
+    for i, bit in enumerate(bits):
+        if bit:
+            out[i // 8] |= 1 << (i % 8)
     return bytes(out)
 
 
-def unpack_labels(payload: bytes) -> tuple[int, ...]:
-    if len(payload) < 2:
-        raise ValueError("PASS payload too short")
-    (n,) = struct.unpack(">H", payload[:2])
-    if len(payload) != 2 + (n + 7) // 8:
-        raise ValueError(f"PASS payload of {len(payload)} bytes for {n} cards")
-    return tuple((payload[2 + i // 8] >> (i % 8)) & 1 for i in range(n))
+def unpack_bits(data: bytes, n: int, msg: str = "PASS") -> tuple[int, ...]:
+    if len(data) != (n + 7) // 8:
+        raise PayloadError(f"{msg}: {len(data)} bytes of labels for {n} cards")
+    if n % 8 and data[-1] >> (n % 8):
+        raise PayloadError(f"{msg}: label bits set beyond card {n}")
+    return tuple((data[i // 8] >> (i % 8)) & 1 for i in range(n))
 
 
-@dataclass(frozen=True)
-class PassDone:
-    counted: int
-    left: int
-    right: int
-    ms: int
-    min_mv: int  # 0: no reading
-    tray_empty: bool
-    retries: int
-    fault: Err
-    fault_card: int
-    FORMAT = ">HHHIHBBBH"
+MESSAGES: dict[Msg, type[Message]] = {}
 
-    def pack(self) -> bytes:
-        return struct.pack(self.FORMAT, self.counted, self.left, self.right, self.ms,
-                           self.min_mv, self.tray_empty, self.retries, self.fault,
-                           self.fault_card)
 
-    @classmethod
-    def unpack(cls, payload: bytes) -> PassDone:
-        c, left, right, ms, mv, empty, retries, fault, card = struct.unpack(cls.FORMAT, payload)
-        return cls(c, left, right, ms, mv, bool(empty), retries, Err(fault), card)
+def message(kind: Msg, sender: str, reliable: bool, doc: str) -> Callable[[type], type]:
+    def register(cls: type) -> type:
+        cls = dataclass(frozen=True)(cls)
+        cls.TYPE, cls.SENDER, cls.RELIABLE, cls.DOC = kind, sender, reliable, doc
+        MESSAGES[kind] = cls
+        return cls
+    return register
+
+
+def decode_payload(kind: int, payload: bytes) -> Message:
+    """The message of type ``kind``; :class:`PayloadError` for an unknown type or a
+    payload that breaks its declaration."""
+    try:
+        cls = MESSAGES[Msg(kind)]
+    except ValueError:
+        raise PayloadError(f"unknown message type 0x{kind:02x}") from None
+    return cls.unpack(payload)
+
+
+# -- the messages -------------------------------------------------------------------------
+@message(Msg.ACK, "both", False, "acknowledges a reliable frame")
+class Ack(Message):
+    seq: int = u8("the sequence number acknowledged", 1, 255)
+
+
+@message(Msg.HELLO, "host", True, "opens a session: restarts both sequences, ends any "
+         "pass (LINK_LOST), forgets CONFIG")
+class Hello(Message):
+    major: int = u8("protocol major version")
+    minor: int = u8("protocol minor version")
+
+
+@message(Msg.HELLO_REPLY, "mcu", True, "answers HELLO; also sent unasked at reset")
+class HelloReply(Message):
+    major: int = u8("protocol major version")
+    minor: int = u8("protocol minor version")
+    capabilities: int = u8("Capability bits", 0, 7)
+    boot_id: int = u16("random at every reset")
+    firmware: str = text("firmware version, UTF-8", MAX_FIRMWARE_TEXT)
+
+
+@message(Msg.HEARTBEAT, "host", False, "keeps the MCU's silence timer from running out")
+class Heartbeat(Message):
+    pass
+
+
+@message(Msg.CONFIG, "host", True, "the pass limits; required before the first PASS; "
+         "answered by STATUS_REPLY (configured = 1 if taken)")
+class Config(Message):
+    jam_ms: int = u16("beam blocked longer than this: a jam", 10, 10_000)
+    misfeed_ms: int = u16("no leading edge for this long while cards remain: a misfeed",
+                          50, 30_000)
+    retries: int = u8("reverse-and-refeed attempts per card before the fault", 0, 10)
+    reverse_ms: int = u16("how long the motor runs backwards to free a card", 0, 5_000)
+    max_pass_ms: int = u32("the motor never runs longer than this in one pass",
+                           1_000, 3_600_000)
+    settle_ms: int = u16("diverter travel time: the flap is set this long before the "
+                         "next card reaches it", 0, 1_000)
+    card_interval_ms: int = u16("time between two cards at the mechanism's card rate; "
+                                "settle_ms must be shorter", 10, 10_000)
+    min_blocked_us: int = u16("a beam blocking shorter than this is a glitch, not a card",
+                              0, 50_000)
+    stall_mv: int = u16("no card came and the battery is below this under load: "
+                        "LOW_BATTERY rather than MISFEED", 0, 30_000)
+    soft_start_ms: int = u16("ramp of the motor from off to full", 0, 2_000)
+
+    def problem(self) -> str | None:
+        if self.settle_ms >= self.card_interval_ms:
+            return (f"the diverter needs {self.settle_ms} ms but cards come every "
+                    f"{self.card_interval_ms} ms")
+        return None
+
+
+@message(Msg.PASS, "host", True, "deal one pass by the plan; answered by CARD events "
+         "and one PASS_DONE carrying the same pass id")
+class Pass(Message):
+    pass_id: int = u16("chosen by the host, never 0", 1, 0xFFFF)
+    cards: int = u16("cards in the pass", 1, MAX_CARDS)
+    labels: tuple[int, ...] = bits("one bit per card, 8 to a byte, LSB first; 0 = left "
+                                     "pile; unused bits 0")
+
+
+@message(Msg.STOP, "host", True, "motor off now; a running pass ends with STOPPED")
+class Stop(Message):
+    pass
+
+
+@message(Msg.STATUS, "host", True, "answered by STATUS_REPLY")
+class StatusAsk(Message):
+    pass
+
+
+@message(Msg.BATTERY, "host", True, "answered by BATTERY_REPLY")
+class BatteryAsk(Message):
+    pass
+
+
+@message(Msg.CLEAR, "host", True, "clear a latched fault if the beam is clear; answered by "
+         "STATUS_REPLY")
+class Clear(Message):
+    pass
+
+
+@message(Msg.SIGNAL, "host", True, "what the status LED shows")
+class SignalMsg(Message):
+    signal: SignalCode = code(SignalCode, "SignalCode")
+    pile: PileCode = code(PileCode, "for STACK: the pile to put on top")
+    next_pass: int = u8("the pass a touch starts next, 0 = none")
+
+
+@message(Msg.CARD, "mcu", False, "after each card counted; counters are cumulative")
+class Card(Message):
+    pass_id: int = u16("the pass it belongs to", 1, 0xFFFF)
+    counted: int = u16("cards counted so far", 1, MAX_CARDS)
+    left: int = u16("on the left pile", 0, MAX_CARDS)
+    right: int = u16("on the right pile", 0, MAX_CARDS)
+
+    def problem(self) -> str | None:
+        return _piles_problem(self.counted, self.left, self.right)
+
+
+def _piles_problem(counted: int, left: int, right: int) -> str | None:
+    if left + right != counted:
+        return f"left {left} + right {right} is not counted {counted}"
+    return None
+
+
+@message(Msg.PASS_DONE, "mcu", True, "the end of a pass, or its refusal")
+class PassDone(Message):
+    pass_id: int = u16("the PASS it answers", 1, 0xFFFF)
+    counted: int = u16("cards counted", 0, MAX_CARDS)
+    left: int = u16("on the left pile", 0, MAX_CARDS)
+    right: int = u16("on the right pile", 0, MAX_CARDS)
+    ms: int = u32("from PASS to motor off")
+    min_mv: int = u16("lowest battery reading under load, 0 = none")
+    tray_empty: bool = flag("the tray sensor saw no cards at the end")
+    retries: int = u8("reverse-and-refeed attempts in the pass")
+    fault: FaultCode = code(FaultCode, "why it ended (NONE: every card dealt or the tray ran "
+                            "out)")
+    fault_card: int = u16("the card being fed when it ended, 0 = none", 0, MAX_CARDS + 1)
+
+    def problem(self) -> str | None:
+        return _piles_problem(self.counted, self.left, self.right)
+
+
+@message(Msg.STATUS_REPLY, "mcu", True, "answers STATUS, CLEAR and CONFIG")
+class StatusReply(Message):
+    motor_on: bool = flag("the motor is driven")
+    tray_loaded: bool = flag("the tray sensor sees cards")
+    beam_blocked: bool = flag("something blocks the beam")
+    fault: FaultCode = code(FaultCode, "the latched fault, NONE if none")
+    fault_card: int = u16("the card of the latched fault, 0 = none", 0, MAX_CARDS + 1)
+    configured: bool = flag("a valid CONFIG is held")
+    pass_id: int = u16("the pass running, 0 = none")
+
+
+@message(Msg.BATTERY_REPLY, "mcu", True, "answers BATTERY")
+class BatteryReply(Message):
+    mv: int = u16("battery millivolts")
+    under_load: bool = flag("the motor was running")
+
+
+@message(Msg.INPUT, "mcu", True, "a sensor event")
+class Input(Message):
+    kind: InputKind = code(InputKind, "InputKind")
+    pile: PileCode = code(PileCode, "for PILE_LIFTED: which pile")
+    ms: int = u32("milliseconds since reset")

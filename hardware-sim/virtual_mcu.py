@@ -2,7 +2,7 @@
 
 It runs a :class:`~hardware_sim.device.SimDevice` (the same physics every
 simulated backend moves) behind docs/protocol.md, and owns its own safety: with no
-heartbeat for ``heartbeat_timeout`` seconds it stops the motor and latches
+sign of life from the host for ``silence`` seconds it stops the motor and latches
 "link lost". For the tests it can corrupt, drop and duplicate bytes, reboot in
 the middle of a pass, and have its cable pulled.
 
@@ -20,7 +20,6 @@ import os
 import queue
 import random
 import select
-import struct
 import threading
 import time
 import tty
@@ -30,26 +29,51 @@ from firmware_bridge.link import Link, LinkLostError
 from firmware_bridge.messages import (
     PROTOCOL_MAJOR,
     PROTOCOL_MINOR,
+    SILENCE_MS,
+    Ack,
+    BatteryAsk,
+    BatteryReply,
     Capability,
-    Err,
+    Card,
+    Clear,
+    Config,
+    FaultCode,
+    Hello,
+    HelloReply,
     Input,
-    Msg,
+    InputKind,
+    Message,
+    Pass,
     PassDone,
-    unpack_labels,
+    PileCode,
+    SignalMsg,
+    StatusAsk,
+    StatusReply,
+    Stop,
 )
-from shuffler.device import EventKind, FaultKind, Signal, Status
+from shuffler.device import EventKind, FaultKind, FaultLimits, Signal, Status
 from shuffler.mechanics import Pile
 from shuffler.planning import PassPlan
 
 from .device import SimDevice
 
-ERR_OF = {FaultKind.JAM: Err.JAM, FaultKind.MISFEED: Err.MISFEED,
-          FaultKind.LOW_BATTERY: Err.STALL, FaultKind.LINK_LOST: Err.LINK_LOST,
-          FaultKind.TIMEOUT: Err.TIMEOUT, FaultKind.MCU_RESTARTED: Err.RESTARTED,
-          FaultKind.INTERRUPTED: Err.RESTARTED}
-INPUT_OF = {EventKind.TOUCH: Input.TOUCH, EventKind.TRAY_LOADED: Input.TRAY_LOADED,
-            EventKind.TRAY_EMPTY: Input.TRAY_EMPTY, EventKind.PILE_LIFTED: Input.PILE_LIFTED}
+CODE_OF = {FaultKind.JAM: FaultCode.JAM, FaultKind.MISFEED: FaultCode.MISFEED,
+           FaultKind.LOW_BATTERY: FaultCode.LOW_BATTERY,
+           FaultKind.LINK_LOST: FaultCode.LINK_LOST, FaultKind.TIMEOUT: FaultCode.TIMEOUT,
+           FaultKind.MCU_RESTARTED: FaultCode.MCU_RESTARTED,
+           FaultKind.INTERRUPTED: FaultCode.STOPPED}
+INPUT_OF = {EventKind.TOUCH: InputKind.TOUCH, EventKind.TRAY_LOADED: InputKind.TRAY_LOADED,
+            EventKind.TRAY_EMPTY: InputKind.TRAY_EMPTY,
+            EventKind.PILE_LIFTED: InputKind.PILE_LIFTED}
 SIGNALS = list(Signal)
+
+
+def limits_of(config: Config) -> FaultLimits:
+    return FaultLimits(jam_seconds=config.jam_ms / 1000,
+                       misfeed_seconds=config.misfeed_ms / 1000, retries=config.retries,
+                       reverse_seconds=config.reverse_ms / 1000,
+                       stall_volts=config.stall_mv / 1000,
+                       max_pass_seconds=config.max_pass_ms / 1000)
 
 
 @dataclass
@@ -112,26 +136,31 @@ class PtyPort:
 
 
 class VirtualMCU:
+    """The microcontroller of docs/protocol.md on a pseudo-terminal (``path``)."""
+
     def __init__(self, sim: SimDevice, *, noise: Noise | None = None, seed: int = 0,
-                 heartbeat_timeout: float = 0.5, firmware: str = "virtual-mcu 1.0",
+                 silence: float = SILENCE_MS / 1000, firmware: str = "virtual-mcu 2.0",
                  protocol: tuple[int, int] = (PROTOCOL_MAJOR, PROTOCOL_MINOR)) -> None:
         self.sim = sim
         self.rng = random.Random(seed)
         self.noise = noise or Noise()
-        self.heartbeat_timeout = heartbeat_timeout
+        self.silence = silence
         self.firmware, self.protocol = firmware, protocol
         master, slave = os.openpty()
         tty.setraw(slave)
         self._master, self._slave = master, slave
         self.path = os.ttyname(slave)
         self.port = PtyPort(master, self.noise, self.rng)
-        self.link = Link(self.port, heartbeat=3600, ack_timeout=0.03, tries=10)
+        self.link = Link(self.port, on_receive=self._heard)
         self.boot_id = self.rng.randrange(1 << 16)
-        self.booted = time.monotonic()
         self.last_heard = time.monotonic()
-        self.epoch = 0  # bumped by a reboot: a pass from before it reports nothing
-        self.outbox: queue.Queue[tuple[Msg, bytes]] = queue.Queue()
+        self.config: Config | None = None
+        self.silenced_at: float | None = None  # when the silence rule last stopped a pass
+        self.heard_before_silence = 0.0
+        self.epoch = 0  # bumped by a reboot or a HELLO: a pass from before reports nothing
+        self.outbox: queue.Queue[Message] = queue.Queue()
         self._worker: threading.Thread | None = None
+        self._pass_id = 0
         self._stop = threading.Event()
         self.unplugged = False
         self._threads = [threading.Thread(target=target, daemon=True,
@@ -140,134 +169,150 @@ class VirtualMCU:
         for t in self._threads:
             t.start()
 
+    def _heard(self, msg: Message) -> None:
+        """The silence rule: every valid frame from the host but an ACK is a sign of life."""
+        if not isinstance(msg, Ack):
+            self.last_heard = time.monotonic()
+
     # -- outgoing ------------------------------------------------------------------------
     def _send_loop(self) -> None:
         while not self._stop.is_set():
             try:
-                kind, payload = self.outbox.get(timeout=0.05)
+                msg = self.outbox.get(timeout=0.05)
             except queue.Empty:
                 continue
-            # keep repeating while the host is alive (its heartbeat arrives): a lost
-            # PASS_DONE would leave the host waiting for the whole pass time
-            while not self._stop.is_set():
+            epoch = self.epoch
+            # never give a message up (docs/protocol.md): repeat until acknowledged, or
+            # until a HELLO or a reset drops it
+            while not self._stop.is_set() and epoch == self.epoch:
                 try:
-                    self.link.request(kind, payload)
+                    self.link.request(msg)
                     break
                 except LinkLostError:
                     self.link.lost = None
-                    if time.monotonic() - self.last_heard > self.heartbeat_timeout:
-                        break  # the host is gone: it re-asks when it comes back
 
-    def _hello(self) -> bytes:
+    def _hello(self) -> HelloReply:
         caps = Capability.PILE_SENSORS | Capability.BATTERY | Capability.REVERSE
-        return struct.pack(">BBBH", *self.protocol, caps, self.boot_id) + self.firmware.encode()
-
-    def _ms(self) -> int:
-        return int(self.sim.clock.now() * 1000) & 0xFFFFFFFF
+        return HelloReply(*self.protocol, int(caps), self.boot_id, self.firmware)
 
     def _forward_inputs(self) -> None:
         for ev in self.sim.drain_events():
-            pile = int(ev.pile) if ev.pile is not None else 0xFF
-            self.outbox.put((Msg.INPUT, struct.pack(">BBI", INPUT_OF[ev.kind], pile,
-                                                    int(ev.at * 1000) & 0xFFFFFFFF)))
+            pile = PileCode.NONE if ev.pile is None else PileCode(int(ev.pile))
+            self.outbox.put(Input(INPUT_OF[ev.kind], pile, int(ev.at * 1000) & 0xFFFFFFFF))
 
-    def _status(self) -> bytes:
+    def _status(self) -> StatusReply:
         health = self.sim.health()
         fault = health.fault
-        code = ERR_OF.get(fault.kind, Err.NONE) if fault else Err.NONE
-        return struct.pack(">BBBBH", health.motor_on, health.tray_loaded, 0, code,
-                           (fault.card or 0) if fault else 0)
+        code = CODE_OF.get(fault.kind, FaultCode.NONE) if fault else FaultCode.NONE
+        running = self._worker is not None and self._worker.is_alive()
+        return StatusReply(health.motor_on, health.tray_loaded, False, code,
+                           (fault.card or 0) if fault else 0, self.config is not None,
+                           self._pass_id if running else 0)
 
     # -- incoming ------------------------------------------------------------------------
     def _dispatch(self) -> None:
         while not self._stop.is_set():
             try:
-                frame = self.link.inbox.get(timeout=0.05)
+                msg = self.link.inbox.get(timeout=0.05)
             except queue.Empty:
                 continue
-            self.last_heard = time.monotonic()
-            try:
-                kind = Msg(frame.type)
-            except ValueError:
-                continue
-            if kind is Msg.HELLO:
-                self.outbox.put((Msg.HELLO_REPLY, self._hello()))
-            elif kind is Msg.PASS:
-                self._start_pass(frame.payload)
-            elif kind is Msg.STOP:
-                self.sim.stop()
-            elif kind is Msg.STATUS:
-                self.outbox.put((Msg.STATUS_REPLY, self._status()))
-            elif kind is Msg.BATTERY:
-                reading = self.sim.battery()
-                self.outbox.put((Msg.BATTERY_REPLY, struct.pack(
-                    ">HB", int(reading.volts * 1000), reading.under_load)))
-            elif kind is Msg.CLEAR:
-                self.sim.clear_fault()
-                self.outbox.put((Msg.STATUS_REPLY, self._status()))
-            elif kind is Msg.SIGNAL and len(frame.payload) == 3:
-                sig, pile, nxt = frame.payload
-                if sig < len(SIGNALS):
-                    self.sim.show(Status(SIGNALS[sig], Pile(pile) if pile < 2 else None,
-                                         nxt or None))
-                    self._forward_inputs()
+            self._apply(msg)
 
-    def _start_pass(self, payload: bytes) -> None:
-        def refuse(code: Err) -> None:
-            self.outbox.put((Msg.PASS_DONE, PassDone(0, 0, 0, 0, 0, False, 0, code, 0).pack()))
+    def _apply(self, msg: Message) -> None:
+        if isinstance(msg, Hello):
+            self._new_session()
+            self.outbox.put(self._hello())
+        elif isinstance(msg, Config):
+            if not self._running():
+                self.config = msg
+                self.sim.limits = limits_of(msg)
+            self.outbox.put(self._status())
+        elif isinstance(msg, Pass):
+            self._start_pass(msg)
+        elif isinstance(msg, Stop):
+            self.sim.stop()
+        elif isinstance(msg, StatusAsk):
+            self.outbox.put(self._status())
+        elif isinstance(msg, BatteryAsk):
+            reading = self.sim.battery()
+            self.outbox.put(BatteryReply(int(reading.volts * 1000), reading.under_load))
+        elif isinstance(msg, Clear):
+            self.sim.clear_fault()
+            self.outbox.put(self._status())
+        elif isinstance(msg, SignalMsg):
+            pile = None if msg.pile is PileCode.NONE else Pile(int(msg.pile))
+            self.sim.show(Status(SIGNALS[msg.signal], pile, msg.next_pass or None))
+            self._forward_inputs()
 
-        try:
-            labels = unpack_labels(payload)
-        except ValueError:
-            return refuse(Err.BAD_REQUEST)
-        if self._worker is not None:
-            self._worker.join(0.5)  # a pass the host gave up on is ending
-            if self._worker.is_alive():
-                return refuse(Err.BAD_REQUEST)
+    def _new_session(self) -> None:
+        """HELLO: the sequences restart, unsent messages and CONFIG are dropped, and a pass
+        in progress ends with LINK_LOST (latched)."""
+        self.epoch += 1
+        if self._running():
+            self.sim.halt(FaultKind.LINK_LOST)
+            self._worker.join(1)  # type: ignore[union-attr]
+        while not self.outbox.empty():
+            self.outbox.get_nowait()
+        self.config = None
+
+    def _running(self) -> bool:
+        return self._worker is not None and self._worker.is_alive()
+
+    def _start_pass(self, msg: Pass) -> None:
+        def refuse(code: FaultCode) -> None:
+            self.outbox.put(PassDone(msg.pass_id, 0, 0, 0, 0, 0, False, 0, code, 0))
+
+        if self._running():
+            return refuse(FaultCode.BUSY)
         if self.sim.health().fault is not None:
-            return refuse(Err.LATCHED)
-        if not labels:
-            return refuse(Err.BAD_REQUEST)
-        self._worker = threading.Thread(target=self._run_pass, args=(labels, self.epoch),
+            return refuse(FaultCode.LATCHED)
+        if self.config is None:
+            return refuse(FaultCode.NOT_CONFIGURED)
+        self._pass_id = msg.pass_id
+        self._worker = threading.Thread(target=self._run_pass,
+                                        args=(msg.pass_id, msg.labels, self.epoch),
                                         daemon=True, name="mcu-pass")
         self._worker.start()
 
-    def _run_pass(self, labels: tuple[int, ...], epoch: int) -> None:
+    def _run_pass(self, pass_id: int, labels: tuple[int, ...], epoch: int) -> None:
         piles = [0, 0]
 
         def card(counted: int, expected: int) -> None:
             piles[labels[counted - 1]] += 1
             if epoch == self.epoch:
                 with contextlib.suppress(LinkLostError):  # counters are cumulative: a lost
-                    self.link.send(Msg.CARD, struct.pack(">HHH", counted, *piles))  # CARD is ok
+                    self.link.send(Card(pass_id, counted, *piles))  # CARD is harmless
 
         report = self.sim.run_pass(PassPlan(labels), card)
         if epoch != self.epoch:
-            return  # the microcontroller rebooted: it remembers nothing of this pass
+            return  # a reboot or a new session: this pass's end is not reported
         fault = report.fault
-        done = PassDone(report.counted, *report.piles, int(report.seconds * 1000),
-                        int((report.min_volts or 0) * 1000), report.tray_empty,
-                        report.retries, ERR_OF.get(fault.kind, Err.NONE) if fault else Err.NONE,
-                        (fault.card or 0) if fault else 0)
-        self.outbox.put((Msg.PASS_DONE, done.pack()))
+        code = CODE_OF.get(fault.kind, FaultCode.NONE) if fault else FaultCode.NONE
+        self.outbox.put(PassDone(pass_id, report.counted, *report.piles,
+                                 int(report.seconds * 1000),
+                                 int((report.min_volts or 0) * 1000), report.tray_empty,
+                                 min(report.retries, 255), code,
+                                 (fault.card or 0) if fault else 0))
 
     def _watchdog(self) -> None:
-        """The microcontroller's own safety: a silent host means the motor stops."""
+        """The silence rule: a host silent for ``silence`` seconds stops the machine."""
         while not self._stop.wait(0.01):
             if (self.sim.health().motor_on
-                    and time.monotonic() - self.last_heard > self.heartbeat_timeout):
+                    and time.monotonic() - self.last_heard > self.silence):
+                self.silenced_at, self.heard_before_silence = time.monotonic(), self.last_heard
                 self.sim.halt(FaultKind.LINK_LOST)
 
     # -- things that happen to a microcontroller ---------------------------------------------
     def reset(self) -> None:
-        """A reboot: the motor stops, the pass in flight is forgotten, HELLO goes out."""
+        """A reboot: the motor stops, the pass in flight is forgotten, HELLO_REPLY goes out."""
         self.epoch += 1
         self.sim.halt(FaultKind.MCU_RESTARTED)
         if self._worker is not None:
             self._worker.join(1)
         self.sim.clear_fault()  # RAM is gone: nothing stays latched
+        self.config = None
         self.boot_id = self.rng.randrange(1 << 16)
-        self.outbox.put((Msg.HELLO_REPLY, self._hello()))
+        self.outbox.put(self._hello())
 
     def pull_cable(self) -> None:
         """The USB cable comes out: the port vanishes under the host."""

@@ -66,7 +66,8 @@ def open_device(
     if name.startswith("serial:") and len(name) > 7:
         from firmware_bridge.device import SerialDevice
 
-        return SerialDevice(name[7:], limits=config.mechanism.limits, feed=config.mechanism.feed)
+        return SerialDevice(name[7:], limits=config.mechanism.limits, feed=config.mechanism.feed,
+                            card_rate=config.mechanism.card_rate)
     raise BadInputError(
         f"unknown device {name!r}: expected sim, sim-gpio, sim-serial, gpio or serial:PORT"
     )
@@ -96,7 +97,12 @@ def _sim_serial(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
 
     sim_device = open_device("sim", config, cards=cards, sim=sim)
     mcu = VirtualMCU(sim_device, seed=sim.seed or 0)
-    device = SerialDevice(mcu.path, limits=config.mechanism.limits, feed=config.mechanism.feed)
+    try:
+        device = SerialDevice(mcu.path, limits=config.mechanism.limits,
+                              feed=config.mechanism.feed, card_rate=config.mechanism.card_rate)
+    except BaseException:
+        mcu.close()
+        raise
     device.on_close = mcu.close
     device._info = replace(device.info, kind="sim-serial", accepts_seed=True)
     return device

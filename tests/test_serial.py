@@ -21,12 +21,12 @@ from firmware_bridge.framing import (
     encode_frame,
 )
 from firmware_bridge.link import ProtocolError
-from firmware_bridge.messages import pack_labels, unpack_labels
+from firmware_bridge.messages import SILENCE_MS, PayloadError, pack_bits, unpack_bits
 from hardware_sim import SimDevice, parse_fault_specs
 from hardware_sim.virtual_mcu import Noise, VirtualMCU
 from shuffler.clock import ScaledClock
 from shuffler.device import FaultKind
-from shuffler.errors import FaultLatchedError
+from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.planning import coin_plan
 
 
@@ -45,10 +45,10 @@ def test_cobs_round_trips_and_never_sends_a_zero(size):
 
 def test_labels_pack_into_bits():
     labels = tuple(random.Random(1).randrange(2) for _ in range(104))
-    assert len(pack_labels(labels)) == 2 + 13
-    assert unpack_labels(pack_labels(labels)) == labels
-    with pytest.raises(ValueError):
-        unpack_labels(b"\x00\x18\x00")
+    assert len(pack_bits(labels)) == 13
+    assert unpack_bits(pack_bits(labels), 104) == labels
+    with pytest.raises(PayloadError):
+        unpack_bits(b"\x00", 24)
 
 
 def test_the_decoder_survives_100000_random_and_mutated_frames():
@@ -92,11 +92,15 @@ def test_a_payload_too_big_is_refused():
 def machine():
     made = []
 
-    def make(cards=24, faults=(), noise=None, seed=1, **mcu_kwargs):
+    def make(cards=24, faults=(), noise=None, seed=1, speed=50, **mcu_kwargs):
         sim = SimDevice.for_cards(cards, faults=parse_fault_specs(faults),
-                                  rng=random.Random(seed), clock=ScaledClock(50))
+                                  rng=random.Random(seed), clock=ScaledClock(speed))
         mcu = VirtualMCU(sim, noise=noise, seed=seed, **mcu_kwargs)
-        dev = SerialDevice(mcu.path)
+        try:
+            dev = SerialDevice(mcu.path)
+        except BaseException:
+            mcu.close()
+            raise
         made.append((mcu, dev))
         return mcu, dev
 
@@ -107,12 +111,22 @@ def machine():
 
 
 def run_passes(mcu, dev, n, cards=24, seed=3):
+    """``n`` passes; each report checked against what the machine really did."""
     rng = random.Random(seed)
     reports = []
     for _ in range(n):
         if dev._fault is not None:
             break
-        reports.append(dev.run_pass(coin_plan(cards, rng)))
+        report = dev.run_pass(coin_plan(cards, rng))
+        still_running = mcu._running()
+        deadline = time.monotonic() + 5
+        while mcu._running() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        dealt = len(mcu.sim.mechanism.piles[0]) + len(mcu.sim.mechanism.piles[1])
+        if report.ok:  # a pass reported complete was complete, and over
+            assert not still_running and dealt == cards == report.counted
+        assert report.counted <= dealt
+        reports.append(report)
         mcu.sim.mechanism.gather()
     return reports
 
@@ -127,14 +141,22 @@ def test_every_pass_completes_with_the_right_count_on_a_noisy_line(machine, corr
         assert dev.link.decoder.errors > 0 or dev.link.stats.retransmits > 0
 
 
-def test_at_5_percent_the_link_completes_or_latches_never_a_wrong_count(machine):
-    mcu, dev = machine(noise=Noise(corrupt=0.05, drop=0.01, duplicate=0.01))
-    start = time.monotonic()
-    reports = run_passes(mcu, dev, 10)
-    assert time.monotonic() - start < 60  # never a hang
+def test_at_5_percent_no_pass_is_reported_complete_that_was_not(machine):
+    """At 5% a pass may fail (loudly: a fault, or a port that will not open), but a
+    pass reported complete dealt every card and had ended."""
+    start, reports, refused = time.monotonic(), [], 0
+    for seed in range(4):
+        try:
+            mcu, dev = machine(noise=Noise(corrupt=0.05, drop=0.01, duplicate=0.01),
+                               seed=seed)
+        except DeviceError:
+            refused += 1
+            continue
+        reports += run_passes(mcu, dev, 3, seed=seed)
+    assert time.monotonic() - start < 120  # never a hang
     for r in reports:
-        assert (r.fault is None and r.counted == 24) or (
-            r.fault is not None and r.fault.kind is FaultKind.LINK_LOST)
+        assert r.ok or (r.fault is not None and r.fault.kind is FaultKind.LINK_LOST)
+    assert reports or refused
 
 
 def test_a_reset_mid_pass_fails_that_pass_and_the_next_one_works(machine):
@@ -164,19 +186,27 @@ def test_a_pulled_cable_ends_in_link_lost(machine):
         dev.run_pass(coin_plan(24, random.Random(1)))
 
 
-def test_a_silent_host_makes_the_microcontroller_stop_the_motor(machine):
-    mcu, dev = machine(104, heartbeat_timeout=0.1)  # a pass takes about 0.4 s here
-    threading.Timer(0.05, dev.link.heartbeat_paused.set).start()
-    report = dev.run_pass(coin_plan(104, random.Random(1)))
+def test_a_wedged_host_looks_dead_and_the_microcontroller_stops_the_motor(machine):
+    """The heartbeat comes from the loop that decides: when it is stuck (here in the
+    card callback), the microcontroller stops the motor within SILENCE_MS."""
+    mcu, dev = machine(104, speed=10)  # a pass takes about 2 s here
+
+    def wedged(counted, expected):
+        if counted == 10:
+            time.sleep(1.2)
+
+    report = dev.run_pass(coin_plan(104, random.Random(1)), wedged)
     assert report.fault is not None and report.fault.kind is FaultKind.LINK_LOST
-    assert 0 < report.counted < 104 and not mcu.sim.health().motor_on
+    assert 10 <= report.counted < 104 and not mcu.sim.health().motor_on
+    assert mcu.silenced_at is not None
+    assert SILENCE_MS / 1000 <= mcu.silenced_at - mcu.heard_before_silence < 0.75
 
 
 def test_a_different_major_protocol_is_refused():
     sim = SimDevice.for_cards(24, clock=ScaledClock(50))
-    mcu = VirtualMCU(sim, protocol=(2, 0))
+    mcu = VirtualMCU(sim, protocol=(3, 0))
     try:
-        with pytest.raises(ProtocolError, match=r"protocol 2\.0"):
+        with pytest.raises(ProtocolError, match=r"protocol 3\.0"):
             SerialDevice(mcu.path)
     finally:
         mcu.close()
