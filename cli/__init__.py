@@ -1,1 +1,2 @@
-"""The ``shuffler`` command line (click): parse, call the core, render."""
+"""The ``shuffler`` command line (click), installed as ``shuffler_cli``: parse, call the
+core, render. See :mod:`.main` for the command registry."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
+import click
+
 
 def distance_text(distance) -> str:
     if distance is None:
@@ -35,10 +37,13 @@ def hand_summary(h: dict[str, Any]) -> str:
             f"{h['dealer']} still deals; run `shuffler hand` to finish it")
 
 
-def status_text(s: dict[str, Any]) -> str:
+def status_text(s: dict[str, Any], color: bool = False) -> str:
     dev, b, c = s["device"], s["battery"], s["counters"]
+    health = "ok" if s["health"]["ok"] else "FAULT"
+    if color:
+        health = click.style(health, fg="green" if s["health"]["ok"] else "red", bold=True)
     lines = [f"device: {dev['name']} ({dev['kind']}), feed from the {dev['feed']}",
-             f"health: {'ok' if s['health']['ok'] else 'FAULT'}",
+             f"health: {health}",
              f"fault: {s['fault']['message'] if s['fault'] else 'none'}",
              f"battery: {b['volts']:.2f} V, {b['percent']:.0f}%, {b['state']}, about "
              f"{b['passes_left']} passes left",

@@ -17,6 +17,7 @@ from shuffler.planning import Mode
 from shuffler.state import atomic_write
 from shuffler.stats import ALPHA, Battery, guess_score
 
+from .options import FiniteFloat
 from .render import distance_text
 
 
@@ -42,7 +43,7 @@ def bar(value: float, width: int = 24) -> str:
               help="cards in the load (default: from the config, 24)")
 @click.option("--passes", type=click.IntRange(1, MAX_PASSES), default=12, show_default=True,
               help="show the table up to this many passes")
-@click.option("--target", type=click.FloatRange(0, 1, min_open=True), default=0.01,
+@click.option("--target", type=FiniteFloat(0, 1, min_open=True), default=0.01,
               show_default=True, help="the distance from random to recommend passes for")
 @click.option("--trials", type=click.IntRange(10, 10**6), default=300, show_default=True,
               help="simulated hands per row for the guessing column")
@@ -88,8 +89,8 @@ def _euchre_labels(rng: random.Random):
 
 
 @click.command()
-@click.option("--cards", type=click.IntRange(1, MAX_CARDS), default=None,
-              help="cards in the load (default 24)")
+@click.option("--cards", type=click.IntRange(2, MAX_CARDS), default=None,
+              help="cards in the load, 2 or more: one card has no order to test (default 24)")
 @click.option("--passes", type=click.IntRange(1, MAX_PASSES), default=None,
               help="passes a hand (default: enough for exactly random in planned mode)")
 @click.option("--mode", type=click.Choice([m.value for m in Mode]), default="planned",
@@ -100,11 +101,11 @@ def _euchre_labels(rng: random.Random):
 @click.option("--seed", type=int, default=None, help="seed (default: drawn and reported)")
 @click.option("--feed", type=click.Choice([f.value for f in Feed]), default=None,
               help="feed side (default: from the config, top)")
-@click.option("--double-rate", type=click.FloatRange(0, 0.5), default=0.0,
+@click.option("--double-rate", type=FiniteFloat(0, 0.5), default=0.0,
               help="chance per card of a double feed")
-@click.option("--unseen-rate", type=click.FloatRange(0, 1), default=0.0,
+@click.option("--unseen-rate", type=FiniteFloat(0, 1), default=0.0,
               help="chance per pass the dealer lifts both piles at once")
-@click.option("--wrong-rate", type=click.FloatRange(0, 1), default=0.0,
+@click.option("--wrong-rate", type=FiniteFloat(0, 1), default=0.0,
               help="chance per pass the other pile goes on top unnoticed by the sensors")
 @click.option("--orders", type=click.Path(dir_okay=False, writable=True), default=None,
               help="write each final order: starting positions (0 = top), top first")

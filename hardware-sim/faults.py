@@ -30,7 +30,7 @@ class FaultPlan:
 
 
 def _card(spec: str, text: str) -> int:
-    if not text.isdigit() or int(text) < 1:
+    if not (text.isascii() and text.isdigit()) or int(text) < 1:  # not '²' nor '١'
         raise BadInputError(
             f"--sim-fault {spec!r}: CARD must be a whole number from 1, got {text!r}"
         )

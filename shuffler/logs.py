@@ -12,13 +12,15 @@ import sys
 import structlog
 
 
-def configure(verbosity: int = 0, json: bool = False) -> None:
-    """0: warnings and errors; 1: info; 2 or more: debug."""
+def configure(verbosity: int = 0, json: bool = False, colors: bool | None = None) -> None:
+    """0: warnings and errors; 1: info; 2 or more: debug. Colours: on a terminal unless
+    ``colors`` says otherwise."""
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     renderer = (
         structlog.processors.JSONRenderer()
         if json
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty() if colors is None else colors)
     )
     structlog.configure(
         processors=[

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
-from .config import Config
-from .controller import PassController
-from .device import FaultKind, PassReport
-from .hand import HandReport, PassRecord, dealer_index
+if TYPE_CHECKING:
+    from .config import Config
+    from .controller import PassController
+    from .device import PassReport
+    from .hand import HandReport, PassRecord
 
 EXIT_OK, EXIT_BUG, EXIT_USAGE, EXIT_FAULT, EXIT_BATTERY = 0, 1, 2, 3, 4
 
@@ -16,7 +18,17 @@ def exit_code(fault: dict[str, Any] | None) -> int:
     """0 for no fault, 4 for low battery, 3 for any other fault."""
     if fault is None:
         return EXIT_OK
-    return EXIT_BATTERY if fault["kind"] == FaultKind.LOW_BATTERY.value else EXIT_FAULT
+    return EXIT_BATTERY if fault["kind"] == "low_battery" else EXIT_FAULT
+
+
+def error_kind(error: BaseException) -> str:
+    """The slug for an error in JSON: its ``kind`` if it has one, else from its class
+    (``FaultLatchedError`` -> ``fault_latched``)."""
+    kind = getattr(error, "kind", None)
+    if isinstance(kind, str):
+        return kind
+    name = type(error).__name__.removesuffix("Error") or "error"
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def pass_dict(report: PassReport, number: int = 1, stacking=None) -> dict[str, Any]:
@@ -56,6 +68,8 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
 
 
 def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
+    from .hand import dealer_index
+
     device = controller.device
     state = controller.store.load()
     fault = controller.latched_fault()

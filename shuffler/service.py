@@ -36,11 +36,14 @@ from . import __version__
 from .cards import MAX_CARDS
 from .device import EventKind
 from .errors import BadInputError, ShufflerError
+from .lock import MachineLock
 from .logs import get_logger
 from .planning import Mode
+from .reports import error_kind
 from .session import Session
 
 PROTOCOL = 1
+SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
 MAX_LINE = 64 * 1024
 log = get_logger("shuffler.service")
 
@@ -126,8 +129,10 @@ class Service:
     SNAPSHOT_EVERY = 2.0  # seconds between status refreshes while idle
 
     def __init__(self, session: Session, socket_path: Path, *, group: str | None = None,
-                 max_clients: int = 32) -> None:
+                 max_clients: int = 32, lock: MachineLock | None = None) -> None:
         self.session = session
+        # one owner of the machine: the CLI passes the lock it took before opening the device
+        self.lock = lock or MachineLock(session.controller.store.folder)
         self.socket_path = Path(socket_path)
         self.group = group
         self.clients = threading.BoundedSemaphore(max_clients)
@@ -141,6 +146,7 @@ class Service:
 
     # -- the loop (main thread) -------------------------------------------------------
     def run(self) -> None:
+        self.lock.acquire("shuffler serve")
         settled = self.session.controller.recover()
         if settled:
             log.warning("settled a pass left in flight", id=settled.get("id"),
@@ -273,7 +279,7 @@ class Service:
                                          "message": "too many clients; try again", "exit": 3}})
             return
         try:
-            send({"shuffler": __version__, "protocol": PROTOCOL,
+            send({"shuffler": __version__, "protocol": PROTOCOL, "schema": SCHEMA,
                   "device": self.session.device.info.kind})
             while not self.stopping.is_set():
                 line = rfile.readline(MAX_LINE + 1)
@@ -327,11 +333,11 @@ class Service:
             self._server.server_close()
             self._server = None
             self.socket_path.unlink(missing_ok=True)
+        self.lock.release()
 
 
 def error_reply(error: ShufflerError, exit_code: int | None = None) -> dict[str, Any]:
-    kind = getattr(error, "kind", type(error).__name__)
-    return {"ok": False, "error": {"kind": kind, "message": str(error),
+    return {"ok": False, "error": {"kind": error_kind(error), "message": str(error),
                                    "exit": error.exit_code if exit_code is None else exit_code}}
 
 

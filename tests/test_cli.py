@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
+from shuffler_cli.main import cli
 
 FAST = ["--sim-speed", "1000000"]
 
@@ -20,7 +20,8 @@ def run(tmp_path):
     runner = CliRunner()
 
     def invoke(*args: str, state: str = "state"):
-        env = {"SHUFFLER_STATE_DIR": str(tmp_path / state), "SHUFFLER_CONFIG": ""}
+        env = {"SHUFFLER_STATE_DIR": str(tmp_path / state), "SHUFFLER_CONFIG": "",
+               "SHUFFLER_SOCKET": str(tmp_path / "no-service.sock")}
         return runner.invoke(cli, [*FAST, *args], env=env, catch_exceptions=False)
 
     return invoke
@@ -95,7 +96,7 @@ def test_every_sim_fault_kind(run, spec, code, kind):
     assert result.exit_code == code
     data = out_json(result)
     if kind is None:
-        assert data["error"]["kind"] == "LowBatteryError"
+        assert data["error"]["kind"] == "low_battery"
     else:
         assert data["pass"]["fault"]["kind"] == kind
 
@@ -182,7 +183,7 @@ def test_a_seeded_simulator_repeats_itself(run):
 
 def test_the_installed_command_keeps_stdout_for_json_and_logs_on_stderr(tmp_path):
     env = {**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path), "SHUFFLER_CONFIG": ""}
-    proc = subprocess.run([sys.executable, "-m", "cli", *FAST, "-v", "--json", "hand",
+    proc = subprocess.run([sys.executable, "-m", "shuffler", *FAST, "-v", "--json", "hand",
                            "--passes", "2"], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["hand"]["passes"][1]["counted"] == 24
@@ -214,7 +215,7 @@ def test_a_bad_mode_is_exit_2(run):
 def test_no_output_or_log_line_holds_a_plan(tmp_path):
     """A plan (or the tracked order, which is as good) must never leave memory."""
     env = {**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path), "SHUFFLER_CONFIG": ""}
-    proc = subprocess.run([sys.executable, "-m", "cli", *FAST, "-vv", "--log-json", "--json",
+    proc = subprocess.run([sys.executable, "-m", "shuffler", *FAST, "-vv", "--log-json", "--json",
                            "hand", "--passes", "5"], capture_output=True, text=True, env=env,
                           timeout=60)
     assert proc.returncode == 0

@@ -1,0 +1,268 @@
+"""What the global options set up, and how every command reports and fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+
+from .options import GlobalOptions
+
+if TYPE_CHECKING:
+    from shuffler.client import ServiceClient
+    from shuffler.config import Config
+    from shuffler.controller import PassController
+    from shuffler.device import ShufflerDevice
+    from shuffler.errors import ShufflerError
+    from shuffler.lock import MachineLock
+    from shuffler.session import Session
+
+#: the version of every JSON object we print (docs/json.md); bump on a breaking change
+SCHEMA = 1
+EXIT_OK, EXIT_BUG, EXIT_USAGE = 0, 1, 2
+
+
+def use_color(flag: bool | None, stream: Any = None) -> bool:
+    """--color/--no-color if given; else on a terminal unless NO_COLOR is set."""
+    if flag is not None:
+        return flag
+    if os.environ.get("NO_COLOR"):
+        return False
+    stream = stream or sys.stdout
+    return bool(getattr(stream, "isatty", None) and stream.isatty())
+
+
+@dataclass
+class App:
+    """The global options, resolved; commands reach the machine through it."""
+
+    config: Config
+    options: GlobalOptions
+    json: bool
+    color: bool
+    device_name: str
+    state_dir: Path
+    socket: Path
+    use_service: bool = True
+    devices: list[ShufflerDevice] = field(default_factory=list)
+    clients: list[ServiceClient] = field(default_factory=list)
+    locks: list[MachineLock] = field(default_factory=list)
+    #: the passes a command has seen end, kept for the report if it fails half-way
+    pass_reports: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def sim(self):
+        from shuffler.backends import SimOptions
+
+        o = self.options
+        return SimOptions(o.sim_speed, o.sim_seed, tuple(o.sim_faults), o.sim_dealer)
+
+    def lock(self) -> None:
+        """Take the machine: exit 3 naming the holder if someone else drives it."""
+        from shuffler.lock import MachineLock
+
+        if not self.locks:
+            lock = MachineLock(self.state_dir)
+            lock.acquire(f"shuffler {' '.join(sys.argv[1:2]) or 'cli'}")
+            self.locks.append(lock)
+
+    def open(self, cards: int) -> ShufflerDevice:
+        from shuffler.backends import open_device
+
+        self.check_fault_specs(cards)
+        self.lock()
+        device = open_device(self.device_name, self.config, cards=cards, sim=self.sim)
+        self.devices.append(device)
+        return device
+
+    def check_fault_specs(self, cards: int) -> None:
+        """--sim-fault at a card the load does not have would never fire: refuse it."""
+        if not self.options.sim_faults:
+            return
+        from hardware_sim.faults import parse_fault_specs
+        from shuffler.errors import BadInputError
+
+        plan = parse_fault_specs(self.options.sim_faults)
+        beyond = sorted(c for c in (*plan.jams, *plan.misfeeds, *plan.doubles) if c > cards)
+        if beyond:
+            raise BadInputError(f"--sim-fault: card {beyond[0]} is beyond the load of {cards} "
+                                "cards, so that fault would never happen")
+
+    def controller(self, device: ShufflerDevice) -> PassController:
+        from shuffler.controller import PassController
+        from shuffler.state import StateStore
+
+        controller = PassController(device, StateStore(self.state_dir), self.config.battery,
+                                    self.config.hand.passes)
+        settled = controller.recover()
+        if settled and settled.get("interrupted"):
+            click.echo(f"shuffler: pass {settled.get('pass', '?')} of hand "
+                       f"{settled.get('hand', '?')} was interrupted (recorded in the audit "
+                       "log); the motor is off", err=True)
+        return controller
+
+    def service(self) -> ServiceClient | None:
+        """The running service; None when there is none (or told to work in-process).
+        A socket that is there but cannot be used is an error, never a silent fallback."""
+        if not self.use_service:
+            return None
+        from shuffler.client import ServiceClient
+
+        client = ServiceClient.reach(self.socket)
+        if client is not None:
+            self.clients.append(client)
+        return client
+
+    def ask(self, cmd: str, *, load: int | None, local: Callable[[Session], dict[str, Any]],
+            on_event: Callable[[dict[str, Any]], None] | None = None,
+            **args: Any) -> dict[str, Any]:
+        """The running service's answer to ``cmd``, or ``local(session)`` in-process on a
+        device loaded with ``load`` cards (the configured load if None)."""
+        if client := self.service():
+            return client.request(cmd, on_event, **args)
+        return local(self.session(load or self.config.hand.cards))
+
+    def session(self, cards: int) -> Session:
+        from shuffler.backends import plan_source
+        from shuffler.session import Session
+
+        device = self.open(cards)
+        return Session(self.controller(device), self.config, plan_source(device, self.sim.seed))
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()
+        for device in self.devices:
+            device.close()
+        for lock in self.locks:
+            lock.release()
+        self.clients.clear()
+        self.devices.clear()
+        self.locks.clear()
+
+    def emit(self, obj: dict[str, Any], text: str | None = None) -> None:
+        if self.json:
+            click.echo(json.dumps({"schema": SCHEMA, **obj}))
+        elif text is not None:
+            click.echo(text, color=self.color)
+
+    def warn(self, message: str) -> None:
+        """A line for the dealer on stderr, ``shuffler:`` in red when colour is on."""
+        click.echo(click.style("shuffler:", fg="red", bold=True) + " " + message, err=True,
+                   color=self.color)
+
+
+def error_object(kind: str, message: str, code: int, **partial: Any) -> dict[str, Any]:
+    return {"schema": SCHEMA, "error": {"kind": kind, "message": message, "exit": code},
+            **partial}
+
+
+def fail(app: App | None, error: ShufflerError, *, as_json: bool = False) -> NoReturn:
+    from shuffler.reports import error_kind
+
+    code = error.exit_code
+    if (app is not None and app.json) or as_json:
+        partial = {"pass_reports": app.pass_reports} if app and app.pass_reports else {}
+        click.echo(json.dumps(error_object(error_kind(error), str(error), code, **partial)))
+    if app is not None:
+        app.warn(str(error))
+    else:
+        click.echo(f"shuffler: {error}", err=True)
+    sys.exit(code)
+
+
+def command_failure(app: App | None, error: Exception) -> NoReturn:
+    """A command raised: a ShufflerError is its message and exit code; a file or folder
+    that cannot be used is exit 2 naming it; anything else is a bug and propagates."""
+    from shuffler.errors import BadInputError, ShufflerError
+
+    if app is not None:
+        app.close()
+    if isinstance(error, ShufflerError):
+        fail(app, error)
+    if isinstance(error, OSError) and not isinstance(error, BrokenPipeError):
+        where = f"{error.filename}: " if error.filename else ""
+        fail(app, BadInputError(f"{where}{error.strerror or error}"))
+    raise error
+
+
+def run_guarded(app: App, body: Callable[[], int | None]) -> NoReturn:
+    """Run a command's body and exit with its code."""
+    try:
+        code = body()
+    except Exception as e:
+        command_failure(app, e)
+    sys.exit(code or EXIT_OK)
+
+
+def wants_json(argv: list[str]) -> bool:
+    args = argv[: argv.index("--")] if "--" in argv else argv
+    env = os.environ.get("SHUFFLER_JSON", "").lower()
+    return "--json" in args or env in ("1", "true", "yes", "on", "t", "y")
+
+
+def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:
+    """A usage error: click's message on stderr, and with --json the error on stdout."""
+    if wants_json(argv):
+        click.echo(json.dumps(error_object("usage", error.format_message(), EXIT_USAGE)))
+    error.show()
+    sys.exit(EXIT_USAGE)
+
+
+def make_app(ctx: click.Context, o: GlobalOptions) -> App:
+    from shuffler.config import default_config_path, load_config
+    from shuffler.errors import ShufflerError
+    from shuffler.logs import configure
+    from shuffler.state import default_state_dir
+
+    color = use_color(o.color)
+    ctx.color = color
+    configure(o.verbose, o.log_json, colors=use_color(o.color, sys.stderr))
+    try:
+        if o.config_path is not None:
+            config = load_config(o.config_path)
+        else:
+            config = load_config(default_config_path(), explicit=False)
+    except ShufflerError as e:
+        fail(None, e, as_json=o.as_json)
+    sim_given = o.sim_seed is not None or bool(o.sim_faults) or o.sim_dealer != "instructed"
+    app = App(config, o, o.as_json, color, o.device_name or config.device,
+              Path(o.state_dir) if o.state_dir else (config.state_dir or default_state_dir()),
+              Path(o.socket_path) if o.socket_path else config.service.socket_path,
+              # simulator options and an explicit device are for an in-process run
+              use_service=not (o.no_service or sim_given or o.device_name))
+    ctx.call_on_close(app.close)
+    return app
+
+
+class Progress:
+    """Progress events (from the session or the service) onto the terminal; keeps the
+    passes that ended, so a hand stopped half-way still reports them."""
+
+    def __init__(self, app: App) -> None:
+        from . import render
+
+        self.app = app
+        self.render = render
+        self.bar = render.Progress()
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "pass_start":
+            self.bar.start(event["number"], event["of"])
+        elif kind == "card":
+            self.bar.card(event["counted"], event["expected"])
+        elif kind == "pass":
+            self.bar.end()
+            self.app.pass_reports.append(event["pass"])
+            if not self.app.json:
+                click.echo(self.render.pass_line(event["pass"], event["of"]))
+        elif kind == "resume" and not self.app.json:
+            click.echo(f"resuming hand {event['number']} at pass {event['at_pass']} of "
+                       f"{event['of']}", err=True)

@@ -1,0 +1,178 @@
+"""The machine's commands: hand, pass, status, battery, clear, serve."""
+
+from __future__ import annotations
+
+import click
+
+from .app import EXIT_OK, App, Progress, run_guarded
+
+#: cards in a load (shuffler.cards.MAX_CARDS; a test keeps them equal)
+MAX_CARDS = 104
+MODES = ["planned", "coin"]
+
+
+def mode_option():
+    return click.option("--mode", type=click.Choice(MODES), default=None,
+                        help="planned: reach the physical limit; coin: the plain machine  "
+                             "[default: from the config, planned]")
+
+
+def cards_option(help_text: str = "cards in the load  [default: from the config, 24]"):
+    return click.option("--cards", type=click.IntRange(1, MAX_CARDS), default=None,
+                        help=f"{help_text}; 1 to {MAX_CARDS}")
+
+
+@click.command()
+@click.option("--passes", type=click.IntRange(1, 30), default=None,
+              help="passes in this hand, 1 to 30  [default: from the config; see "
+                   "docs/config.md]")
+@cards_option()
+@mode_option()
+@click.pass_obj
+def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> None:
+    """Run one euchre hand: N passes, then the deal moves to the left.
+
+    A hand left unfinished (a jam, a crash, no touch) is finished first.
+
+    \b
+    Examples:
+      shuffler hand                 the configured passes, the configured load
+      shuffler hand --passes 7      seven passes this time
+    """
+    from shuffler.hand import pending_hand
+    from shuffler.state import StateStore
+
+    from . import render
+
+    def body() -> int:
+        progress = Progress(app)
+        pending = pending_hand(StateStore(app.state_dir).load())  # its load goes in the tray
+        result = app.ask("hand", load=pending["cards"] if pending else cards, on_event=progress,
+                         passes=passes, cards=cards, mode=mode,
+                         local=lambda s: s.do_hand(passes, cards, mode, progress))
+        code = result.pop("exit")
+        app.emit(result, render.hand_summary(result["hand"]))
+        if result["hand"]["fault"] and not app.json:
+            app.warn(result["hand"]["fault"]["message"])
+        return code
+
+    run_guarded(app, body)
+
+
+@click.command("pass")
+@cards_option()
+@mode_option()
+@click.pass_obj
+def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
+    """Run one pass of the loaded pack.
+
+    \b
+    Examples:
+      shuffler pass                 one pass of the configured load
+      shuffler pass --cards 32      one pass of a 32-card load
+    """
+    from . import render
+
+    def body() -> int:
+        progress = Progress(app)
+        result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode,
+                         local=lambda s: s.do_pass(cards, mode, progress))
+        progress.bar.end()
+        code = result.pop("exit")
+        app.emit(result, render.pass_line(result["pass"]))
+        if result["pass"]["fault"] and not app.json:
+            app.warn(result["pass"]["fault"]["message"])
+        return code
+
+    run_guarded(app, body)
+
+
+@click.command()
+@click.pass_obj
+def status(app: App) -> None:
+    """The device, its health, the latched fault if any, the battery and the counters.
+
+    \b
+    Examples:
+      shuffler status
+      shuffler status --json        for a script (docs/json.md)
+    """
+    from . import render
+
+    def body() -> int:
+        result = app.ask("status", load=None, local=lambda s: s.status())
+        app.emit(result, render.status_text(result, app.color))
+        return EXIT_OK
+
+    run_guarded(app, body)
+
+
+@click.command()
+@cards_option("the load to estimate for  [default: from the config, 24]")
+@click.pass_obj
+def battery(app: App, cards: int | None) -> None:
+    """Battery volts and charge, and how many passes and hands it has left.
+
+    \b
+    Examples:
+      shuffler battery
+      shuffler battery --cards 32
+    """
+    from . import render
+
+    def body() -> int:
+        result = app.ask("battery", load=cards, cards=cards, local=lambda s: s.battery(cards))
+        app.emit(result, render.battery_text(result))
+        return EXIT_OK
+
+    run_guarded(app, body)
+
+
+@click.command()
+@click.pass_obj
+def clear(app: App) -> None:
+    """Clear a latched fault once the machine reports itself clear.
+
+    \b
+    Example, after freeing a jam and putting every card back in the tray:
+      shuffler clear
+    """
+
+    def body() -> int:
+        result = app.ask("clear", load=None, local=lambda s: s.do_clear())
+        code = result.pop("exit")
+        if not result["cleared"]:
+            text = "the machine still reports a fault: see `shuffler status`"
+        elif result["was"]:
+            text = f"cleared: {result['was']['kind']}"
+        else:
+            text = "no fault was latched"
+        app.emit(result, text)
+        return code
+
+    run_guarded(app, body)
+
+
+@click.command()
+@cards_option("the load the simulated device starts with")
+@click.pass_obj
+def serve(app: App, cards: int | None) -> None:
+    """Own the machine: touch-driven passes and hands, and the control socket.
+
+    \b
+    Examples:
+      shuffler serve                              the configured device (systemd runs this)
+      shuffler --socket /tmp/s.sock serve         the simulator, a socket of your own
+    """
+    from shuffler.service import Service, install_signal_handlers
+
+    def body() -> int:
+        session = app.session(cards or app.config.hand.cards)
+        service = Service(session, app.socket, group=app.config.service.group,
+                          max_clients=app.config.service.max_clients, lock=app.locks[0])
+        install_signal_handlers(service)
+        service.run()
+        return EXIT_OK
+
+    app.use_service = False
+    run_guarded(app, body)

@@ -1,0 +1,152 @@
+"""The global options: declared once, with their ``SHUFFLER_*`` environment variables.
+
+Kept free of our heavier modules so that ``shuffler --help`` stays quick; values
+are checked here, so a bad one is exit 2 naming the option before anything opens.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+#: the default --sim-speed: a 24-card hand of four passes takes about two seconds
+#: (the same figure as shuffler.backends.DEFAULT_SIM_SPEED; a test keeps them equal)
+DEFAULT_SIM_SPEED = 20.0
+#: longest socket path a Unix socket takes (sun_path is 108 bytes on Linux)
+MAX_SOCKET_PATH = 107
+
+
+@dataclass(frozen=True)
+class GlobalOptions:
+    device_name: str | None = None
+    config_path: str | None = None
+    state_dir: str | None = None
+    socket_path: str | None = None
+    no_service: bool = False
+    as_json: bool = False
+    color: bool | None = None
+    verbose: int = 0
+    log_json: bool = False
+    sim_speed: float = DEFAULT_SIM_SPEED
+    sim_seed: int | None = None
+    sim_faults: tuple[str, ...] = ()
+    sim_dealer: str = "instructed"
+
+
+class FiniteFloat(click.ParamType):
+    """A float in [lo, hi]: NaN and infinities are refused (FloatRange lets NaN through)."""
+
+    name = "float"
+
+    def __init__(self, lo: float, hi: float, *, min_open: bool = False) -> None:
+        self.lo, self.hi, self.min_open = lo, hi, min_open
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        low_ok = number > self.lo if self.min_open else number >= self.lo
+        if not (math.isfinite(number) and low_ok and number <= self.hi):
+            above = "above" if self.min_open else "from"
+            self.fail(f"{value!r} is not a number {above} {self.lo:g} to {self.hi:g}", param,
+                      ctx)
+        return number
+
+
+class SafePath(click.ParamType):
+    """A path as text: no NUL byte, not absurdly long (the OS would raise, not we)."""
+
+    name = "path"
+
+    def __init__(self, max_len: int = 4096) -> None:
+        self.max_len = max_len
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None):
+        text = os.fspath(value)
+        if "\0" in text:
+            self.fail("a path cannot hold a NUL byte", param, ctx)
+        if not text:
+            self.fail("an empty path", param, ctx)
+        if len(os.fsencode(text)) > self.max_len:
+            self.fail(f"path longer than {self.max_len} bytes", param, ctx)
+        return text
+
+
+def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    opts = [
+        click.option("--device", "device_name", metavar="NAME", default=None,
+                     envvar="SHUFFLER_DEVICE", show_envvar=True,
+                     help="sim (default), sim-gpio, sim-serial, gpio or serial:PORT"),
+        click.option("--config", "config_path", type=SafePath(), default=None,
+                     envvar="SHUFFLER_CONFIG", show_envvar=True,
+                     help="TOML config file  [default: ~/.config/shuffler/config.toml]"),
+        click.option("--state-dir", type=SafePath(), default=None, envvar="SHUFFLER_STATE_DIR",
+                     show_envvar=True, help="where counters and latched faults are kept  "
+                     "[default: $XDG_STATE_HOME/shuffler]"),
+        click.option("--socket", "socket_path", type=SafePath(MAX_SOCKET_PATH), default=None,
+                     envvar="SHUFFLER_SOCKET", show_envvar=True,
+                     help="the service's socket  [default: from the config]"),
+        click.option("--no-service", is_flag=True, envvar="SHUFFLER_NO_SERVICE",
+                     show_envvar=True, help="drive the device in-process even if a service's "
+                     "socket is there (the machine's lock still applies)"),
+        click.option("--json", "as_json", is_flag=True, envvar="SHUFFLER_JSON", show_envvar=True,
+                     help="one JSON object on stdout (docs/json.md)"),
+        click.option("--color/--no-color", "color", default=None, envvar="SHUFFLER_COLOR",
+                     show_envvar=True, show_default=False,
+                     help="colour on stdout and stderr  [default: on a terminal unless "
+                          "NO_COLOR is set]"),
+        click.option("-v", "--verbose", count=True, envvar="SHUFFLER_VERBOSE", show_envvar=True,
+                     help="log more (-v info, -vv debug) on stderr"),
+        click.option("--log-json", is_flag=True, envvar="SHUFFLER_LOG_JSON", show_envvar=True,
+                     help="log JSON lines on stderr"),
+        click.option("--sim-speed", type=FiniteFloat(0.01, 1e6), default=DEFAULT_SIM_SPEED,
+                     envvar="SHUFFLER_SIM_SPEED", show_envvar=True,
+                     help="simulated seconds per real second (1 = real time)"),
+        click.option("--sim-seed", type=click.IntRange(0, 2**63 - 1), default=None,
+                     envvar="SHUFFLER_SIM_SEED", show_envvar=True,
+                     help="seed the simulator (and its plans)"),
+        click.option("--sim-fault", "sim_faults", multiple=True, metavar="SPEC",
+                     envvar="SHUFFLER_SIM_FAULT", show_envvar=True,
+                     help="inject a fault (repeatable): jam:CARD[:FREES_AFTER], "
+                          "misfeed:CARD[:FREES_AFTER], double:CARD, battery:VOLTS"),
+        click.option("--sim-dealer", type=click.Choice(["instructed", "other", "both"]),
+                     default="instructed", envvar="SHUFFLER_SIM_DEALER", show_envvar=True,
+                     help="how the simulated dealer restacks: as the LED says, the other "
+                          "pile on top, or both piles at once"),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
+    takes_value: set[str] = set()
+    flags: set[str] = set()
+    for p in params:
+        if not isinstance(p, click.Option):
+            continue
+        names = [*p.opts, *p.secondary_opts]
+        if p.is_flag or p.count:
+            flags.update(names)
+        else:
+            takes_value.update(names)
+    return takes_value, flags
+
+
+def global_option_names(group: click.Command) -> tuple[set[str], set[str]]:
+    """The group's own options: (those taking a value, flags), plus ``-vv`` style."""
+    takes_value, flags = _names(group.params)
+    flags.update({"-vv", "-vvv", "-vvvv"})
+    flags -= {"-h", "--help"}  # after the command, --help is the command's own
+    return takes_value, flags
+
+
+def value_option_names(command: click.Command) -> set[str]:
+    """A command's options that take a value (their value is never a global option)."""
+    return _names(command.params)[0]

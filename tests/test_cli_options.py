@@ -1,0 +1,263 @@
+"""Options where a person types them: after the command, from the environment, -V,
+``python -m shuffler``, colour; and one owner of the machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from shuffler.lock import MachineLock
+from shuffler_cli.main import COMMANDS, SUMMARIES, cli
+
+FAST = ["--sim-speed", "1000000"]
+
+
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    return {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
+            "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
+
+
+def invoke(env: dict[str, str], *args: str):
+    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+
+
+def shuffler(env: dict[str, str], *args: str, timeout: float = 60):
+    return subprocess.run([sys.executable, "-m", "shuffler", *args], capture_output=True,
+                          text=True, env={**os.environ, **env}, timeout=timeout)
+
+
+def test_global_options_work_after_the_command(env):
+    after = invoke(env, "status", "--json", "--sim-speed", "1000000")
+    assert after.exit_code == 0, after.output
+    assert json.loads(after.stdout)["device"]["kind"] == "sim"
+    hand = invoke(env, "hand", "--passes", "2", "--json", "--sim-fault=jam:13")
+    assert hand.exit_code == 3 and json.loads(hand.stdout)["hand"]["fault"]["kind"] == "jam"
+
+
+def test_a_command_option_value_is_never_taken_for_a_global_option(env, tmp_path):
+    # "--json" here is the file name --orders writes, not the global flag
+    result = invoke(env, "simulate", "--trials", "10", "--seed", "1", "--orders", "--json")
+    assert result.exit_code == 0, result.output
+    assert not result.stdout.startswith("{")
+
+
+def test_every_option_reads_its_environment_variable(env):
+    result = invoke({**env, "SHUFFLER_DEVICE": "sim-gpio", "SHUFFLER_JSON": "1",
+                     "SHUFFLER_SIM_SPEED": "1000000"}, "status")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["device"]["kind"] == "sim-gpio"
+    hand = invoke({**env, "SHUFFLER_HAND_PASSES": "2", "SHUFFLER_JSON": "1"}, *FAST, "hand")
+    assert len(json.loads(hand.stdout)["hand"]["passes"]) == 2
+
+
+def test_help_shows_every_environment_variable_and_lists_commands_in_order(env):
+    text = invoke(env, "--help").stdout
+    for var in ("SHUFFLER_DEVICE", "SHUFFLER_CONFIG", "SHUFFLER_STATE_DIR", "SHUFFLER_SOCKET",
+                "SHUFFLER_JSON", "SHUFFLER_SIM_FAULT", "SHUFFLER_NO_SERVICE"):
+        assert var in text
+    listed = [line.split()[0] for line in text.split("Commands:")[1].splitlines()[1:]
+              if line.startswith("  ") and line.split() and line.split()[0] in COMMANDS]
+    assert listed == list(COMMANDS) == list(SUMMARIES)
+    assert "SHUFFLER_HAND_PASSES" in invoke(env, "hand", "--help").stdout
+
+
+def test_help_imports_no_command_module():
+    code = ("import sys; from shuffler_cli.main import cli\n"
+            "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('shuffler', 'hardware'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60).stdout.strip().splitlines()[-1]
+    assert out == "['shuffler_cli', 'shuffler_cli.main', 'shuffler_cli.options']"
+
+
+def test_version_and_python_dash_m(env):
+    assert invoke(env, "-V").stdout.strip() == "shuffler 0.1.0"
+    proc = shuffler(env, "--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == "shuffler 0.1.0"
+
+
+def test_usage_errors_with_json_are_json_on_stdout(env):
+    result = invoke(env, "--json", "pass", "--cards", "0")
+    assert result.exit_code == 2
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "usage" and error["exit"] == 2 and "--cards" in error["message"]
+    bad = invoke(env, "--config", "/no/such.toml", "--json", "status")
+    assert bad.exit_code == 2 and json.loads(bad.stdout)["error"]["kind"] == "config"
+
+
+def _on_a_terminal(env: dict[str, str], *args: str) -> str:
+    """Run the CLI with stdout and stderr on a pseudo-terminal; what it wrote there."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-m", "shuffler", *FAST, *args],
+                            stdout=follower, stderr=follower, env={**os.environ, **env})
+    os.close(follower)
+    chunks = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.5)
+        if ready:
+            try:
+                data = os.read(leader, 4096)
+            except OSError:
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(10)
+    os.close(leader)
+    return b"".join(chunks).decode()
+
+
+def test_colour_on_a_terminal_unless_no_color(env):
+    jammed = {**env, "SHUFFLER_SIM_FAULT": "jam:13"}
+    assert "\x1b[" in _on_a_terminal(jammed, "pass")  # red "shuffler:" on a terminal
+    plain = _on_a_terminal({**jammed, "NO_COLOR": "1"}, "pass")
+    assert "Jam at card 13" in plain and "\x1b[3" not in plain and "\x1b[1" not in plain
+    assert "\x1b[3" not in _on_a_terminal(jammed, "--no-color", "pass")
+
+
+# -- one owner of the machine ----------------------------------------------------------
+
+def test_a_stale_socket_is_not_running_exit_3_and_the_device_stays_shut(env, tmp_path):
+    path = tmp_path / "stale.sock"
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(str(path))
+    s.close()  # the file stays, nobody listens: a service that died
+    result = invoke({**env, "SHUFFLER_SOCKET": str(path)}, "--json", "status")
+    assert result.exit_code == 3
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "service_not_running" and "not running" in error["message"]
+    assert "--no-service" in result.stderr
+    assert not (tmp_path / "state" / "state.json").exists()  # nothing was opened
+    assert invoke({**env, "SHUFFLER_SOCKET": str(path)}, "--no-service", "status").exit_code == 0
+
+
+def test_a_socket_that_never_answers_is_not_answering_exit_3(env, tmp_path):
+    path = tmp_path / "mute.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(path))
+        s.listen(1)  # accepts, never greets
+        start = time.monotonic()
+        result = invoke({**env, "SHUFFLER_SOCKET": str(path)}, "--json", "status")
+    assert result.exit_code == 3 and time.monotonic() - start < 10
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "service_not_answering" and "did not answer" in error["message"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may connect to any socket")
+def test_a_refused_socket_names_the_group_to_join(env, tmp_path):
+    path = tmp_path / "private.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(path))
+        s.listen(1)
+        path.chmod(0o600)
+        os.chmod(path, 0)
+        result = invoke({**env, "SHUFFLER_SOCKET": str(path)}, "status")
+    assert result.exit_code == 3 and "permission denied" in result.stderr
+    assert "join the group" in result.stderr
+
+
+def test_a_refused_socket_as_root_is_shown_by_the_client_message(tmp_path, monkeypatch):
+    """Root passes permission checks, so the refusal itself is simulated at connect()."""
+    from shuffler import client as client_mod
+
+    path = tmp_path / "private.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.bind(str(path))
+
+        def refuse(self, address):
+            raise PermissionError(13, "Permission denied", address)
+
+        monkeypatch.setattr(client_mod.socket.socket, "connect", refuse)
+        with pytest.raises(client_mod.ServiceUnreachableError) as info:
+            client_mod.ServiceClient.reach(path)
+    assert info.value.kind == "service_permission" and info.value.exit_code == 3
+    assert "join the group" in str(info.value)
+
+
+def test_a_held_lock_refuses_a_second_driver_with_exit_3(env, tmp_path):
+    lock = MachineLock(tmp_path / "state").acquire("shuffler serve")
+    try:
+        result = invoke(env, *FAST, "--json", "--no-service", "pass")
+    finally:
+        lock.release()
+    assert result.exit_code == 3
+    error = json.loads(result.stdout)["error"]
+    assert error["kind"] == "busy" and f"shuffler serve (pid {os.getpid()})" in error["message"]
+    assert invoke(env, *FAST, "pass").exit_code == 0  # free again
+
+
+def test_two_clis_never_drive_one_device_at_once(env, tmp_path):
+    """Two hands started together on one state folder: one runs, the other is refused
+    at once with exit 3; the audit log shows passes of one hand only, never interleaved."""
+    slow = {**env, "SHUFFLER_SIM_SPEED": "10"}
+    procs = [subprocess.Popen([sys.executable, "-m", "shuffler", "--json", "hand", "--passes",
+                               "6"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, **slow}) for _ in range(2)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 3], outs
+    refused = next(json.loads(o) for (o, _), p in zip(outs, procs, strict=True)
+                   if p.returncode == 3)
+    assert refused["error"]["kind"] == "busy"
+    audit = [json.loads(line) for line in
+             (tmp_path / "state" / "audit.jsonl").read_text().splitlines()]
+    assert [e["pass"] for e in audit] == [1, 2, 3, 4, 5, 6]
+
+
+def test_a_bad_state_folder_is_exit_2_named(env):
+    result = invoke(env, *FAST, "--state-dir", "/proc/x", "pass")
+    assert result.exit_code == 2 and "/proc/x" in result.stderr
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (["--sim-fault", "jam:²", "pass"], "--sim-fault"),
+    (["--sim-fault", "jam:99", "pass"], "--sim-fault"),
+    (["--sim-speed", "nan", "pass"], "--sim-speed"),
+    (["--sim-speed", "inf", "pass"], "--sim-speed"),
+    (["mixing", "--target", "nan"], "--target"),
+    (["simulate", "--trials", "10", "--orders", "/proc/x/orders.txt"], "--orders"),
+    (["simulate", "--cards", "1"], "--cards"),
+    (["--state-dir", "a\0b", "status"], "--state-dir"),
+    (["--socket", "/tmp/" + "s" * 5000, "status"], "--socket"),
+    (["--config", "x\0y", "status"], "--config"),
+])
+def test_bad_option_values_are_exit_2_naming_the_option(env, args, option):
+    result = invoke(env, *args)
+    assert result.exit_code == 2, result.output
+    assert option in result.stderr
+
+
+@pytest.mark.parametrize("command", [["pass"], ["hand", "--passes", "2"], ["battery"],
+                                     ["mixing", "--passes", "3", "--trials", "10"]])
+def test_one_card_works_everywhere_it_makes_sense(env, command):
+    result = invoke(env, *FAST, command[0], "--cards", "1", *command[1:])
+    assert result.exit_code == 0, result.output
+
+
+def test_constants_kept_in_step_with_the_core():
+    from shuffler import backends, cards, service
+    from shuffler import client as client_mod
+    from shuffler_cli import commands, options
+
+    assert options.DEFAULT_SIM_SPEED == backends.DEFAULT_SIM_SPEED
+    assert commands.MAX_CARDS == cards.MAX_CARDS
+    assert client_mod.PROTOCOL == service.PROTOCOL
+
+
+def test_the_lock_file_lives_in_the_state_folder(tmp_path):
+    with MachineLock(tmp_path) as lock:
+        assert lock.held and "pid" in (Path(tmp_path) / "machine.lock").read_text()
