@@ -45,11 +45,13 @@ def test_global_options_work_after_the_command(env):
     assert hand.exit_code == 3 and json.loads(hand.stdout)["hand"]["fault"]["kind"] == "jam"
 
 
-def test_a_command_option_value_is_never_taken_for_a_global_option(env, tmp_path):
+def test_a_command_option_value_is_never_taken_for_a_global_option(env, tmp_path,
+                                                                  monkeypatch):
     # "--json" here is the file name --orders writes, not the global flag
+    monkeypatch.chdir(tmp_path)
     result = invoke(env, "simulate", "--trials", "10", "--seed", "1", "--orders", "--json")
     assert result.exit_code == 0, result.output
-    assert not result.stdout.startswith("{")
+    assert not result.stdout.startswith("{") and (tmp_path / "--json").is_file()
 
 
 def test_every_option_reads_its_environment_variable(env):
