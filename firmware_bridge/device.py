@@ -220,6 +220,9 @@ class SerialDevice(ShufflerDevice):
                 if isinstance(msg, Card | PassDone) and msg.pass_id != pass_id:
                     self.link.stats.stale += 1  # an earlier pass's: never this one's
                     continue
+                if isinstance(msg, Card | PassDone) and msg.counted > expected:
+                    self.link.stats.bad_frames += 1  # more cards than the pass has
+                    continue
                 if isinstance(msg, Card):
                     for c in range(counted + 1, min(msg.counted, expected) + 1):
                         if on_card:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -21,7 +24,15 @@ from firmware_bridge.framing import (
     encode_frame,
 )
 from firmware_bridge.link import ProtocolError
-from firmware_bridge.messages import SILENCE_MS, PayloadError, pack_bits, unpack_bits
+from firmware_bridge.messages import (
+    SILENCE_MS,
+    FaultCode,
+    Msg,
+    PassDone,
+    PayloadError,
+    pack_bits,
+    unpack_bits,
+)
 from hardware_sim import SimDevice, parse_fault_specs
 from hardware_sim.virtual_mcu import Noise, VirtualMCU
 from shuffler.clock import ScaledClock
@@ -234,3 +245,97 @@ def test_the_link_comes_back_when_the_port_does(tmp_path):
     finally:
         dev.close()
         second.close()
+
+
+# -- issue 17: what the fuzz campaign found --------------------------------------------------
+def inject(mcu, msg_type, payload, seq=0):
+    """A frame with a good CRC, straight onto the wire from the microcontroller's side."""
+    mcu.port.write(encode_frame(Frame(seq, msg_type, payload)))
+
+
+def test_a_stale_end_of_pass_never_completes_the_new_pass(machine):
+    mcu, dev = machine(104, speed=10)
+    stale = PassDone(dev._pass_id - 1 or 0xFFFF, 104, 52, 52, 900, 0, True, 0,
+                     FaultCode.NONE, 0)
+
+    def first_card(counted, expected):
+        if counted == 1:  # an earlier pass's PASS_DONE, delivered late
+            mcu.outbox.put(stale)
+
+    report = dev.run_pass(coin_plan(104, random.Random(1)), first_card)
+    assert report.ok and not mcu._running()
+    dealt = len(mcu.sim.mechanism.piles[0]) + len(mcu.sim.mechanism.piles[1])
+    assert dealt == 104 and dev.link.stats.stale >= 1
+
+
+@pytest.mark.parametrize("msg_type, payload, seq", [
+    (Msg.PASS_DONE, b"\x00\x01", 201),  # short: struct.error before
+    (Msg.PASS_DONE, PassDone(1, 3, 1, 2, 0, 0, False, 0, FaultCode.NONE, 0).pack()[:-3]
+     + b"\x63\x00\x00", 202),  # fault code 99: ValueError before
+    (Msg.CARD, b"\x00", 0),
+    (Msg.INPUT, b"\x09\x00\x00\x00\x00\x00", 203),  # no such input kind
+    (Msg.HELLO_REPLY, b"\x02", 204),
+    (0x7E, b"\x01\x02", 205),  # a type nobody declared
+])
+def test_a_malformed_payload_with_a_good_crc_is_dropped_and_the_pass_goes_on(
+        machine, msg_type, payload, seq):
+    mcu, dev = machine()
+    sent = []
+
+    def noisy(counted, expected):
+        if counted == 5:
+            inject(mcu, msg_type, payload, seq)
+            sent.append(counted)
+
+    report = dev.run_pass(coin_plan(24, random.Random(1)), noisy)
+    assert sent and report.ok
+    assert dev.link.stats.bad_frames >= 1
+
+
+def test_a_short_status_reply_is_a_link_error_not_an_exception(machine):
+    """A short STATUS_REPLY stopped the service's main loop (struct.error from health)."""
+    mcu, dev = machine()
+    inject(mcu, Msg.STATUS_REPLY, b"\x00", seq=99)
+    inject(mcu, Msg.BATTERY_REPLY, b"\x1f", seq=98)
+    health = dev.health()
+    assert health.ok and health.detail["link"]["bad_frames"] >= 2
+    assert dev.battery().volts > 5
+
+
+SIGTERM_DURING_A_REQUEST = """
+import signal, sys
+from firmware_bridge.device import SerialDevice
+from hardware_sim import SimDevice
+from hardware_sim.virtual_mcu import VirtualMCU
+from shuffler.clock import ScaledClock
+
+mcu = VirtualMCU(SimDevice.for_cards(24, clock=ScaledClock(50)))
+dev = SerialDevice(mcu.path)
+
+def stop(signum, frame):  # what the service's handler does
+    dev.stop()
+    raise SystemExit(0)
+
+signal.signal(signal.SIGTERM, stop)
+mcu.noise.drop = 1.0  # the microcontroller goes deaf: the request waits for its ACK
+print("asking", flush=True)
+try:
+    dev.battery()
+finally:
+    mcu.noise.drop = 0.0
+    dev.close()
+    mcu.close()
+"""
+
+
+def test_sigterm_during_a_request_exits_instead_of_deadlocking_on_the_send_lock():
+    proc = subprocess.Popen([sys.executable, "-c", SIGTERM_DURING_A_REQUEST],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "asking\n"
+        time.sleep(0.3)  # inside the request, waiting for an ACK that never comes
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0, proc.stderr.read()
+    finally:
+        proc.kill()
+        proc.wait()
