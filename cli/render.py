@@ -8,12 +8,32 @@ from typing import Any, TextIO
 import click
 
 
-def distance_text(distance) -> str:
-    if distance is None:
-        return "distance from random unknown: a double feed on the last pass"
+def distance_number(distance) -> str:
+    """Four significant digits, and never "1" for a distance below 1 (0.99996 is ">0.9999")."""
+    x = float(distance)
+    text = f"{x:.4g}"
+    if x < 1 and float(text) >= 1:
+        return ">0.9999"
+    return text
+
+
+def table_distance(distance: float) -> str:
+    """A distance for a fixed-width column: four decimals, small ones in e-notation."""
     if distance == 0:
+        return "0"
+    if distance < 1 and f"{distance:.4f}" == "1.0000":
+        return ">0.9999"
+    return f"{distance:.4f}" if distance >= 1e-3 else f"{distance:.1e}"
+
+
+def distance_text(distance, exact: bool = True) -> str:
+    """``distance`` is None when nothing can be said; ``exact`` False when it is only an
+    upper bound (after a double feed, a lost track or a resumed hand)."""
+    if distance is None:
+        return "distance from random unknown"
+    if distance == 0 and exact:
         return "exactly random"
-    return f"distance from random {float(distance):.2g}"
+    return f"distance from random {'' if exact else 'at most '}{distance_number(distance)}"
 
 
 def pass_line(p: dict[str, Any], of: int | None = None) -> str:

@@ -12,25 +12,21 @@ from hardware_sim.study import Imperfections, reading_order, simulate_hand
 from shuffler.cards import MAX_CARDS, play_euchre_hand
 from shuffler.errors import BadInputError
 from shuffler.mechanics import Feed
-from shuffler.mixing import MAX_PASSES, harmonic, recommend, tv_coin, tv_planned
+from shuffler.mixing import (
+    MAX_PASSES,
+    guesses_coin,
+    guesses_planned,
+    harmonic,
+    recommend,
+    tv_coin,
+    tv_planned,
+)
 from shuffler.planning import Mode
 from shuffler.state import atomic_write
-from shuffler.stats import ALPHA, Battery, guess_score
+from shuffler.stats import ALPHA, Battery
 
 from .options import FiniteFloat
-from .render import distance_text
-
-
-def guesses(n: int, k: int, mode: Mode, trials: int, seed: int) -> float:
-    """Mean score of the rising-sequence guesser after k passes (simulated)."""
-    if mode is Mode.PLANNED and 2**k >= n:
-        return float(harmonic(n))  # exactly uniform
-    rng = random.Random(f"guess:{n}:{k}:{mode.value}:{seed}")
-    total = 0
-    for _ in range(trials):
-        order = simulate_hand(n, k, mode, rng, Feed.BOTTOM)
-        total += guess_score(order)
-    return total / trials
+from .render import distance_text, table_distance
 
 
 def bar(value: float, width: int = 24) -> str:
@@ -45,11 +41,14 @@ def bar(value: float, width: int = 24) -> str:
               help="show the table up to this many passes")
 @click.option("--target", type=FiniteFloat(0, 1, min_open=True), default=0.01,
               show_default=True, help="the distance from random to recommend passes for")
-@click.option("--trials", type=click.IntRange(10, 10**6), default=300, show_default=True,
-              help="simulated hands per row for the guessing column")
+@click.option("--trials", type=click.IntRange(10, 10**6), default=None, hidden=True,
+              help="ignored: the guessing columns are exact (kept for old scripts)")
 @click.pass_obj
-def mixing(app, cards: int | None, passes: int, target: float, trials: int) -> None:
-    """How far from random the pack is after each pass, coin flips against planned."""
+def mixing(app, cards: int | None, passes: int, target: float, trials: int | None) -> None:
+    """How far from random the pack is after each pass, coin flips against planned.
+
+    The guessing columns are exact: the expected number of cards the best guesser
+    names, knowing the starting order and seeing each card after guessing it."""
     n = cards or app.config.hand.cards
     rows = []
     for k in range(1, passes + 1):
@@ -57,8 +56,8 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int) -> N
             "passes": k,
             "coin_tv": float(tv_coin(n, k)),
             "planned_tv": float(tv_planned(n, k)),
-            "coin_guesses": round(guesses(n, k, Mode.COIN, trials, 0), 3),
-            "planned_guesses": round(guesses(n, k, Mode.PLANNED, trials, 0), 3),
+            "coin_guesses": float(guesses_coin(n, k)),
+            "planned_guesses": float(guesses_planned(n, k)),
             "seconds": 5.0 * k * n / 24,
         })
     rec = recommend(n, target)
@@ -68,10 +67,12 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int) -> N
              f"{'passes':>6}  {'coin':>8}  {'planned':>8}  {'guessed: coin':>13}  {'planned':>7}"
              "  coin / planned"]
     for r in rows:
-        lines.append(f"{r['passes']:>6}  {r['coin_tv']:>8.4f}  {r['planned_tv']:>8.4f}  "
-                     f"{r['coin_guesses']:>13.2f}  {r['planned_guesses']:>7.2f}  "
+        lines.append(f"{r['passes']:>6}  {table_distance(r['coin_tv']):>8}  "
+                     f"{table_distance(r['planned_tv']):>8}  "
+                     f"{r['coin_guesses']:>13.3f}  {r['planned_guesses']:>7.3f}  "
                      f"{bar(r['coin_tv'])} {bar(r['planned_tv'])}")
-    lines.append(f"a random pack lets a guesser name {float(harmonic(n)):.2f} cards on average")
+    lines.append(f"a random pack lets a guesser name {float(harmonic(n)):.3f} cards on average "
+                 "(the guessing columns: the best guesser's expected score, exact)")
     for mode in ("planned", "coin"):
         k = rec[mode]
         lines.append(f"recommended ({mode}): " + (f"{k} passes to get below {target}"
@@ -149,7 +150,11 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
             f"ideal machine: {distance_text(distance)}"]
     for r in results:
         verdict = "pass" if r.passed else "FAIL"
-        text.append(f"  {r.name:<22} statistic {r.statistic:>10.2f}   p = {r.p:<8.3g} {verdict}")
+        line = f"  {r.name:<22} statistic {r.statistic:>10.2f}   p = {r.p:<8.3g} {verdict}"
+        if "standard_error" in r.detail:  # simulated: the mean with its standard error
+            line += (f"   mean {r.detail['mean']:.3f} ± {r.detail['standard_error']:.3f} "
+                     f"(random: {r.detail['uniform_mean']:.3f})")
+        text.append(line)
     text.append("all tests pass at 99%" if obj["passed"] else
                 "the pack is distinguishable from random at 99%")
     app.emit(obj, "\n".join(text))

@@ -4,7 +4,8 @@ An order is a list of starting positions (0 = top) read top first. The tests:
 
 - **runs**: the number of ascending runs, the sufficient statistic for this
   machine (its law alone gives the total variation); χ² against A(n, r)/n!.
-- **positions**: χ² of the card × position table against T/n in every cell.
+- **positions**: Pearson's χ² of the card × position table against T/n in every
+  cell, scaled by (n − 1)/n for the dependence a permutation puts between cells.
 - **guesser**: a guesser who knows the starting order and sees each card after
   guessing it names the smallest unseen card above the last one shown (it
   follows rising sequences); on a uniform pack any guesser scores H_n on
@@ -23,6 +24,14 @@ from .mixing import eulerian_row, harmonic
 
 #: a test passes at the 99% level when its p-value is at least this
 ALPHA = 0.01
+
+
+def combined_level(tests: int, alpha: float = ALPHA) -> float:
+    """How often the battery fails a truly random pack when it fails on any one of
+    ``tests`` tests at level ``alpha``, were the tests independent: 1 − (1 − α)^m.
+    (The union bound m·α holds whatever their dependence; tests/test_calibration.py
+    measures the rate.)"""
+    return 1 - (1 - alpha) ** tests
 
 
 def ascending_runs(order: Sequence[int]) -> int:
@@ -162,8 +171,11 @@ def guesser_test(scores: Sequence[int], n: int) -> TestResult:
     mean = sum(scores) / trials
     h = float(harmonic(n))
     var = sum((1 / i) * (1 - 1 / i) for i in range(1, n + 1))
-    z = (mean - h) / math.sqrt(var / trials)
-    return TestResult("guesser", z, None, normal_sf2(z), {"mean": mean, "uniform_mean": h})
+    z = (mean - h) / math.sqrt(var / trials) if var > 0 else 0.0
+    spread = sum((s - mean) ** 2 for s in scores) / max(trials - 1, 1)
+    return TestResult("guesser", z, None, normal_sf2(z),
+                      {"mean": mean, "standard_error": math.sqrt(spread / trials),
+                       "uniform_mean": h})
 
 
 def mean_test(name: str, values: Sequence[float], mean0: float, var0: float) -> TestResult:
@@ -216,10 +228,20 @@ class Battery:
         return out
 
     def position_result(self, trials: int) -> TestResult:
-        e = trials / self.n
-        stat = sum((o - e) ** 2 for row in self.table for o in row) / e
-        df = (self.n - 1) ** 2
-        return TestResult("positions", stat, df, chi2_sf(stat, df), {"cells": self.n ** 2})
+        """Pearson's sum over the n × n cells, scaled by (n − 1)/n.
+
+        Each hand adds a permutation matrix, whose cells covary: on a uniform
+        pack the plain sum Σ (o − e)²/e averages n(n − 1), and it is (n − 1)/n
+        times that sum that is asymptotically χ² with (n − 1)² degrees of freedom.
+        """
+        n = self.n
+        if n == 1 or trials == 0:
+            return TestResult("positions", 0.0, 0, 1.0, {"cells": n * n})
+        e = trials / n
+        pearson = sum((o - e) ** 2 for row in self.table for o in row) / e
+        stat = pearson * (n - 1) / n
+        df = (n - 1) ** 2
+        return TestResult("positions", stat, df, chi2_sf(stat, df), {"cells": n * n})
 
 
 def _adjacent_alike(order: Sequence[int], labels: Sequence[object]) -> int:

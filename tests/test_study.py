@@ -97,6 +97,27 @@ def test_mixing_json_has_the_documented_keys():
     assert data["recommended"] == {"coin": 13, "planned": 5}
 
 
+def test_mixing_guessing_columns_are_exact_and_do_not_depend_on_trials():
+    from shuffler.mixing import guesses_coin, guesses_planned
+
+    outputs = {CliRunner().invoke(cli, ["--json", "mixing", "--cards", "24", "--passes", "6",
+                                        *extra]).stdout
+               for extra in ([], ["--trials", "10"], ["--trials", "100000"])}
+    assert len(outputs) == 1
+    rows = json.loads(outputs.pop())["rows"]
+    assert [r["coin_guesses"] for r in rows] == [float(guesses_coin(24, k)) for k in range(1, 7)]
+    assert [r["planned_guesses"] for r in rows] == [
+        float(guesses_planned(24, k)) for k in range(1, 7)]
+    assert round(rows[2]["coin_guesses"], 3) == 7.976 and rows[3]["planned_guesses"] > 3.776
+
+
+def test_mixing_prints_distances_below_1_as_below_1():
+    out = CliRunner().invoke(cli, ["mixing", "--cards", "24", "--passes", "4"]).stdout
+    row2 = next(line for line in out.splitlines() if line.split()[:1] == ["2"])
+    assert ">0.9999" in row2 and "1.0000" not in row2  # 1 - 7e-9 is not 1
+    assert " 0.9979 " in out
+
+
 def test_mixing_text_recommends():
     out = CliRunner().invoke(cli, ["mixing", "--passes", "6", "--trials", "20"]).stdout
     assert "recommended (planned): 4 passes" in out and "recommended (coin): 11 passes" in out

@@ -1,0 +1,92 @@
+"""Every test of the battery, and the battery as a whole, rejects a truly random pack
+at the rate it claims.
+
+Each of SEEDS runs feeds HANDS exactly uniform packs (``random.shuffle``, fixed
+seeds) to a :class:`~shuffler.stats.Battery` and records which tests reject at
+the 1% and the 5% level. The count of rejections is Binomial(SEEDS, level) for
+a calibrated test; the check accepts the central band outside which each tail
+holds at most TAIL of that law. Twelve checks, so this module fails a correctly
+calibrated battery with probability at most 24 · 10⁻⁷ (deterministic: the
+seeds are fixed). The positions statistic before its (n − 1)/n scaling
+rejected 5–6% at the 1% level and fails here.
+"""
+
+from __future__ import annotations
+
+import random
+from functools import cache
+from math import comb, exp, log, log1p
+
+import pytest
+
+from shuffler.stats import ALPHA, Battery, combined_level
+
+N, HANDS, SEEDS = 5, 60, 1500
+LEVELS = (ALPHA, 0.05)
+TAIL = 1e-7
+GROUPS = [0, 0, 1, 1, 2]  # trick labels by starting position, for the euchre tests
+SUITS = ["C", "H", "C", "H", "S"]
+TESTS = ("runs", "positions", "guesser", "trick-mates adjacent", "same-suit neighbours")
+
+
+def binomial_band(trials: int, p: float, tail: float = TAIL) -> tuple[int, int]:
+    """The smallest lo and largest hi with P(X < lo) ≤ tail and P(X > hi) ≤ tail."""
+    pmf = [exp(log(comb(trials, x)) + x * log(p) + (trials - x) * log1p(-p))
+           for x in range(trials + 1)]
+    lo, below = 0, 0.0
+    while below + pmf[lo] <= tail:
+        below += pmf[lo]
+        lo += 1
+    hi, above = trials, 0.0
+    while above + pmf[hi] <= tail:
+        above += pmf[hi]
+        hi -= 1
+    return lo, hi
+
+
+@cache
+def rejections() -> dict[tuple[str, float], int]:
+    counts: dict[tuple[str, float], int] = {}
+    pack = list(range(N))
+    for seed in range(SEEDS):
+        rng = random.Random(seed)
+        battery = Battery(N)
+        for _ in range(HANDS):
+            rng.shuffle(pack)
+            battery.add(pack, GROUPS, SUITS)
+        results = battery.results()
+        assert tuple(r.name for r in results) == TESTS
+        for level in LEVELS:
+            for r in results:
+                counts[r.name, level] = counts.get((r.name, level), 0) + (r.p < level)
+            counts["battery", level] = counts.get(("battery", level), 0) + any(
+                r.p < level for r in results)
+    return counts
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("name", TESTS)
+def test_each_test_rejects_uniform_packs_at_its_nominal_level(name, level):
+    lo, hi = binomial_band(SEEDS, level)
+    assert lo <= rejections()[name, level] <= hi, (name, level, rejections()[name, level])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_the_battery_rejects_uniform_packs_at_its_stated_combined_level(level):
+    # the stated level: the tests' rates combined as if independent (1 - (1 - a)^m)
+    nominal = combined_level(len(TESTS), level)
+    lo, hi = binomial_band(SEEDS, nominal)
+    assert lo <= rejections()["battery", level] <= hi, rejections()["battery", level]
+
+
+def test_the_band_catches_the_old_mis_scaled_positions_statistic():
+    # 5-6% rejections at the 1% level, as the unscaled statistic gave, is outside the band
+    assert binomial_band(SEEDS, ALPHA)[1] < 0.05 * SEEDS
+    assert combined_level(3) == pytest.approx(0.0297, abs=1e-4)
+
+
+def test_one_card_passes_every_test():
+    battery = Battery(1)
+    for _ in range(10):
+        battery.add([0])
+    assert all(r.p == 1.0 for r in battery.results())
