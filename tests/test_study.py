@@ -12,7 +12,7 @@ import random
 import pytest
 from click.testing import CliRunner
 
-from cli.main import cli
+from shuffler_cli.main import cli
 from hardware_sim.study import Imperfections, deal_with_doubles, reading_order, simulate_hand
 from shuffler.mechanics import Feed, Pile, deal_pass
 from shuffler.planning import Mode
