@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass, field, replace
 
@@ -10,10 +11,13 @@ from .clock import Clock, ScaledClock
 from .config import Config
 from .device import ShufflerDevice
 from .errors import BadInputError, DeviceError
+from .logs import get_logger
 from .planning import RandomSource, system_random
 
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
 DEFAULT_SIM_SPEED = 20.0
+
+log = get_logger("shuffler.backends")
 
 
 @dataclass(frozen=True)
@@ -74,20 +78,30 @@ def open_device(
 
 
 def _gpio(config: Config) -> ShufflerDevice:
+    """The pins through the factory gpiozero chooses (``GPIOZERO_PIN_FACTORY`` honoured).
+    Any failure to open them is one line with its real cause (exit 3): a missing pin
+    library, lgpio's "GPIO busy" or "can not open gpiochip", and the reasons gpiozero
+    recorded for each library it fell back from."""
     import warnings
 
-    from gpiozero.exc import GPIOZeroError
-
     from .gpio import GpioDevice
+    from .safe_pins import is_pin_error, open_pin_factory, pin_failure
 
+    factory, fell_back = open_pin_factory()
+    for reason in fell_back:
+        log.warning("gpiozero fell back from a pin library", reason=reason)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # gpiozero warns for every factory it tries
-            return GpioDevice(config.gpio, limits=config.mechanism.limits,
-                              feed=config.mechanism.feed)
-    except GPIOZeroError as e:
-        raise DeviceError(f"cannot open the GPIO pins ({e}); on a Raspberry Pi install "
-                          "lgpio (see docs/hardware.md), elsewhere use --device sim-gpio") from None
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            device = GpioDevice(config.gpio, limits=config.mechanism.limits,
+                                feed=config.mechanism.feed, pin_factory=factory)
+    except Exception as e:
+        if not is_pin_error(e):
+            raise
+        raise DeviceError(pin_failure(e, fell_back)) from None
+    for w in caught:
+        log.info("gpiozero", warning=str(w.message))
+    return device
 
 
 def _sim_serial(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
@@ -125,6 +139,11 @@ def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     scaled = replace(limits, jam_seconds=max(limits.jam_seconds / speed, 0.02),
                      misfeed_seconds=max(limits.misfeed_seconds / speed, 0.04),
                      reverse_seconds=max(limits.reverse_seconds / speed, 0.01))
+    if kept := os.environ.get("SHUFFLER_KEPT_PINS"):  # tests: levels outlive a SIGKILL
+        from hardware_sim.kept_pins import keep_levels
+
+        outputs = ("motor", "motor_backward", "diverter", "buzzer")
+        keep_levels(rig.factory, kept, [n for r, n in config.gpio.pins().items() if r in outputs])
     return RiggedGpioDevice(rig, limits=scaled, feed=mech.feed)
 
 

@@ -18,6 +18,7 @@ Protocol (version 1), one JSON object per line each way::
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import grp
 import json
@@ -40,7 +41,7 @@ from .lock import MachineLock
 from .logs import get_logger
 from .planning import Mode
 from .reports import error_kind
-from .session import Session
+from .session import ENDINGS, Session
 
 PROTOCOL = 1
 SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
@@ -342,10 +343,14 @@ def error_reply(error: ShufflerError, exit_code: int | None = None) -> dict[str,
 
 
 def install_signal_handlers(service: Service) -> None:
-    """SIGTERM and SIGINT: stop the motor, unwind (the state is saved on the way out)."""
+    """SIGTERM, SIGINT and SIGHUP (the SSH session that started it dropped): the loop
+    unwinds at once, through the pass's ``finally`` that stops the motor and
+    :meth:`Service.close`, and the process exits 0. The handler touches no pin (it may
+    have interrupted the main thread inside one). Leaving the interpreter any other way
+    stops the motor too."""
     def stop(signum, frame):
-        service.session.device.stop()
         raise SystemExit(0)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    for sig in ENDINGS:
+        signal.signal(sig, stop)
+    atexit.register(service.session.device.stop)

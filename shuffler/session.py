@@ -7,7 +7,11 @@ the same dicts, so the output is the same.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import atexit
+import contextlib
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .config import Config
@@ -23,6 +27,42 @@ Event = Callable[[dict[str, Any]], None]
 
 def _quiet(event: dict[str, Any]) -> None:
     pass
+
+
+#: signals that end a process; SIGHUP comes when the SSH session running the CLI drops
+ENDINGS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
+
+
+@contextlib.contextmanager
+def motor_off_on_exit(device) -> Iterator[None]:
+    """While the machine may move: an ending signal that nothing else handles unwinds the
+    pass (SystemExit 128+N; KeyboardInterrupt for SIGINT), whose ``finally`` stops the
+    motor, instead of killing the process where it stands; leaving the interpreter stops
+    it too. The handler itself touches no pin: it runs in the middle of whatever the main
+    thread was doing, perhaps holding a pin's lock. A handler already installed (the
+    service's, the CLI's) is left alone; signals are only handled in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ending(signum, frame):
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise SystemExit(128 + signum)
+
+    taken = {}
+    for sig in ENDINGS:
+        current = signal.getsignal(sig)
+        if current in (signal.SIG_DFL, signal.default_int_handler):
+            taken[sig] = current
+            signal.signal(sig, ending)
+    atexit.register(device.stop)
+    try:
+        yield
+    finally:
+        atexit.unregister(device.stop)
+        for sig, handler in taken.items():
+            signal.signal(sig, handler)
 
 
 class Session:
@@ -41,9 +81,10 @@ class Session:
         planner = make_planner(Mode(mode) if mode else self.config.hand.mode, 1, self.rng)
         on_event({"event": "pass_start", "number": 1, "of": 1})
         plan = planner.plan(0, cards, PackTracker(cards, self.device.info.feed))
-        report = self.controller.run_pass(
-            plan, lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
-            context={"mode": planner.mode.value})
+        with motor_off_on_exit(self.device):
+            report = self.controller.run_pass(
+                plan, lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
+                context={"mode": planner.mode.value})
         result = pass_dict(report)
         return {"device": self.device.info.to_dict(), "pass": result,
                 "exit": exit_code(result["fault"])}
@@ -55,7 +96,14 @@ class Session:
         if pending:
             on_event({"event": "resume", "number": pending["number"],
                       "at_pass": pending["done"] + 1, "of": of})
-        hand = play_hand(
+        with motor_off_on_exit(self.device):
+            hand = self._hand(passes, cards, mode, of, on_event)
+        result = hand_dict(hand)
+        return {"device": self.device.info.to_dict(), "hand": result,
+                "exit": exit_code(result["fault"])}
+
+    def _hand(self, passes, cards, mode, of, on_event: Event):
+        return play_hand(
             self.controller, self.config, passes=passes or self.config.hand.passes,
             cards=cards or self.config.hand.cards,
             mode=Mode(mode) if mode else self.config.hand.mode, rng=self.rng,
@@ -63,9 +111,6 @@ class Session:
             on_card=lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
             on_pass_done=lambda r: on_event({"event": "pass", "pass": record_dict(r),
                                              "of": of}))
-        result = hand_dict(hand)
-        return {"device": self.device.info.to_dict(), "hand": result,
-                "exit": exit_code(result["fault"])}
 
     def do_clear(self) -> dict[str, Any]:
         had = self.controller.latched_fault()

@@ -1,0 +1,194 @@
+"""The motor is off on every way out: signals, a SIGKILL (through ``shuffler-safe``), and a
+pin factory that cannot load is one clear line.
+
+The sim-gpio runs here keep their pin levels in a file (``hardware_sim.kept_pins``), as a
+Raspberry Pi kernel keeps a released line at its last level, so what a killed process
+leaves behind can be read after it is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import pytest
+
+from shuffler.client import ServiceClient
+
+MOTOR, BACKWARD, DIVERTER = "GPIO12", "GPIO13", "GPIO18"
+
+kept_factory = pytest.mark.skipif(
+    not any(ep.name == "shuffler-kept" for ep in entry_points(group="gpiozero_pin_factories")),
+    reason="the shuffler-kept pin factory is not registered: pip install -e '.[test]' again")
+
+
+def level(pins: Path, name: str) -> float | None:
+    try:
+        entry = json.loads(pins.read_text()).get(name)
+    except (FileNotFoundError, ValueError):
+        return None
+    return entry["level"] if entry else None
+
+
+def env_for(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "SHUFFLER_CONFIG": "", "SHUFFLER_KEPT_PINS": str(tmp / "pins.json"),
+           "PYTHONFAULTHANDLER": "1"}
+    for key in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "GPIOZERO_PIN_FACTORY"):
+        env.pop(key, None)
+    return {**env, **extra}
+
+
+def wait_for(check, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def start_pass(tmp: Path) -> subprocess.Popen:
+    """A real-time sim-gpio pass (about 5 s for 24 cards): long enough to catch it."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "cli", "--device", "sim-gpio", "--sim-speed", "1",
+         "--state-dir", str(tmp / "state"), "pass"],
+        env=env_for(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def motor_running(pins: Path) -> bool:
+    return (level(pins, MOTOR) or 0) >= 0.99
+
+
+def signal_mid_pass(proc: subprocess.Popen, pins: Path, sig: int) -> tuple[int, str]:
+    """Send ``sig`` once the motor runs at full speed; the exit code and stderr."""
+    try:
+        wait_for(lambda: motor_running(pins), "the motor to run")
+        proc.send_signal(sig)
+        code = proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGABRT)  # PYTHONFAULTHANDLER: say where it hangs
+        proc.wait(5)
+        raise AssertionError(proc.stderr.read()) from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return code, proc.stderr.read() if proc.stderr else ""
+
+
+@kept_factory
+def test_sigkill_mid_pass_leaves_the_motor_on_until_the_safe_command(tmp_path):
+    pins = tmp_path / "pins.json"
+    code, _ = signal_mid_pass(start_pass(tmp_path), pins, signal.SIGKILL)
+    assert code == -signal.SIGKILL  # no Python ran: nothing stopped the motor
+    assert level(pins, MOTOR) == 1.0  # the kernel kept the line high: the motor turns on
+
+    out = subprocess.run([sys.executable, "-m", "shuffler.safe_pins", "--device", "gpio"],
+                         env=env_for(tmp_path, GPIOZERO_PIN_FACTORY="shuffler-kept"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    kept = json.loads(pins.read_text())
+    for name in (MOTOR, BACKWARD, DIVERTER):
+        assert kept[name] == {"function": "output", "level": 0.0}, name
+    assert "Traceback" not in out.stderr and "motor GPIO12" in out.stderr
+
+
+@kept_factory
+def test_sighup_mid_pass_stops_the_motor_and_exits_cleanly(tmp_path):
+    pins = tmp_path / "pins.json"
+    # the SSH session running the CLI dropped
+    code, stderr = signal_mid_pass(start_pass(tmp_path), pins, signal.SIGHUP)
+    assert code == 128 + signal.SIGHUP and "Traceback" not in stderr, stderr
+    assert level(pins, MOTOR) == 0.0 and level(pins, BACKWARD) == 0.0
+
+
+@kept_factory
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
+def test_the_service_stops_the_motor_and_exits_0_on_a_hangup_or_term(tmp_path, sig):
+    pins, sock = tmp_path / "pins.json", tmp_path / "s.sock"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "--device", "sim-gpio", "--sim-speed", "1", "--state-dir",
+         str(tmp_path / "state"), "--socket", str(sock), "serve"],
+        env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: ServiceClient.connect(sock) is not None, "the service")
+    except AssertionError:
+        proc.kill()
+        raise
+    client = ServiceClient.connect(sock)
+    assert client is not None
+    client.sock.sendall(b'{"cmd": "pass"}\n')
+    code, stderr = signal_mid_pass(proc, pins, sig)
+    assert code == 0 and "Traceback" not in stderr, stderr
+    assert level(pins, MOTOR) == 0.0
+    assert not sock.exists()
+
+
+def one_line_exit_3(out: subprocess.CompletedProcess) -> str:
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 3, out.stderr
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    return lines[0]
+
+
+def test_gpio_without_lgpio_is_one_line_naming_the_cause(tmp_path):
+    env = env_for(tmp_path, GPIOZERO_PIN_FACTORY="lgpio")
+    out = subprocess.run([sys.executable, "-m", "cli", "--device", "gpio", "--state-dir",
+                          str(tmp_path / "s"), "status"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    line = one_line_exit_3(out)
+    assert "GPIOZERO_PIN_FACTORY=lgpio" in line and "No module named 'lgpio'" in line
+    assert "python3-lgpio" in line
+
+
+def test_no_pin_library_names_each_fallback_reason(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "cli", "--device", "gpio", "--state-dir",
+                          str(tmp_path / "s"), "status"], env=env_for(tmp_path),
+                         capture_output=True, text=True, timeout=60)
+    line = one_line_exit_3(out)
+    assert "Falling back from lgpio: No module named 'lgpio'" in line
+    assert "Falling back from native" in line
+
+
+def test_the_safe_command_without_lgpio_is_one_line_too(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "shuffler.safe_pins", "--device", "gpio"],
+                         env=env_for(tmp_path, GPIOZERO_PIN_FACTORY="lgpio"),
+                         capture_output=True, text=True, timeout=60)
+    assert "No module named 'lgpio'" in one_line_exit_3(out)
+
+
+def test_the_safe_command_has_nothing_to_do_off_gpio(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "shuffler.safe_pins"], env=env_for(tmp_path),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and "no GPIO pins to drive" in out.stderr
+
+
+def test_lgpio_busy_is_a_device_error_with_the_cause(monkeypatch):
+    """lgpio raises its own ``lgpio.error``; lgpio is not installed here, so a pin factory
+    raises an exception of that name and module, as lgpio's claim does."""
+    from gpiozero import Device
+    from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+    from shuffler.backends import _gpio
+    from shuffler.config import Config
+    from shuffler.errors import DeviceError
+
+    error = type("error", (Exception,), {"__module__": "lgpio"})
+
+    class Busy(MockFactory):
+        def pin(self, spec, **kwargs):
+            if str(spec) == "12":
+                raise error("GPIO busy")
+            return super().pin(spec, **kwargs)
+
+    monkeypatch.setattr(Device, "pin_factory", Busy(pin_class=MockPWMPin))
+    with pytest.raises(DeviceError) as caught:
+        _gpio(Config())
+    message = str(caught.value)
+    assert message.startswith("cannot open the GPIO pins: lgpio: GPIO busy")
+    assert "second shuffler" in message and "\n" not in message
