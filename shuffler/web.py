@@ -169,6 +169,9 @@ def _handler_for(web: WebServer) -> type[BaseHTTPRequestHandler]:
                 self.send_json(HTTPStatus.OK, web.source.panel()[1])
             elif path == "/api/events":
                 self.stream()
+            elif path == "/favicon.ico":
+                self.send_response(HTTPStatus.NO_CONTENT)
+                self.end_headers()
             else:
                 self.refuse(HTTPStatus.NOT_FOUND, "not_found", f"no page at {path}")
 
