@@ -162,6 +162,19 @@ class ServiceConfig:
 
 
 @dataclass(frozen=True)
+class WebConfig:
+    """``[web]``: the dealer's page (docs/guide.md); off unless enabled."""
+
+    enabled: bool = False
+    lan: bool = False  # false: loopback only; true: every address (actions need pairing)
+    port: int = 8080
+
+    @property
+    def bind(self) -> str:
+        return "0.0.0.0" if self.lan else "127.0.0.1"
+
+
+@dataclass(frozen=True)
 class MqttConfig:
     """``[mqtt]``: telemetry to a broker (see docs/mqtt.md); no ``host``: off."""
 
@@ -197,6 +210,7 @@ class Config:
     gpio: GpioConfig = field(default_factory=lambda: GpioConfig())
     service: ServiceConfig = field(default_factory=ServiceConfig)
     mqtt: MqttConfig = field(default_factory=MqttConfig)
+    web: WebConfig = field(default_factory=WebConfig)
     source: str = "(defaults)"
 
 
@@ -369,6 +383,13 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     )
     sv.done()
     mqtt = _mqtt_config(sub("mqtt"))
+    w = sub("web")
+    web = WebConfig(
+        enabled=w.get("enabled", False, "true or false", lambda v: type(v) is bool),
+        lan=w.get("lan", False, "true or false", lambda v: type(v) is bool),
+        port=w.int("port", 8080, 1, 65535),
+    )
+    w.done()
     top.done()
     return Config(
         device,
@@ -381,6 +402,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         service,
         source=source,
         mqtt=mqtt,
+        web=web,
     )
 
 

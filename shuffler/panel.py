@@ -17,10 +17,12 @@ from .mechanics import Pile
 SCHEMA = 1
 
 
-def stack_prompt(on_top: Pile | None) -> str:
-    if on_top is None:
-        return "Stack the piles, then touch for the next pass"
-    return f"Put the {on_top.name} pile on top, then touch"
+def stack_prompt(on_top: Pile | None, last: bool = False) -> str:
+    """Between passes; after the ``last`` pass the pack is ready to deal."""
+    pile = "one pile on the other" if on_top is None else f"the {on_top.name} pile on top"
+    if last:
+        return f"Put {pile}: the pack is shuffled, deal"
+    return f"Put {pile}, then touch"
 
 
 def ready_prompt(number: int, of: int) -> str:
@@ -72,7 +74,8 @@ class Panel:
         if status.of is not None:
             p["of"] = status.of
         if status.signal is Signal.STACK:
-            self._change(phase="stack", prompt=stack_prompt(status.on_top), **{"pass": p})
+            last = status.next_pass is None
+            self._change(phase="stack", prompt=stack_prompt(status.on_top, last), **{"pass": p})
         elif status.signal is Signal.RUNNING:
             self._change(phase="dealing", prompt=f"Dealing pass {p['number']} of {p['of']}",
                          **{"pass": p})

@@ -75,6 +75,7 @@ def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
     fault = controller.latched_fault()
     health = device.health()
     seats = config.table.seats
+    dealer = dealer_index(state, config)
     return {
         "device": device.info.to_dict(),
         "health": health.to_dict() | {"ok": health.ok and fault is None},
@@ -84,7 +85,9 @@ def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
                      "cards": state.cards, "jams": state.jams, "faults": state.faults,
                      "interrupted": state.interrupted},
         "hand_in_progress": state.hand,
-        "dealer": seats[dealer_index(state, config)],
+        "dealer": seats[dealer],
+        "next_dealer": seats[(dealer + 1) % len(seats)],
+        "deck": "AB"[state.deck % 2] if config.table.decks == 2 else None,
     }
 
 

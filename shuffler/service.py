@@ -12,6 +12,8 @@ Protocol (version 1), one JSON object per line each way::
        {"cmd": "pass", "cards": 24, "mode": "planned"}
        {"cmd": "hand", "passes": 5, "cards": 24, "mode": "coin"}
        {"cmd": "clear"} | {"cmd": "stop"}
+       {"cmd": "score"} | {"cmd": "score", "makers": 0, "tricks": 5, "alone": true}
+       {"cmd": "undo"} | {"cmd": "new_game", "first_dealer": "East"}
     <- {"event": "card", "counted": 3, "expected": 24}               while a pass runs
     <- {"ok": true, "result": {...}}  or  {"ok": false, "error": {"kind": "busy", ...}}
 """
@@ -29,6 +31,7 @@ import socket
 import socketserver
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +40,7 @@ from . import __version__
 from .cards import MAX_CARDS
 from .device import EventKind
 from .errors import BadInputError, ShufflerError
+from .faces import Faces, signal_tee
 from .lock import MachineLock
 from .logs import get_logger
 from .planning import Mode
@@ -45,6 +49,9 @@ from .session import ENDINGS, Session
 
 PROTOCOL = 1
 SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
+COMMANDS = ("status", "battery", "pass", "hand", "clear", "stop", "score", "undo", "new_game")
+#: requests that run in the deciding loop, one at a time
+CLAIMED = ("pass", "hand", "clear", "score", "undo", "new_game")
 MAX_LINE = 64 * 1024
 log = get_logger("shuffler.service")
 
@@ -103,9 +110,8 @@ def parse_request(line: bytes) -> dict[str, Any]:
     if not isinstance(req, dict):
         raise RequestError("not a JSON object: send one JSON object per line")
     cmd = req.get("cmd")
-    if cmd not in ("status", "battery", "pass", "hand", "clear", "stop"):
-        raise RequestError(f"cmd: expected status, battery, pass, hand, clear or stop, "
-                           f"got {cmd!r}")
+    if cmd not in COMMANDS:
+        raise RequestError(f"cmd: expected {', '.join(COMMANDS)}, got {cmd!r}")
     out: dict[str, Any] = {"cmd": cmd}
     out["cards"] = _int(req, "cards", 1, MAX_CARDS)
     out["passes"] = _int(req, "passes", 1, 30)
@@ -113,6 +119,18 @@ def parse_request(line: bytes) -> dict[str, Any]:
     if mode is not None and mode not in [m.value for m in Mode]:
         raise RequestError(f"mode: expected planned or coin, got {mode!r}")
     out["mode"] = mode
+    out["makers"] = _int(req, "makers", 0, 1)
+    out["tricks"] = _int(req, "tricks", 0, 5)
+    alone = req.get("alone", False)
+    if type(alone) is not bool:
+        raise RequestError(f"alone: expected true or false, got {alone!r}")
+    out["alone"] = alone
+    if cmd == "score" and (out["makers"] is None) != (out["tricks"] is None):
+        raise RequestError("score: give both makers and tricks, or neither to read the score")
+    first = req.get("first_dealer")
+    if first is not None and not (isinstance(first, str) and 0 < len(first) <= 64):
+        raise RequestError(f"first_dealer: expected a seat name, got {first!r}")
+    out["first_dealer"] = first
     return out
 
 
@@ -144,6 +162,24 @@ class Service:
         self._server: socketserver.UnixStreamServer | None = None
         self._last_snapshot = 0.0
         self._last_ping = 0.0
+        self.listeners: list[Callable[[str, Any], None]] = []
+        signal_tee(self)
+        self.faces = Faces(self)
+
+    # -- what the service publishes to its faces (page, telemetry) ----------------------
+    def subscribe(self, callback: Callable[[str, Any], None]) -> None:
+        """``callback(kind, body)`` for everything the service does, from its own
+        threads: ``signal`` (a :class:`~shuffler.device.Status`), ``event`` (pass
+        progress), ``result`` (a pass, hand or score result), ``status`` (the snapshot),
+        ``score``. Never a plan. A callback must not block; one that raises is logged."""
+        self.listeners.append(callback)
+
+    def publish(self, kind: str, body: Any) -> None:
+        for callback in self.listeners:
+            try:
+                callback(kind, body)
+            except Exception:
+                log.exception("a listener failed", kind=kind)
 
     # -- the loop (main thread) -------------------------------------------------------
     def run(self) -> None:
@@ -154,6 +190,7 @@ class Service:
                         interrupted=bool(settled.get("interrupted")))
         self.refresh()
         self._listen()
+        self.faces.start()
         sd_notify("READY=1\nSTATUS=waiting for a touch")
         log.info("serving", socket=str(self.socket_path), device=self.session.device.info.kind)
         watchdog = watchdog_interval()
@@ -198,20 +235,21 @@ class Service:
         try:
             self._execute(job)
         finally:
-            if job.request["cmd"] in ("pass", "hand", "clear"):
+            if job.request["cmd"] in CLAIMED:
                 self.claim.release()
 
     def _execute(self, job: Job) -> None:
-        req, put = job.request, job.replies.put
+        req = job.request
+
+        def put(msg: dict[str, Any]) -> None:
+            job.replies.put(msg)
+            if "event" in msg:
+                self.publish("event", msg)
+
         try:
-            if req["cmd"] == "pass":
-                result = self.session.do_pass(req["cards"], req["mode"], on_event=put)
-            elif req["cmd"] == "hand":
-                result = self.session.do_hand(req["passes"], req["cards"], req["mode"],
-                                              on_event=put)
-            else:
-                result = self.session.do_clear()
+            result = self._run(req, put)
             put({"ok": True, "result": result})
+            self.publish("result", result)
         except ShufflerError as e:
             put(error_reply(e))
         except Exception as e:  # a bug: the machine stops, the service goes on
@@ -221,6 +259,33 @@ class Service:
         finally:
             self.refresh()
 
+    def _run(self, req: dict[str, Any], put: Callable[[dict[str, Any]], None]) -> dict:
+        cmd, s = req["cmd"], self.session
+        if cmd == "pass":
+            return s.do_pass(req["cards"], req["mode"], on_event=put)
+        if cmd == "hand":
+            return s.do_hand(req["passes"], req["cards"], req["mode"], on_event=put)
+        if cmd == "score":
+            if req["makers"] is None:
+                return s.score()
+            return s.do_score(req["makers"], req["tricks"], req["alone"])
+        if cmd == "undo":
+            return s.do_undo()
+        if cmd == "new_game":
+            return s.do_new_game(req["first_dealer"])
+        return s.do_clear()
+
+    def submit(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Run ``request`` (checked as a socket request would be) as a client would, and
+        return the final answer: for the page and remote commands."""
+        try:
+            req = parse_request(json.dumps(request).encode())
+        except RequestError as e:
+            return error_reply(e)
+        replies: list[dict[str, Any]] = []
+        self._answer(req, replies.append)
+        return replies[-1]
+
     def refresh(self) -> None:
         """Status and battery for clients, taken between passes (never during one)."""
         try:
@@ -228,6 +293,8 @@ class Service:
                              "battery": self.session.battery()}
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
+        else:
+            self.publish("status", self.snapshot["status"])
         self._last_snapshot = time.monotonic()
 
     # -- the socket ---------------------------------------------------------------------
@@ -312,6 +379,11 @@ class Service:
         elif cmd == "stop":
             self.session.device.stop()  # at once, from this thread: the contract allows it
             send({"ok": True, "result": {"stopped": True}})
+        elif cmd == "score" and req["makers"] is None:  # reading: no need to wait
+            try:
+                send({"ok": True, "result": self.session.score()})
+            except ShufflerError as e:
+                send(error_reply(e))
         elif not self.claim.acquire(blocking=False):
             send(error_reply(RequestError("busy: a pass is running; try again when it ends",
                                           "busy"), exit_code=3))
@@ -329,6 +401,7 @@ class Service:
         self.stopping.set()
         sd_notify("STOPPING=1")
         self.session.device.stop()
+        self.faces.close()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

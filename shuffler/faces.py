@@ -1,0 +1,137 @@
+"""The service's faces beyond its socket: the dealer's page and MQTT telemetry.
+
+Both are opt-in (``[web]``, ``[mqtt]``) and both only listen to what the service
+publishes (:meth:`shuffler.service.Service.subscribe`) and ask it to act through the
+same path as a socket client, so neither can do what a client could not, and neither
+ever sees a plan.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from .device import EventKind, InputEvent, Status
+from .errors import ShufflerError
+from .logs import get_logger
+from .panel import Panel
+
+if TYPE_CHECKING:
+    from .service import Service
+    from .telemetry import Telemetry
+    from .web import WebServer
+
+log = get_logger("shuffler.faces")
+
+#: what the page may ask, mapped to the service's requests (a pass is a touch)
+PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "new_game": "new_game"}
+
+
+class Faces:
+    """The panel (always: it is cheap), and the page and telemetry when configured."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        config = service.session.config
+        self.board = Panel(config.hand.passes)
+        self.web: WebServer | None = None
+        self.telemetry: Telemetry | None = None
+        service.subscribe(self.on_publish)
+        if config.web.enabled:
+            from .web import WebServer, pairing_code
+
+            code, new = pairing_code(service.session.controller.store.folder)
+            if new:
+                log.warning("dealer page pairing code (also `shuffler pair`)", code=code)
+            self.web = WebServer(self, config.web.bind, config.web.port, code)
+        if config.mqtt.enabled:
+            from .telemetry import Telemetry
+
+            self.telemetry = Telemetry(config.mqtt, on_command=self.remote_command)
+
+    def start(self) -> None:
+        try:
+            self.board.score(self.service.session.game().to_dict())
+        except ShufflerError as e:
+            log.warning("the stored score cannot be shown", error=str(e))
+        if self.web is not None:
+            self.web.start()
+        if self.telemetry is not None:
+            self.telemetry.start()
+
+    def close(self) -> None:
+        if self.web is not None:
+            self.web.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
+
+    # -- what the service publishes -----------------------------------------------------
+    def on_publish(self, kind: str, body: Any) -> None:
+        if kind == "signal":
+            self.board.signal(body)
+        elif kind == "event":
+            self.board.event(body)
+        elif kind == "status":
+            self.board.status(body)
+            if self.telemetry is not None:
+                self.telemetry.state(body)
+        elif kind == "score":
+            self.board.score(body)
+            if self.telemetry is not None:
+                self.telemetry.publish("score", {"score": body}, retain=True)
+        elif kind == "result":
+            self._result(body)
+
+    def _result(self, result: dict[str, Any]) -> None:
+        if "hand" in result:
+            self.board.hand_done(result["hand"])
+            if self.telemetry is not None:
+                self.telemetry.publish("hand", {"hand": result["hand"]})
+        if "score" in result:
+            self.on_publish("score", result["score"])
+        if self.telemetry is not None:
+            for report in _pass_reports(result):
+                self.telemetry.publish("pass", {"pass": report})
+
+    # -- the page (web.PanelSource) -----------------------------------------------------
+    def panel(self) -> tuple[int, dict[str, Any]]:
+        return self.board.snapshot()
+
+    def wait_panel(self, version: int, timeout: float) -> tuple[int, dict[str, Any]]:
+        return self.board.wait(version, timeout)
+
+    def act(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
+        if action == "pass":  # the page's button is the touch sensor, with all its rules
+            device = self.service.session.device
+            device.events.put(InputEvent(EventKind.TOUCH, at=time.monotonic()))
+            return {"ok": True, "result": {"touch": True}}
+        request = {"cmd": PAGE_ACTIONS[action], **body}
+        return self.service.submit(request)
+
+    # -- MQTT ---------------------------------------------------------------------------
+    def remote_command(self, command: dict[str, Any]) -> dict[str, Any]:
+        request = {"cmd": command["cmd"]}
+        if command.get("first_dealer"):
+            request["first_dealer"] = command["first_dealer"]
+        return self.service.submit(request)
+
+
+def _pass_reports(result: dict[str, Any]) -> list[dict[str, Any]]:
+    if "hand" in result:
+        hand = result["hand"]
+        return list(hand.get("pass_reports", hand.get("passes", [])))
+    if "pass" in result:
+        return [result["pass"]]
+    return []
+
+
+def signal_tee(service: Service) -> None:
+    """Send every status-LED signal the device shows to the service's listeners too."""
+    device = service.session.device
+    show = device.show
+
+    def tee(status: Status) -> None:
+        service.publish("signal", status)  # first: the simulated dealer acts inside show
+        show(status)
+
+    device.show = tee  # type: ignore[method-assign]
