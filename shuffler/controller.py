@@ -16,10 +16,10 @@ from . import battery as batt
 from .audit import AuditLog
 from .config import BatteryConfig
 from .device import CardCallback, Fault, FaultKind, PassReport, ShufflerDevice, Signal, Status
-from .errors import FaultLatchedError, LowBatteryError
+from .errors import FaultLatchedError, FileAccessError, LowBatteryError
 from .logs import get_logger
 from .planning import PassPlan
-from .state import State, StateStore
+from .state import FAULT, Invalid, State, StateStore
 
 log = get_logger("shuffler.controller")
 
@@ -64,7 +64,7 @@ class PassController:
 
     def latched_fault(self) -> Fault | None:
         state = self.store.load()
-        if state.fault:
+        if state.fault is not None:  # the schema allows only None or a whole fault
             return Fault.from_dict(state.fault)
         return self.device.health().fault
 
@@ -102,9 +102,11 @@ class PassController:
 
         The pass is marked in flight in the state before the motor starts, and on
         completion goes to the audit log (with ``context``: hand, pass, mode) and the
-        counters, so a crash at any point loses nothing and counts nothing twice.
+        counters, so a crash at any point loses nothing and counts nothing twice. When
+        the audit log or the state cannot be written the motor never starts.
         """
         self.check_ready(plan.cards, 1 + passes_after)
+        self.audit.check_writable()
         entry = self._begin(plan.cards, context or {})
         self.device.show(Status(Signal.RUNNING))
         try:
@@ -112,7 +114,14 @@ class PassController:
         finally:
             self.device.stop()
         report = replace(report, fault=count_fault(report))
-        self.audit.append(self._audit_entry(entry, report))
+        try:
+            self.audit.append(self._audit_entry(entry, report))
+        except FileAccessError as e:  # the disk failed during the pass: keep the counts
+            self._record(report)
+            raise FileAccessError(
+                f"{e}. The pass ran ({report.counted} of {report.expected} cards"
+                + (f", {report.fault.kind.value}" if report.fault else "")
+                + "); its counters and any fault are kept in the state file") from None
         self._record(report)
         log.info(
             "pass",
@@ -181,30 +190,49 @@ class PassController:
         def change(s: State) -> None:
             if done.get("interrupted"):
                 s.interrupted += 1
-            else:  # finished, but the crash came before the counters were saved
-                s.passes += 1
-                s.cards += done.get("counted") or 0
+            else:  # finished, but the crash came before the counters and latch were saved
+                counted = done.get("counted")
+                self._count(s, counted if type(counted) is int and counted >= 0 else 0,
+                            self._logged_fault(done))
             s.in_flight = None
         self.update(change)
         return done
+
+    @staticmethod
+    def _logged_fault(entry: dict[str, Any]) -> Fault | None:
+        """The fault an audit record holds; one that cannot be read still latches."""
+        if entry.get("fault") is None:
+            return None
+        try:
+            FAULT(entry["fault"], "fault")
+            return Fault.from_dict(entry["fault"])
+        except Invalid as e:
+            return Fault(FaultKind.STATE_DAMAGED,
+                         f"The audit record of pass {entry.get('id')} holds a fault that "
+                         f"cannot be read ({e}). Check the machine: no card in the throat, "
+                         "the pack in the tray; then run `shuffler clear`.")
+
+    @staticmethod
+    def _count(s: State, counted: int, fault: Fault | None) -> None:
+        s.passes += 1
+        s.cards += counted
+        if fault is not None:
+            s.faults += 1
+            s.jams += fault.kind is FaultKind.JAM
+            if fault.kind.latches:
+                s.fault = fault.to_dict()
 
     def _record(self, report: PassReport) -> None:
         curve = batt.CURVES[self.battery_config.chemistry]
 
         def change(s: State) -> None:
             s.in_flight = None
-            s.passes += 1
-            s.cards += report.counted
+            self._count(s, report.counted, report.fault)
             if report.min_volts is not None and report.counted:
                 if s.battery and (curve.charge_at(report.min_volts, True)
                                   > curve.charge_at(s.battery[-1][1], True) + batt.NEW):
                     s.battery.clear()  # a fresh battery: start learning again
                 s.battery.append([report.counted, round(report.min_volts, 4)])
                 del s.battery[:-self.HISTORY]
-            if report.fault is not None:
-                s.faults += 1
-                s.jams += report.fault.kind is FaultKind.JAM
-                if report.fault.kind.latches:
-                    s.fault = report.fault.to_dict()
 
         self.update(change)

@@ -31,11 +31,13 @@ class FaultKind(enum.Enum):
     MCU_RESTARTED = "mcu_restarted"
     INTERRUPTED = "interrupted"
     TIMEOUT = "timeout"
+    STATE_DAMAGED = "state_damaged"  # the state file failed its check and was set aside
 
     @property
     def latches(self) -> bool:
         """Faults that keep the motor locked until the dealer clears them."""
-        return self in (FaultKind.JAM, FaultKind.MISFEED, FaultKind.LINK_LOST)
+        return self in (FaultKind.JAM, FaultKind.MISFEED, FaultKind.LINK_LOST,
+                        FaultKind.STATE_DAMAGED)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,16 @@ class ConfigError(BadInputError):
     """A config file is unreadable or holds a bad value; the message names file and key."""
 
 
+class FileAccessError(BadInputError):
+    """A file or folder the program keeps cannot be read or written (permission, a
+    read-only or full disk, a missing folder); the message names the path."""
+
+
+class StateFileError(BadInputError):
+    """The state file fails its schema; the message names the file, the field and the
+    problem, and says how to continue."""
+
+
 class DeviceError(ShufflerError, RuntimeError):
     """The machine cannot do what was asked."""
 

@@ -1,22 +1,39 @@
 """The persistent state: counters, the dealer, a latched fault. Written atomically.
 
-A write goes to a temporary file in the same folder, is flushed to disk, then
-renamed over the old file, so a crash leaves either the old or the new state,
-never half of one.
+Every field has a type and a range (:data:`SCHEMA`), checked on load. A file that
+fails the check is never half-trusted: it is set aside as ``state.json.bad-<time>``,
+a fresh state takes its place with a latched ``state_damaged`` fault (the damaged
+file may have held a jam), and the command refuses with exit 2, naming the file,
+the field and the problem. The dealer continues with ``shuffler clear``, the only
+way any latched fault goes away.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
-import tempfile
-from dataclasses import asdict, dataclass, field
+import reprlib
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .errors import BadInputError
+from .cards import MAX_CARDS
+from .device import Fault, FaultKind
+from .errors import FileAccessError, StateFileError
+from .files import atomic_write, read_limited, why, write_file
+from .planning import Mode
+
+__all__ = ["SCHEMA", "STATE_VERSION", "State", "StateStore", "atomic_write",
+           "check_state", "default_state_dir"]
 
 STATE_VERSION = 1
+MAX_PASSES = 30  # per hand, as the config and the CLI allow
+MAX_COUNT = 10**15  # far beyond any machine's life, short of absurd
+MAX_HISTORY = 1000  # battery records; the controller keeps 200
+MAX_TEXT = 4000
 
 
 def default_state_dir() -> Path:
@@ -26,44 +43,210 @@ def default_state_dir() -> Path:
     return Path(base) / "shuffler"
 
 
+# -- the schema ----------------------------------------------------------------
+
+
+class Invalid(Exception):
+    """One field fails the schema: ``where`` names it (``fault.kind``)."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where, self.problem = where, problem
+
+
+_short = reprlib.Repr()
+_short.maxlevel, _short.maxstring, _short.maxother, _short.maxlist, _short.maxdict = 3, 40, 40, 4, 4
+
+Check = Callable[[Any, str], None]
+
+
+def _fail(where: str, expected: str, got: Any) -> None:
+    raise Invalid(where, f"expected {expected}, got {_short.repr(got)}")
+
+
+def whole(lo: int, hi: int, *, none: bool = False) -> Check:
+    """A whole number (never a bool) from ``lo`` to ``hi``; None too with ``none``."""
+    def check(v: Any, where: str) -> None:
+        if v is None and none:
+            return
+        if type(v) is not int or not lo <= v <= hi:
+            _fail(where, f"a whole number from {lo} to {hi}" + (" or null" if none else ""), v)
+    return check
+
+
+def number(lo: float, hi: float) -> Check:
+    def check(v: Any, where: str) -> None:
+        if type(v) not in (int, float) or not math.isfinite(v) or not lo <= v <= hi:
+            _fail(where, f"a number from {lo} to {hi}", v)
+    return check
+
+
+def text(*, choices: tuple[str, ...] = ()) -> Check:
+    def check(v: Any, where: str) -> None:
+        if choices and v not in choices:
+            _fail(where, " or ".join(map(repr, choices)), v)
+        if not isinstance(v, str) or not v or len(v) > MAX_TEXT:
+            _fail(where, f"a text of 1 to {MAX_TEXT} characters", v)
+    return check
+
+
+def _scalar(v: Any, where: str) -> None:
+    """Keys a newer part of the program may add to a record: plain JSON values only."""
+    if isinstance(v, list):
+        for i, item in enumerate(v[:MAX_HISTORY + 1]):
+            _scalar(item, f"{where}[{i}]")
+        if len(v) > MAX_HISTORY:
+            _fail(where, f"at most {MAX_HISTORY} items", v)
+        return
+    if v is None or type(v) in (bool, int) or (isinstance(v, str) and len(v) <= MAX_TEXT):
+        return
+    if type(v) is float and math.isfinite(v):
+        return
+    _fail(where, "a number, a text, true, false, null or a list of them", v)
+
+
+def record(required: dict[str, Check], optional: dict[str, Check] | None = None, *,
+           none: bool = True, then: Callable[[dict, str], None] | None = None) -> Check:
+    """A JSON object with these keys (null too, with ``none``); other keys must hold
+    plain values, so a field a newer release adds does not make the file unreadable."""
+    optional = optional or {}
+
+    def check(v: Any, where: str) -> None:
+        if v is None and none:
+            return
+        if not isinstance(v, dict):
+            _fail(where, "an object" + (" or null" if none else ""), v)
+        for key, sub in required.items():
+            if key not in v:
+                raise Invalid(f"{where}.{key}", "missing")
+            sub(v[key], f"{where}.{key}")
+        for key, item in v.items():
+            if key in optional:
+                optional[key](item, f"{where}.{key}")
+            elif key not in required:
+                _scalar(item, f"{where}.{key}")
+        if then:
+            then(v, where)
+    return check
+
+
+def _battery(v: Any, where: str) -> None:
+    if not isinstance(v, list) or len(v) > MAX_HISTORY:
+        _fail(where, f"a list of at most {MAX_HISTORY} [cards, volts] pairs", v)
+    cards, volts = whole(1, MAX_CARDS), number(0.0, 30.0)
+    for i, pair in enumerate(v):
+        if not isinstance(pair, list) or len(pair) != 2:
+            _fail(f"{where}[{i}]", "a [cards, volts] pair", pair)
+        cards(pair[0], f"{where}[{i}][0]")
+        volts(pair[1], f"{where}[{i}][1]")
+
+
+def _hand_done(v: dict, where: str) -> None:
+    if v["done"] > v["passes"]:
+        _fail(f"{where}.done", f"at most passes ({v['passes']})", v["done"])
+
+
+def boolean(v: Any, where: str) -> None:
+    if type(v) is not bool:
+        _fail(where, "true or false", v)
+
+
+def items(each: Check, most: int) -> Check:
+    """A list of at most ``most`` items, each passing ``each``."""
+    def check(v: Any, where: str) -> None:
+        if not isinstance(v, list) or len(v) > most:
+            _fail(where, f"a list of at most {most} items", v)
+        for i, item in enumerate(v):
+            each(item, f"{where}[{i}]")
+    return check
+
+
+def _teams(v: Any, where: str) -> None:
+    items(items(text(), 4), 2)(v, where)
+    if len(v) != 2 or not all(v):
+        _fail(where, "two teams of seat names", v)
+
+
+def _extra(v: Any, where: str) -> None:
+    if not isinstance(v, dict):
+        _fail(where, "an object", v)
+
+
+MODES = tuple(m.value for m in Mode)
+FAULT = record({"kind": text(choices=tuple(k.value for k in FaultKind)), "message": text()},
+               {"card": whole(1, MAX_CARDS, none=True)})
+IN_FLIGHT = record({"id": whole(1, MAX_COUNT)},
+                   {"cards": whole(1, MAX_CARDS), "started": text(), "device": text(),
+                    "mode": text(choices=MODES), "hand": whole(1, MAX_COUNT),
+                    "pass": whole(1, MAX_PASSES)})
+HAND = record({"number": whole(1, MAX_COUNT), "passes": whole(1, MAX_PASSES),
+               "cards": whole(1, MAX_CARDS), "mode": text(choices=MODES),
+               "done": whole(0, MAX_PASSES)}, then=_hand_done)
+
+
+#: the euchre game being scored, as shuffler.score.Game.to_dict writes it
+SCORE = record({"number": whole(1, MAX_COUNT), "target": whole(1, 1000), "teams": _teams,
+                "hands": items(record({"makers": whole(0, 1), "tricks": whole(0, 5),
+                                       "alone": boolean}, none=False), 10_000)})
+
+
+def _schema(check: Check, *, required: bool = False) -> Any:
+    return {"check": check, "required": required}
+
+
 @dataclass
 class State:
-    hands_completed: int = 0
-    dealer: int | None = None  # index into the configured seats; None: the first dealer
-    passes: int = 0
-    cards: int = 0
-    jams: int = 0
-    faults: int = 0
-    fault: dict[str, Any] | None = None  # the latched fault, if any
-    battery: list[list[float]] = field(default_factory=list)  # [cards, volts] per pass
-    interrupted: int = 0  # passes cut short by a crash or a kill
-    next_pass_id: int = 1
-    in_flight: dict[str, Any] | None = None  # the pass running now, for crash recovery
-    hand: dict[str, Any] | None = None  # the hand in progress: number, passes, cards, done
-    deck: int = 0  # with two decks: the one the next hand shuffles (0 = A, 1 = B)
-    score: dict[str, Any] | None = None  # the euchre game being scored (shuffler.score)
-    version: int = STATE_VERSION
-    extra: dict[str, Any] = field(default_factory=dict)
+    hands_completed: int = field(default=0, metadata=_schema(whole(0, MAX_COUNT)))
+    #: index into the configured seats; None: the first dealer
+    dealer: int | None = field(default=None, metadata=_schema(whole(0, 7, none=True)))
+    passes: int = field(default=0, metadata=_schema(whole(0, MAX_COUNT)))
+    cards: int = field(default=0, metadata=_schema(whole(0, MAX_COUNT)))
+    jams: int = field(default=0, metadata=_schema(whole(0, MAX_COUNT)))
+    faults: int = field(default=0, metadata=_schema(whole(0, MAX_COUNT)))
+    #: the latched fault, if any: only ``clear`` sets it back to None
+    fault: dict[str, Any] | None = field(default=None, metadata=_schema(FAULT, required=True))
+    #: [cards, volts under load] per pass
+    battery: list[list[float]] = field(default_factory=list, metadata=_schema(_battery))
+    #: passes cut short by a crash or a kill
+    interrupted: int = field(default=0, metadata=_schema(whole(0, MAX_COUNT)))
+    next_pass_id: int = field(default=1, metadata=_schema(whole(1, MAX_COUNT)))
+    #: the pass running now, for crash recovery
+    in_flight: dict[str, Any] | None = field(default=None, metadata=_schema(IN_FLIGHT))
+    #: the hand in progress: number, passes, cards, mode, done
+    hand: dict[str, Any] | None = field(default=None, metadata=_schema(HAND))
+    #: with two decks: the one the next hand shuffles (0 = A, 1 = B)
+    deck: int = field(default=0, metadata=_schema(whole(0, 1)))
+    #: the euchre game being scored (shuffler.score)
+    score: dict[str, Any] | None = field(default=None, metadata=_schema(SCORE))
+    version: int = field(default=STATE_VERSION,
+                         metadata=_schema(whole(1, STATE_VERSION), required=True))
+    extra: dict[str, Any] = field(default_factory=dict, metadata=_schema(_extra))
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` so that readers see the old or the new bytes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+#: field name -> its check and whether the file must hold it
+SCHEMA: dict[str, dict[str, Any]] = {f.name: dict(f.metadata) for f in fields(State)}
+
+
+def check_state(doc: Any) -> State:
+    """The State ``doc`` (parsed JSON) describes; :class:`Invalid` if any field fails."""
+    if not isinstance(doc, dict):
+        _fail("(top level)", "a JSON object", doc)
+    if type(doc.get("version")) is int and doc["version"] > STATE_VERSION:
+        raise Invalid("version", f"written by a newer shuffler (state version "
+                                 f"{doc['version']}; this one reads {STATE_VERSION})")
+    for name, spec in SCHEMA.items():
+        if name in doc:
+            spec["check"](doc[name], name)
+        elif spec["required"]:
+            raise Invalid(name, "missing")
+    flight = doc.get("in_flight")
+    if flight is not None and flight["id"] >= doc.get("next_pass_id", 1):
+        _fail("in_flight.id", f"less than next_pass_id ({doc.get('next_pass_id', 1)})",
+              flight["id"])
+    return State(**{name: doc[name] for name in SCHEMA if name in doc})
+
+
+# -- the store -------------------------------------------------------------------
 
 
 class StateStore:
@@ -74,32 +257,61 @@ class StateStore:
         self.path = self.folder / "state.json"
 
     def load(self) -> State:
-        try:
-            raw = self.path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        raw = read_limited(self.path, "state file", error=FileAccessError)
+        if raw is None:
             return State()
-        except OSError as e:
-            raise BadInputError(f"{self.path}: cannot read the state file: {e}") from None
         try:
-            data = json.loads(raw)
-            if not isinstance(data, dict):
-                raise ValueError("not a JSON object")
-            known = {k: data[k] for k in State.__dataclass_fields__ if k in data}
-            state = State(**known)
-            for key in ("hands_completed", "dealer", "passes", "cards", "jams", "faults",
-                        "interrupted", "next_pass_id", "deck"):
-                value = getattr(state, key)
-                is_count = type(value) is int and value >= 0
-                if not is_count and not (key == "dealer" and value is None):
-                    raise ValueError(f"{key} is not a count")
-        except (ValueError, TypeError) as e:
-            raise BadInputError(
-                f"{self.path}: the state file is damaged ({e}); move it aside to start "
-                "afresh (a latched fault recorded there would be forgotten)"
-            ) from None
-        return state
+            try:
+                doc = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as e:
+                raise Invalid("(file)", f"not UTF-8 text (byte {e.start})") from None
+            except RecursionError:
+                raise Invalid("(file)", "nested too deeply") from None
+            except ValueError as e:
+                raise Invalid("(file)", f"not valid JSON ({e})") from None
+            return check_state(doc)
+        except Invalid as bad:
+            raise self._set_aside(bad) from None
 
     def save(self, state: State) -> None:
-        atomic_write(
-            self.path, (json.dumps(asdict(state), indent=2, sort_keys=True) + "\n").encode()
-        )
+        data = json.dumps(asdict(state), indent=2, sort_keys=True, allow_nan=False) + "\n"
+        write_file(self.path, data.encode(), "state file")
+
+    def _set_aside(self, bad: Invalid) -> StateFileError:
+        """Move the damaged file aside and put a fresh state with a latched fault in its
+        place; the error to raise, saying what was wrong and how to go on."""
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        aside = self.path.with_name(f"{self.path.name}.bad-{stamp}")
+        head = f"{self.path}: {bad.where}: {bad.problem}."
+        try:
+            os.rename(self.path, aside)
+        except OSError as e:
+            return StateFileError(
+                f"{head} It cannot be set aside ({why(e)}); nothing was started. Fix the "
+                f"field, or move the file away and then run `shuffler clear`.")
+        message = (f"The state file was damaged ({bad.where}: {bad.problem}) and was set aside "
+                   f"as {aside.name}. Check the machine: no card in the throat, the pack in "
+                   "the tray; then run `shuffler clear`.")
+        fresh = State(next_pass_id=self._next_pass_id(),
+                      fault=Fault(FaultKind.STATE_DAMAGED, message).to_dict())
+        try:
+            self.save(fresh)
+        except FileAccessError as e:
+            return StateFileError(f"{head} It was set aside as {aside}, but a fresh state "
+                                  f"cannot be written ({e}); nothing was started.")
+        return StateFileError(
+            f"{head} It was set aside as {aside}; nothing was started. A fresh state file "
+            "holds a latched fault: check the machine (no card in the throat, the pack in "
+            "the tray), then run `shuffler clear`. The counters start again from zero (the "
+            f"old ones are in {aside.name} and the audit log).")
+
+    def _next_pass_id(self) -> int:
+        """One past every pass the audit log holds, so no pass id is used twice."""
+        from .audit import AuditLog
+
+        try:
+            ids = [e["id"] for e in AuditLog(self.folder / "audit.jsonl").read()
+                   if type(e.get("id")) is int]
+        except FileAccessError:
+            ids = []
+        return max(ids, default=0) + 1

@@ -98,7 +98,8 @@ def test_every_pass_is_audited_once_and_a_crash_in_flight_is_settled(sim, tmp_pa
     assert [(e["hand"], e["pass"]) for e in lines] == [(1, 1), (1, 2), (1, 3)]
     assert len({e["id"] for e in lines}) == 3 and all(e["counted"] == 24 for e in lines)
     # a pass marked in flight that never reached the audit log: a crash mid-pass
-    controller.update(lambda s: setattr(s, "in_flight", {"id": 99, "hand": 2, "pass": 1}))
+    controller.update(lambda s: setattr(s, "in_flight", {"id": 99, "hand": 2, "pass": 1})
+                      or setattr(s, "next_pass_id", 101))
     settled = controller.recover()
     assert settled["interrupted"] and StateStore(tmp_path).load().interrupted == 1
     assert controller.recover() is None  # settled once

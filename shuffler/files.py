@@ -1,0 +1,112 @@
+"""Reading and writing the files the program keeps, with every failure a one-line error.
+
+Files named by a user (config, state) are read only when they are regular files and
+only up to a size limit, so a FIFO cannot hang a command and ``/dev/zero`` cannot
+exhaust memory. Every :class:`OSError` becomes the caller's error class, naming the
+path, so the CLI exits 2 instead of printing a traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+from .errors import BadInputError, FileAccessError
+
+#: what a user-named file may hold at most, in bytes
+MAX_FILE_BYTES = 1 << 20
+
+
+def why(e: OSError) -> str:
+    """The reason of an OS error without its Python decoration."""
+    return e.strerror or str(e)
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def check_path(path: str | os.PathLike, what: str,
+               error: type[BadInputError] = FileAccessError) -> Path:
+    """``path`` as a Path, refusing what no file system accepts (a NUL byte, 4096+ bytes)."""
+    text = os.fspath(path)
+    if "\0" in text:
+        raise error(f"{text!r}: the {what} path holds a NUL byte")
+    if len(os.fsencode(text)) >= 4096:
+        raise error(f"{text[:60]}...: the {what} path is longer than 4095 bytes")
+    return Path(text)
+
+
+def read_limited(path: str | os.PathLike, what: str, *, limit: int = MAX_FILE_BYTES,
+                 error: type[BadInputError] = FileAccessError) -> bytes | None:
+    """The bytes of the regular file ``path`` (None if it does not exist).
+
+    A FIFO, a device, a folder, a file over ``limit`` bytes or one that cannot be read
+    is an ``error`` naming the path and the ``what`` (e.g. "config file")."""
+    p = check_path(path, what, error)
+    try:
+        st = os.stat(p)
+        if not stat.S_ISREG(st.st_mode):
+            raise error(f"{p}: the {what} is {_kind(st.st_mode)}, not a regular file")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise error(f"{p}: cannot read the {what}: {why(e)}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the stat above
+            raise error(f"{p}: the {what} is not a regular file")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 16, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as e:
+        raise error(f"{p}: cannot read the {what}: {why(e)}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise error(f"{p}: the {what} is larger than {limit} bytes")
+    return b"".join(chunks)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` so that readers see the old or the new bytes.
+
+    A write goes to a temporary file in the same folder, is flushed to disk, then
+    renamed over the old file, so a crash leaves either the old or the new file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def write_file(path: Path, data: bytes, what: str) -> None:
+    """:func:`atomic_write`, with any failure (permission, read-only, disk full, a
+    missing or unusable folder) a :class:`FileAccessError` naming the path."""
+    try:
+        atomic_write(path, data)
+    except OSError as e:
+        where = e.filename if isinstance(e.filename, str) else path
+        raise FileAccessError(f"{where}: cannot write the {what}: {why(e)}") from None
