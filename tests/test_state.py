@@ -16,6 +16,7 @@ from shuffler.audit import AuditLog
 from shuffler.controller import PassController
 from shuffler.device import FaultKind
 from shuffler.errors import FileAccessError, StateFileError
+from shuffler.score import Result, new_game
 from shuffler.state import SCHEMA, State, StateStore
 
 SHUFFLER = str(Path(sys.executable).with_name("shuffler"))
@@ -24,9 +25,10 @@ JAM = {"kind": "jam", "message": "Jam at card 13 of 24: free the throat.", "card
 
 def shuffler(state_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     """The installed command, as a dealer runs it (fast simulator, no service)."""
-    env = {**os.environ, "SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(state_dir / "no.sock")}
-    return subprocess.run([SHUFFLER, "--sim-speed", "1000000", "--state-dir", str(state_dir),
-                           *args], capture_output=True, text=True, timeout=timeout, env=env)
+    env = {**os.environ, "SHUFFLER_CONFIG": ""}
+    return subprocess.run([SHUFFLER, "--no-service", "--sim-speed", "1000000", "--state-dir",
+                           str(state_dir), *args],
+                          capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def latched_state(**changes) -> dict:
@@ -54,7 +56,8 @@ def test_a_saved_state_reads_back(tmp_path):
         in_flight={"id": 7, "cards": 24, "started": "t", "device": "sim", "mode": "planned",
                    "hand": 2, "pass": 1},
         hand={"number": 2, "passes": 4, "cards": 24, "mode": "coin", "done": 1},
-        battery=[[24, 8.5], [24, 8.49]]).items()})
+        battery=[[24, 8.5], [24, 8.49]],
+        score=new_game(("N", "E", "S", "W")).add(Result(0, 5, True)).to_dict()).items()})
     store.save(state)
     assert store.load() == state
 
@@ -81,6 +84,9 @@ def test_a_saved_state_reads_back(tmp_path):
     ({"deck": 2}, "deck"),
     ({"version": 2}, "version"),
     ({"extra": [1]}, "extra"),
+    ({"score": {"number": 1}}, "score.target"),
+    ({"score": {"number": 1, "target": 10, "teams": [["N", "S"], ["E", "W"]],
+                "hands": [{"makers": 2, "tricks": 3, "alone": False}]}}, "score.hands[0].makers"),
 ])
 def test_a_wrong_field_is_refused_by_name_and_the_latch_is_kept(tmp_path, changes, field):
     path = write(tmp_path, latched_state(**changes))
