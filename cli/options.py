@@ -82,7 +82,7 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option("--device", "device_name", metavar="NAME", default=None,
                      envvar="SHUFFLER_DEVICE", show_envvar=True,
-                     help="sim (default), sim-gpio, sim-serial, gpio or serial:PORT"),
+                     help="sim (default), sim-gpio, sim-serial, sim-avr, gpio or serial:PORT"),
         click.option("--config", "config_path", type=SafePath(), default=None,
                      envvar="SHUFFLER_CONFIG", show_envvar=True,
                      help="TOML config file  [default: ~/.config/shuffler/config.toml]"),

@@ -37,10 +37,10 @@ void hw_init(void)
     DDRC = _BV(PIN_BUZZER);
     TCCR0A = _BV(WGM01) | _BV(WGM00);           /* fast PWM, outputs disconnected */
     TCCR0B = _BV(CS01) | _BV(CS00);             /* 16 MHz / 64 / 256 = 976 Hz */
+    ICR1 = SERVO_FRAME - 1;                     /* TOP before the clock starts */
     TCCR1A = _BV(COM1A1) | _BV(WGM11);          /* fast PWM, TOP = ICR1 */
     TCCR1B = _BV(WGM13) | _BV(WGM12) | _BV(CS11); /* 0.5 us per count */
-    ICR1 = SERVO_FRAME - 1;
-    OCR1A = SERVO_LEFT;
+    OCR1A = SERVO_LEFT;                         /* double-buffered: taken at TOP */
     TCCR2A = _BV(WGM21);                        /* CTC */
     TCCR2B = _BV(CS22);                         /* 16 MHz / 64 = 250 kHz */
     OCR2A = 249;                                /* 1 kHz */

@@ -1,17 +1,24 @@
 """Opening a device by name: ``sim`` (default), ``sim-gpio``, ``sim-serial``,
-``serial:PORT``, ``gpio``. Backends are imported only when chosen."""
+``sim-avr``, ``serial:PORT``, ``gpio``. Backends are imported only when chosen."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import random
+import subprocess
+import threading
+import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from .clock import Clock, ScaledClock
 from .config import Config
-from .device import ShufflerDevice
+from .device import FaultLimits, ShufflerDevice
 from .errors import BadInputError, DeviceError
 from .logs import get_logger
+from .mechanics import Feed
 from .planning import RandomSource, system_random
 
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
@@ -67,13 +74,16 @@ def open_device(
         return _gpio(config)
     if name == "sim-serial":
         return _sim_serial(config, cards, sim)
+    if name == "sim-avr":
+        return _sim_avr(config, cards, sim)
     if name.startswith("serial:") and len(name) > 7:
         from firmware_bridge.device import SerialDevice
 
         return SerialDevice(name[7:], limits=config.mechanism.limits, feed=config.mechanism.feed,
                             card_rate=config.mechanism.card_rate)
     raise BadInputError(
-        f"unknown device {name!r}: expected sim, sim-gpio, sim-serial, gpio or serial:PORT"
+        f"unknown device {name!r}: expected sim, sim-gpio, sim-serial, sim-avr, gpio or "
+        "serial:PORT"
     )
 
 
@@ -120,6 +130,101 @@ def _sim_serial(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     device.on_close = mcu.close
     device._info = replace(device.info, kind="sim-serial", accepts_seed=True)
     return device
+
+
+FIRMWARE_DIR = Path(__file__).resolve().parents[1] / "firmware"
+AVR_PACKAGES = "gcc-avr avr-libc simavr libsimavr-dev"
+
+
+def build_firmware() -> None:
+    """``make -C firmware all sim`` (quick when up to date); DeviceError if it cannot."""
+    try:
+        build = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), "all", "sim"],
+                               capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise DeviceError(f"cannot run make for sim-avr: {e}") from None
+    if build.returncode:
+        raise DeviceError(f"cannot build the firmware for sim-avr (it needs make and the "
+                          f"packages {AVR_PACKAGES}): {build.stderr.strip()[-300:]}")
+
+
+def serial_on(chip: SimAvr, limits: FaultLimits | None = None,
+              feed: Feed = Feed.TOP) -> ShufflerDevice:
+    """SerialDevice on the chip's pseudo-terminal; closing it stops the chip."""
+    from firmware_bridge.device import SerialDevice
+
+    try:
+        device = SerialDevice(chip.path, limits=limits, feed=feed)
+    except BaseException:
+        chip.close()
+        raise
+    device.on_close = chip.close  # type: ignore[assignment]
+    device._info = replace(device.info, kind="sim-avr", accepts_seed=True)
+    return device
+
+
+class SimAvr:
+    """The firmware's own ELF on a simulated ATmega328P (firmware/build/simavr-harness),
+    its UART on a pseudo-terminal (:attr:`path`), the machine played on its pins. The
+    harness's lines (``motor ...``, ``state ...``) land in :attr:`lines`."""
+
+    def __init__(self, *args: str) -> None:
+        build_firmware()
+        self.proc = subprocess.Popen(
+            [str(FIRMWARE_DIR / "build" / "simavr-harness"), *args,
+             str(FIRMWARE_DIR / "build" / "shuffler.elf")],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        assert self.proc.stdout is not None
+        first = self.proc.stdout.readline().split()
+        if first[:1] != ["pty"]:
+            self.close()
+            raise DeviceError("the simavr harness did not start")
+        self.path = first[1]
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True, name="simavr-lines").start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
+
+    def command(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def state(self, timeout: float = 5.0) -> dict[str, str]:
+        """The harness's ``state`` line as a dict (``tray``, ``left``, ``motor``, ...)."""
+        self.command("state")
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            line = self.lines.get(timeout=left)
+            if line.startswith("state "):
+                return dict(item.partition("=")[::2] for item in line.split()[1:])
+        raise DeviceError("the simavr harness did not answer")
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()  # type: ignore[union-attr]  # the harness quits
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _sim_avr(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
+    """SerialDevice on the firmware running in simavr. The chip runs in real time, so
+    the speed factor quickens the machine's cards instead."""
+    from hardware_sim import parse_fault_specs
+
+    parse_fault_specs(sim.faults)  # bad specs: a clear error before anything starts
+    mech = config.mechanism
+    args = [f"--cards={cards}", f"--card-rate={mech.card_rate * sim.speed}",
+            f"--spinup={0.2 / sim.speed}", f"--feed={mech.feed.value}", f"--dealer={sim.habit}",
+            f"--seed={sim.seed or 0}", *(f"--fault={spec}" for spec in sim.faults)]
+    return serial_on(SimAvr(*args), mech.limits, mech.feed)
 
 
 def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:

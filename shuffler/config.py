@@ -29,7 +29,7 @@ from .errors import ConfigError
 from .mechanics import Feed
 from .planning import Mode
 
-DEVICE_KINDS = ("sim", "sim-gpio", "sim-serial", "gpio")  # plus "serial:PORT"
+DEVICE_KINDS = ("sim", "sim-gpio", "sim-serial", "sim-avr", "gpio")  # plus "serial:PORT"
 
 
 @dataclass(frozen=True)

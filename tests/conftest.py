@@ -13,9 +13,11 @@ from firmware_bridge.device import SerialDevice
 from hardware_sim import DealerHabit, SimDevice, parse_fault_specs
 from hardware_sim.gpio_rig import GpioRig
 from hardware_sim.virtual_mcu import VirtualMCU
+from shuffler.backends import AVR_PACKAGES, SimAvr, build_firmware, serial_on
 from shuffler.clock import ScaledClock, VirtualClock
 from shuffler.config import GpioConfig
 from shuffler.device import FaultLimits, ShufflerDevice
+from shuffler.errors import DeviceError
 from shuffler.gpio import GpioDevice
 
 
@@ -125,7 +127,59 @@ class SerialHarness:
     _open: list
 
 
-BACKENDS = {"sim": SimHarness, "gpio": GpioHarness, "serial": SerialHarness}
+class AvrHarness:
+    """SerialDevice on the firmware's own ELF in simavr (firmware/harness): the real
+    binary, its pins playing the machine in real time at a fast card rate."""
+
+    name = "sim-avr"
+    card_rate = 50.0
+    _missing: str | None = None
+
+    def __init__(self) -> None:
+        if AvrHarness._missing is None:
+            try:
+                build_firmware()
+                AvrHarness._missing = ""
+            except DeviceError as e:
+                AvrHarness._missing = f"needs the packages {AVR_PACKAGES} ({e})"
+        if AvrHarness._missing:
+            pytest.skip(AvrHarness._missing)
+        self.chips: dict[int, SimAvr] = {}
+
+    def make(self, cards: int = 24, faults: Iterable[str] = (), habit: str = "instructed",
+             seed: int = 7) -> ShufflerDevice:
+        chip = SimAvr(f"--cards={cards}", f"--card-rate={self.card_rate}", "--spinup=0.01",
+                      f"--dealer={habit}", f"--seed={seed}", *(f"--fault={f}" for f in faults))
+        dev = serial_on(chip)
+        self.chips[id(dev)] = chip
+        self._open.append(dev)
+        return dev
+
+    def _cards(self, device: ShufflerDevice, key: str) -> list:
+        return [int(c) for c in self.chips[id(device)].state()[key].split(",") if c]
+
+    def pack(self, device: ShufflerDevice) -> list:
+        return self._cards(device, "tray")
+
+    def piles(self, device: ShufflerDevice) -> tuple[list, list]:
+        return self._cards(device, "left"), self._cards(device, "right")
+
+    def settle(self, device: ShufflerDevice, timeout: float = 3.0) -> None:
+        """Wait for the simulated dealer (it acts on the LED the firmware shows)."""
+        chip = self.chips[id(device)]
+        deadline = time.monotonic() + timeout
+        while chip.state()["settled"] != "1" and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        for dev in self._open:
+            dev.close()
+
+    _open: list
+
+
+BACKENDS = {"sim": SimHarness, "gpio": GpioHarness, "serial": SerialHarness,
+            "sim-avr": AvrHarness}
 
 
 @pytest.fixture(params=sorted(BACKENDS))

@@ -1,0 +1,161 @@
+"""The reference firmware (firmware/): it builds, fits the chip, and the very ELF that
+would be flashed keeps its own safety when run in simavr. The device contract runs
+against it too (``sim-avr`` in tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from firmware_bridge.framing import Frame, encode_frame
+from firmware_bridge.messages import Msg
+from shuffler.backends import AVR_PACKAGES, FIRMWARE_DIR, SimAvr, build_firmware, serial_on
+from shuffler.device import FaultKind
+from shuffler.errors import DeviceError
+from shuffler.planning import coin_plan
+
+try:
+    build_firmware()
+    MISSING = None
+except DeviceError as e:
+    MISSING = f"the firmware tests need the packages {AVR_PACKAGES}: {e}"
+pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+
+FLASH, RAM = 32 * 1024, 2 * 1024  # ATmega328P
+BOOTLOADER = 2048  # the Nano's old bootloader; optiboot takes 512
+SILENCE_MS = 500  # docs/protocol.md: the MCU's own timeout
+
+
+@pytest.fixture
+def chip():
+    made: list = []
+
+    def make(*args: str):
+        chip = SimAvr("--cards=104", "--card-rate=50", "--spinup=0.01", *args)
+        dev = serial_on(chip)
+        made.append(dev)
+        return chip, dev
+
+    yield make
+    for dev in made:
+        dev.close()
+
+
+def motor_lines(chip: SimAvr, timeout: float, want: str) -> dict[str, float]:
+    """The next ``motor WANT t=... last_rx=...`` line of the harness, as numbers."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        line = chip.lines.get(timeout=left)
+        if line.startswith(f"motor {want} "):
+            return {k: float(v) for k, v in (f.split("=") for f in line.split()[2:])}
+    raise AssertionError(f"the motor never went {want}")
+
+
+def test_make_builds_the_elf_and_the_hex_from_clean(tmp_path):
+    build = tmp_path / "build"
+    subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), f"BUILD={build}"], check=True,
+                   capture_output=True)
+    assert (build / "shuffler.elf").read_bytes()[:4] == b"\x7fELF"
+    hex_lines = (build / "shuffler.hex").read_text().split()
+    assert all(line.startswith(":") for line in hex_lines)
+    assert hex_lines[-1] == ":00000001FF"  # Intel HEX end of file: what avrdude flashes
+
+
+def test_flash_and_ram_fit_the_chip():
+    out = subprocess.run([shutil.which("avr-size") or "avr-size", "-A",
+                          str(FIRMWARE_DIR / "build" / "shuffler.elf")],
+                         check=True, capture_output=True, text=True).stdout
+    size = {m[1]: int(m[2]) for m in re.finditer(r"^\.(\w+)\s+(\d+)", out, re.M)}
+    flash = size["text"] + size.get("data", 0)
+    ram = size.get("data", 0) + size.get("bss", 0)
+    assert flash <= FLASH - BOOTLOADER
+    assert ram <= RAM - 512  # the rest is stack: ISRs and the deepest call chain
+
+
+def test_every_output_is_safe_after_reset(chip):
+    c, _ = chip()
+    state = c.state()
+    assert float(state["motor"]) == 0 and float(state["reverse"]) == 0
+    assert state["diverter"] == "0"  # parked on the left pile
+
+
+def test_a_silent_host_has_the_motor_off_within_the_timeout(chip):
+    c, dev = chip()
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(
+        dev.run_pass(coin_plan(104, random.Random(1)))))
+    worker.start()
+    motor_lines(c, 5, "forward")
+    time.sleep(0.3)  # well into the pass (104 cards take two seconds)
+    dev.link.heartbeat_paused.set()
+    off = motor_lines(c, 5, "off")
+    worker.join(10)
+    # in the chip's own time: from the last frame it received to the motor pin low
+    assert SILENCE_MS <= off["t"] - off["last_rx"] <= SILENCE_MS + 5
+    report = result[0]
+    assert report.fault is not None and report.fault.kind is FaultKind.LINK_LOST
+    assert 0 < report.counted < 104
+    dev.link.heartbeat_paused.clear()
+    assert not dev.health().ok  # latched until the dealer clears it
+
+
+def test_garbage_and_corrupted_frames_are_dropped_and_the_link_recovers(chip):
+    c, dev = chip("--cards=24")
+    boot_id = dev.hello.boot_id
+    rng = random.Random(16)
+    good = encode_frame(Frame(0, Msg.HEARTBEAT))
+    junk = [
+        bytes(rng.randrange(1, 256) for _ in range(700)) + b"\x00",  # longer than any frame
+        bytes(rng.randrange(256) for _ in range(2000)) + b"\x00",
+        good[:-3] + bytes([good[-3] ^ 0x55]) + good[-2:],  # a bad CRC
+        good[:3] + b"\x00",  # cut short
+        b"\x00" * 50,
+        encode_frame(Frame(0, 0x7E, b"from a newer host")),  # a type it does not know
+    ]
+    fd = os.open(c.path, os.O_WRONLY | os.O_NOCTTY)
+    try:
+        for chunk in junk:
+            os.write(fd, chunk)
+            time.sleep(0.05)
+    finally:
+        os.close(fd)
+    report = dev.run_pass(coin_plan(24, random.Random(2)))
+    assert report.fault is None and report.counted == 24
+    assert dev.health().ok and dev.hello.boot_id == boot_id  # no restart on the way
+
+
+def test_a_reset_mid_pass_fails_that_pass_and_the_next_one_works(chip):
+    c, dev = chip()
+    timer = threading.Timer(0.5, c.command, ["reset"])
+    timer.start()
+    report = dev.run_pass(coin_plan(104, random.Random(1)))
+    timer.join()
+    assert report.fault is not None and report.fault.kind is FaultKind.MCU_RESTARTED
+    assert float(c.state()["motor"]) == 0
+    assert dev.health().ok  # RAM is gone: nothing stays latched on the chip
+    deadline = time.monotonic() + 5  # the rebooted chip shows READY: the dealer gathers
+    while c.state()["settled"] != "1" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    again = dev.run_pass(coin_plan(104, random.Random(2)))
+    assert again.fault is None and again.counted == 104
+
+
+def test_the_cli_deals_a_hand_on_the_simulated_chip(tmp_path):
+    env = {**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path), "SHUFFLER_CONFIG": ""}
+    out = subprocess.run([sys.executable, "-m", "cli", "--device", "sim-avr", "--json", "hand",
+                          "--passes", "5"], capture_output=True, text=True, timeout=120,
+                         check=False, env=env)
+    assert out.returncode == 0, out.stderr
+    hand = json.loads(out.stdout)["hand"]
+    assert hand["completed"] and len(hand["passes"]) == 5
+    assert all(p["counted"] == p["expected"] == 24 and p["fault"] is None
+               for p in hand["passes"])
