@@ -10,7 +10,48 @@
 static volatile uint32_t ticks;
 static int16_t speed_now;
 
+#define EDGES 16u  /* a power of two */
+static volatile uint32_t edge_us[EDGES];
+static volatile uint8_t edge_level[EDGES], edge_head, edge_tail;
+
 ISR(TIMER2_COMPA_vect) { ticks++; }
+
+static uint32_t us_now(void)  /* with interrupts off */
+{
+    uint8_t count = TCNT2;
+    uint32_t ms = ticks;
+    if ((TIFR2 & _BV(OCF2A)) && count < 125) ms++;  /* the tick is due, not yet counted */
+    return ms * 1000u + (uint32_t)count * 4u;
+}
+
+uint32_t hw_us(void)
+{
+    uint32_t now;
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE) { now = us_now(); }
+    return now;
+}
+
+ISR(INT0_vect)
+{
+    uint8_t next = (uint8_t)((edge_head + 1) & (EDGES - 1));
+    if (next == edge_tail) return;  /* cannot happen below 8 kHz of edges */
+    edge_us[edge_head] = us_now();
+    edge_level[edge_head] = beam_blocked();
+    edge_head = next;
+}
+
+bool beam_edge(uint32_t *us, bool *blocked)
+{
+    if (edge_tail == edge_head) return false;
+    ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
+        *us = edge_us[edge_tail];
+        *blocked = edge_level[edge_tail];
+    }
+    edge_tail = (uint8_t)((edge_tail + 1) & (EDGES - 1));
+    return true;
+}
+
+void beam_edges_clear(void) { edge_tail = edge_head; }
 
 uint32_t hw_ms(void)
 {
@@ -45,6 +86,9 @@ void hw_init(void)
     TCCR2B = _BV(CS22);                         /* 16 MHz / 64 = 250 kHz */
     OCR2A = 249;                                /* 1 kHz */
     TIMSK2 = _BV(OCIE2A);
+    EICRA = _BV(ISC00);                         /* INT0 (the beam): any change */
+    EIFR = _BV(INTF0);
+    EIMSK = _BV(INT0);
     ADMUX = _BV(REFS0) | ADC_BATTERY;           /* AVcc reference */
     ADCSRA = _BV(ADEN) | _BV(ADPS2) | _BV(ADPS1) | _BV(ADPS0); /* 125 kHz */
     DIDR0 = _BV(ADC_BATTERY);

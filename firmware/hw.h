@@ -7,6 +7,11 @@
 
 void hw_init(void);
 uint32_t hw_ms(void);             /* milliseconds since reset (wraps after 49 days) */
+uint32_t hw_us(void);             /* microseconds since reset, 4 us steps (wraps: 71 min) */
+
+/* the beam's edges, timestamped in the pin-change interrupt: the oldest first */
+bool beam_edge(uint32_t *us, bool *blocked);
+void beam_edges_clear(void);
 
 void motor_set(int16_t speed);    /* -255..255: forward > 0, backward < 0, 0 off */
 int16_t motor_speed(void);

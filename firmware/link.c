@@ -2,7 +2,7 @@
 
 #include <string.h>
 
-#include "protocol.h"
+#include "protocol_gen.h"
 #include "uart.h"
 
 #define MAX_FRAME (2 + MAX_PAYLOAD + 2)
@@ -25,7 +25,6 @@ static uint16_t errors;
 static struct pending queue[QUEUE];
 static uint8_t q_head, q_count;
 static uint8_t out_seq, in_flight_seq;  /* in_flight_seq 0: the head is not sent yet */
-static uint8_t tries;
 static uint16_t wait_ms;
 static uint32_t sent_at;
 
@@ -76,9 +75,24 @@ void link_send(uint8_t type, const uint8_t *payload, uint8_t len)
     write_frame(0, type, payload, len);
 }
 
+/* make room by dropping the newest INPUT event not yet sent; false if there is none */
+static bool drop_an_input(void)
+{
+    for (uint8_t i = q_count; i-- > (in_flight_seq ? 1 : 0);) {
+        struct pending *p = &queue[(uint8_t)(q_head + i) % QUEUE];
+        if (p->type != MSG_INPUT) continue;
+        for (uint8_t j = i; j + 1 < q_count; j++)
+            queue[(uint8_t)(q_head + j) % QUEUE] = queue[(uint8_t)(q_head + j + 1) % QUEUE];
+        q_count--;
+        return true;
+    }
+    return false;
+}
+
 bool link_queue(uint8_t type, const uint8_t *payload, uint8_t len)
 {
-    if (q_count == QUEUE || len > LINK_MAX_OUT) return false;
+    if (len > LINK_MAX_OUT) return false;
+    if (q_count == QUEUE && (type == MSG_INPUT || !drop_an_input())) return false;
     struct pending *p = &queue[(uint8_t)(q_head + q_count) % QUEUE];
     p->type = type;
     p->len = len;
@@ -108,21 +122,14 @@ void link_poll(uint32_t now)
     if (!in_flight_seq) {
         out_seq = (uint8_t)(out_seq % 255 + 1);
         in_flight_seq = out_seq;
-        tries = 0;
         wait_ms = ACK_FIRST_MS;
     } else if ((uint32_t)(now - sent_at) < wait_ms) {
         return;
     } else {
-        /* the host may be gone: keep repeating only while it is heard */
-        if (tries >= ACK_TRIES && (uint32_t)(now - last_heard) > SILENCE_MS) {
-            q_count = 0;
-            in_flight_seq = 0;
-            return;
-        }
+        /* never given up: repeated every ACK_MAX_MS until the ACK, a HELLO or a reset */
         wait_ms = wait_ms * 2 > ACK_MAX_MS ? ACK_MAX_MS : (uint16_t)(wait_ms * 2);
     }
     write_frame(in_flight_seq, p->type, p->payload, p->len);
-    tries++;
     sent_at = now;
 }
 
@@ -155,14 +162,18 @@ static void frame(uint32_t now)
         errors++;
         return;
     }
-    last_heard = now;
-    heard = true;
     uint8_t seq = rx[0], type = rx[1], len = (uint8_t)(n - 4);
-    const uint8_t *payload = rx + 2;
-    if (type == MSG_ACK) {
-        if (len == 1 && in_flight_seq && payload[0] == in_flight_seq) pop();
+    uint8_t *payload = rx + 2;
+    if (!link_valid(type, payload, len)) {  /* dropped unacknowledged: the host repeats */
+        errors++;
         return;
     }
+    if (type == MSG_ACK) {
+        if (in_flight_seq && payload[0] == in_flight_seq) pop();
+        return;
+    }
+    last_heard = now;  /* a sign of life: any valid frame but an ACK */
+    heard = true;
     if (seq) {
         uint8_t ack = seq;
         write_frame(0, MSG_ACK, &ack, 1);  /* every copy: our last ACK may have been lost */

@@ -11,10 +11,11 @@
 #include <avr/wdt.h>
 #include <string.h>
 
+#include "board.h"
 #include "hw.h"
 #include "link.h"
 #include "pass.h"
-#include "protocol.h"
+#include "protocol_gen.h"
 #include "uart.h"
 
 #define FIRMWARE "shuffler-avr 0.1"
@@ -23,25 +24,25 @@
 #define DEBOUNCE_MS 3
 
 static uint16_t boot_id;
-static uint8_t latched, latched_card_hi, latched_card_lo;
-static uint8_t signal_now = SIGNAL_READY, signal_pile = PILE_NONE;
+static uint8_t latched;          /* the latched fault: JAM, MISFEED or LINK_LOST */
+static uint16_t latched_card;
+static bool configured;
+static uint8_t signal_now = SIGNAL_OFF, signal_pile = PILE_NONE;
 static uint8_t beeps;            /* half-periods of buzzer left */
 static uint32_t beep_at;
 
-/* a watchdog reset leaves the watchdog running: stop it before anything else */
+/* before the C runtime: the motor driver's inputs and the servo pin driven low (the
+ * pins float at reset; pull-downs hold the driver off until here), and the watchdog
+ * a watchdog reset leaves running stopped until main() starts it afresh */
 void early(void) __attribute__((naked, used, section(".init3")));
 void early(void)
 {
+    PORTD = 0;
+    DDRD = _BV(PIN_MOTOR_FWD) | _BV(PIN_MOTOR_REV);
+    PORTB = 0;
+    DDRB = _BV(PIN_DIVERTER);
     MCUSR = 0;
     wdt_disable();
-}
-
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, (uint16_t)(v >> 16));
-    put16(p + 2, (uint16_t)v);
 }
 
 /* -- the status LED and buzzer -------------------------------------------------------- */
@@ -74,80 +75,156 @@ static void led_update(uint32_t now)
 /* -- replies ------------------------------------------------------------------------------ */
 static void hello_reply(void)
 {
-    uint8_t p[5 + sizeof FIRMWARE - 1];
-    p[0] = PROTOCOL_MAJOR;
-    p[1] = PROTOCOL_MINOR;
-    p[2] = CAP_PILE_SENSORS | CAP_BATTERY | CAP_REVERSE;
-    put16(p + 3, boot_id);
-    memcpy(p + 5, FIRMWARE, sizeof FIRMWARE - 1);
+    uint8_t p[MSG_HELLO_REPLY_LEN + sizeof FIRMWARE - 1];
+    p[HELLO_REPLY_MAJOR_AT] = PROTOCOL_MAJOR;
+    p[HELLO_REPLY_MINOR_AT] = PROTOCOL_MINOR;
+    p[HELLO_REPLY_CAPABILITIES_AT] = CAP_PILE_SENSORS | CAP_BATTERY | CAP_REVERSE;
+    proto_put_u16(p + HELLO_REPLY_BOOT_ID_AT, boot_id);
+    memcpy(p + HELLO_REPLY_FIRMWARE_AT, FIRMWARE, sizeof FIRMWARE - 1);
     link_queue(MSG_HELLO_REPLY, p, sizeof p);
 }
 
 static void status_reply(void)
 {
-    uint8_t p[6] = {motor_speed() != 0, tray_loaded(), beam_blocked(), latched,
-                    latched_card_hi, latched_card_lo};
+    uint8_t p[MSG_STATUS_REPLY_LEN];
+    p[STATUS_REPLY_MOTOR_ON_AT] = motor_speed() != 0;
+    p[STATUS_REPLY_TRAY_LOADED_AT] = tray_loaded();
+    p[STATUS_REPLY_BEAM_BLOCKED_AT] = beam_blocked();
+    p[STATUS_REPLY_FAULT_AT] = latched;
+    proto_put_u16(p + STATUS_REPLY_FAULT_CARD_AT, latched_card);
+    p[STATUS_REPLY_CONFIGURED_AT] = configured;
+    proto_put_u16(p + STATUS_REPLY_PASS_ID_AT, pass_id());
     link_queue(MSG_STATUS_REPLY, p, sizeof p);
 }
 
-static void pass_done(uint8_t fault)  /* a refusal: nothing moved */
+void pass_on_card(uint16_t id, uint16_t counted, uint16_t left, uint16_t right)
 {
-    struct pass_report r;
-    memset(&r, 0, sizeof r);
-    r.fault = fault;
-    pass_on_done(&r);
-}
-
-void pass_on_card(uint16_t counted, uint16_t left, uint16_t right)
-{
-    uint8_t p[6];
-    put16(p, counted);
-    put16(p + 2, left);
-    put16(p + 4, right);
+    uint8_t p[MSG_CARD_LEN];
+    proto_put_u16(p + CARD_PASS_ID_AT, id);
+    proto_put_u16(p + CARD_COUNTED_AT, counted);
+    proto_put_u16(p + CARD_LEFT_AT, left);
+    proto_put_u16(p + CARD_RIGHT_AT, right);
     link_send(MSG_CARD, p, sizeof p);
 }
 
 void pass_on_done(const struct pass_report *r)
 {
-    uint8_t p[17];
-    put16(p, r->counted);
-    put16(p + 2, r->left);
-    put16(p + 4, r->right);
-    put32(p + 6, r->ms);
-    put16(p + 10, r->min_mv);
-    p[12] = r->tray_empty;
-    p[13] = r->retries;
-    p[14] = r->fault;
-    put16(p + 15, r->fault_card);
+    uint8_t p[MSG_PASS_DONE_LEN];
+    proto_put_u16(p + PASS_DONE_PASS_ID_AT, r->pass_id);
+    proto_put_u16(p + PASS_DONE_COUNTED_AT, r->counted);
+    proto_put_u16(p + PASS_DONE_LEFT_AT, r->left);
+    proto_put_u16(p + PASS_DONE_RIGHT_AT, r->right);
+    proto_put_u32(p + PASS_DONE_MS_AT, r->ms);
+    proto_put_u16(p + PASS_DONE_MIN_MV_AT, r->min_mv);
+    p[PASS_DONE_TRAY_EMPTY_AT] = r->tray_empty;
+    p[PASS_DONE_RETRIES_AT] = r->retries;
+    p[PASS_DONE_FAULT_AT] = r->fault;
+    proto_put_u16(p + PASS_DONE_FAULT_CARD_AT, r->fault_card);
     link_queue(MSG_PASS_DONE, p, sizeof p);
     if (r->fault == FAULT_JAM || r->fault == FAULT_MISFEED || r->fault == FAULT_LINK_LOST) {
         latched = r->fault;
-        latched_card_hi = (uint8_t)(r->fault_card >> 8);
-        latched_card_lo = (uint8_t)r->fault_card;
+        latched_card = r->fault_card;
         show(SIGNAL_FAULT, PILE_NONE);
     }
 }
 
 /* -- requests ---------------------------------------------------------------------------- */
-static void start_pass(const uint8_t *p, uint8_t len)
+static bool in_range(const uint8_t *p, uint8_t at, uint8_t size, uint32_t lo, uint32_t hi)
 {
-    if (len < 2) return pass_done(FAULT_BAD_REQUEST);
-    uint16_t n = (uint16_t)p[0] << 8 | p[1];
-    if (pass_running() || !n || n > MAX_CARDS || len != 2 + (n + 7u) / 8u)
-        return pass_done(FAULT_BAD_REQUEST);
-    if (latched) return pass_done(FAULT_LATCHED);
-    show(SIGNAL_RUNNING, PILE_NONE);
-    pass_start(p + 2, n, hw_ms());
+    uint32_t v = size == 1 ? p[at] : size == 2 ? proto_get_u16(p + at) : proto_get_u32(p + at);
+    return v >= lo && v <= hi;
 }
 
-void link_on_message(uint8_t type, const uint8_t *p, uint8_t len)
+#define RANGE(msg, field, size) \
+    in_range(p, msg##_##field##_AT, size, msg##_##field##_MIN, msg##_##field##_MAX)
+
+/* every payload from the host against its declaration (firmware/protocol_gen.h) */
+bool link_valid(uint8_t type, const uint8_t *p, uint8_t len)
+{
+    switch (type) {
+    case MSG_ACK:
+        return len == MSG_ACK_LEN && RANGE(ACK, SEQ, 1);
+    case MSG_HELLO:
+        return len == MSG_HELLO_LEN;
+    case MSG_HEARTBEAT:
+    case MSG_STOP:
+    case MSG_STATUS:
+    case MSG_BATTERY:
+    case MSG_CLEAR:
+        return len == 0;
+    case MSG_CONFIG:
+        return len == MSG_CONFIG_LEN && RANGE(CONFIG, JAM_MS, 2) &&
+               RANGE(CONFIG, MISFEED_MS, 2) && RANGE(CONFIG, RETRIES, 1) &&
+               RANGE(CONFIG, REVERSE_MS, 2) && RANGE(CONFIG, MAX_PASS_MS, 4) &&
+               RANGE(CONFIG, SETTLE_MS, 2) && RANGE(CONFIG, CARD_INTERVAL_MS, 2) &&
+               RANGE(CONFIG, MIN_BLOCKED_US, 2) && RANGE(CONFIG, STALL_MV, 2) &&
+               RANGE(CONFIG, SOFT_START_MS, 2) &&
+               proto_get_u16(p + CONFIG_SETTLE_MS_AT) < proto_get_u16(p + CONFIG_CARD_INTERVAL_MS_AT);
+    case MSG_PASS: {
+        if (len < MSG_PASS_LEN || !RANGE(PASS, PASS_ID, 2) || !RANGE(PASS, CARDS, 2)) return false;
+        uint16_t n = proto_get_u16(p + PASS_CARDS_AT);
+        if (len != PASS_LABELS_AT + (n + 7u) / 8u) return false;
+        return !(n % 8) || !(p[len - 1] >> (n % 8));  /* no label bits past the last card */
+    }
+    case MSG_SIGNAL:
+        return len == MSG_SIGNAL_LEN && p[SIGNAL_SIGNAL_AT] <= SIGNAL_OFF &&
+               (p[SIGNAL_PILE_AT] <= PILE_RIGHT || p[SIGNAL_PILE_AT] == PILE_NONE);
+    default:
+        return false;  /* a type this firmware does not know */
+    }
+}
+
+static void take_config(const uint8_t *p)
+{
+    if (pass_running()) return;  /* not taken: STATUS_REPLY shows the pass running */
+    limits.jam_ms = proto_get_u16(p + CONFIG_JAM_MS_AT);
+    limits.misfeed_ms = proto_get_u16(p + CONFIG_MISFEED_MS_AT);
+    limits.retries = p[CONFIG_RETRIES_AT];
+    limits.reverse_ms = proto_get_u16(p + CONFIG_REVERSE_MS_AT);
+    limits.max_pass_ms = proto_get_u32(p + CONFIG_MAX_PASS_MS_AT);
+    limits.settle_ms = proto_get_u16(p + CONFIG_SETTLE_MS_AT);
+    limits.card_interval_ms = proto_get_u16(p + CONFIG_CARD_INTERVAL_MS_AT);
+    limits.min_blocked_us = proto_get_u16(p + CONFIG_MIN_BLOCKED_US_AT);
+    limits.stall_mv = proto_get_u16(p + CONFIG_STALL_MV_AT);
+    limits.soft_start_ms = proto_get_u16(p + CONFIG_SOFT_START_MS_AT);
+    configured = true;
+}
+
+static void start_pass(uint8_t *p, uint8_t len)
+{
+    uint16_t id = proto_get_u16(p + PASS_PASS_ID_AT), n = proto_get_u16(p + PASS_CARDS_AT);
+    uint8_t refused = pass_running() ? FAULT_BUSY
+                      : latched      ? FAULT_LATCHED
+                      : !configured  ? FAULT_NOT_CONFIGURED
+                      : n > MAX_CARDS ? FAULT_BAD_REQUEST
+                                      : FAULT_NONE;
+    if (refused) {
+        struct pass_report r;
+        memset(&r, 0, sizeof r);
+        r.pass_id = id;
+        r.fault = refused;
+        pass_on_done(&r);
+    } else {
+        show(SIGNAL_RUNNING, PILE_NONE);
+        pass_start(id, p + PASS_LABELS_AT, n, hw_ms());
+    }
+    memset(p + PASS_LABELS_AT, 0, (size_t)(len - PASS_LABELS_AT));  /* the plan's copy */
+}
+
+void link_on_message(uint8_t type, uint8_t *p, uint8_t len)
 {
     uint32_t now = hw_ms();
     switch (type) {
     case MSG_HELLO:
-        pass_end(FAULT_LINK_LOST, now);  /* a new session: the old pass is over */
+        /* a new session: the old pass ends (its PASS_DONE goes with the old queue) */
+        pass_end(FAULT_LINK_LOST, now);
         link_restart();
+        configured = false;
         hello_reply();
+        break;
+    case MSG_CONFIG:
+        take_config(p);
+        status_reply();
         break;
     case MSG_PASS:
         start_pass(p, len);
@@ -160,27 +237,30 @@ void link_on_message(uint8_t type, const uint8_t *p, uint8_t len)
         status_reply();
         break;
     case MSG_BATTERY: {
-        uint8_t b[3];
-        put16(b, battery_mv());
-        b[2] = motor_speed() != 0;
+        uint8_t b[MSG_BATTERY_REPLY_LEN];
+        proto_put_u16(b + BATTERY_REPLY_MV_AT, battery_mv());
+        b[BATTERY_REPLY_UNDER_LOAD_AT] = motor_speed() != 0;
         link_queue(MSG_BATTERY_REPLY, b, sizeof b);
         break;
     }
     case MSG_CLEAR:
         if (latched && !pass_running() && !beam_blocked()) {
-            latched = latched_card_hi = latched_card_lo = 0;
+            latched = FAULT_NONE;
+            latched_card = 0;
             show(SIGNAL_READY, PILE_NONE);
         }
         status_reply();
         break;
     case MSG_SIGNAL:
-        if (len == 3 && p[0] <= SIGNAL_OFF && !latched) {
+        if (!latched) {
             /* STACK with no next pass: the hand is done, the pile order no longer matters */
-            show(p[0] == SIGNAL_STACK && !p[2] ? SIGNAL_READY : p[0], p[1]);
+            uint8_t signal = p[SIGNAL_SIGNAL_AT];
+            show(signal == SIGNAL_STACK && !p[SIGNAL_NEXT_PASS_AT] ? SIGNAL_READY : signal,
+                 p[SIGNAL_PILE_AT]);
         }
         break;
     default:
-        break;  /* HEARTBEAT, and types from a newer host */
+        break;  /* HEARTBEAT */
     }
 }
 
@@ -208,7 +288,7 @@ static bool changed(struct input *in, bool level)
 static void event(uint8_t kind, uint8_t pile, uint32_t now)
 {
     uint8_t p[6] = {kind, pile};
-    put32(p + 2, now);
+    proto_put_u32(p + 2, now);
     link_queue(MSG_INPUT, p, sizeof p);
 }
 
@@ -240,8 +320,8 @@ static uint16_t new_boot_id(void)
     uint16_t boots = eeprom_read_word(counter) + 1;
     eeprom_update_word(counter, boots);
     uint8_t seed[4];
-    put16(seed, boots);
-    put16(seed + 2, noise_seed());
+    proto_put_u16(seed, boots);
+    proto_put_u16(seed + 2, noise_seed());
     return crc16(seed, sizeof seed);
 }
 
@@ -254,7 +334,6 @@ int main(void)
     wdt_enable(WDTO_250MS);
     sei();
     inputs_init();
-    show(SIGNAL_READY, PILE_NONE);
     hello_reply();  /* unasked: a host that hears a new boot id knows we restarted */
     uint32_t last = hw_ms();
     for (;;) {

@@ -3,53 +3,55 @@
 #include <string.h>
 
 #include "hw.h"
-#include "protocol.h"
+#include "protocol_gen.h"
 
 #define PLAN_BYTES (MAX_CARDS / 8)
 #define RAMP_STEPS 5
 #define REVERSE_SPEED (-153)       /* 60 % backwards */
-#define BATTERY_EVERY_MS 10
+#define BATTERY_EVERY_MS 10        /* the protocol asks for at least every 50 */
 
-enum state { IDLE, RAMP, FEED, REVERSE };
+enum state { IDLE, SETTLE, RAMP, FEED, REVERSE };
 
-struct limits limits = {
-    .jam_ms = 500, .misfeed_ms = 1000, .reverse_ms = 300, .stall_mv = 5600,
-    .soft_start_ms = 100, .settle_ms = 0, .retries = 2, .max_pass_ms = 90000,
-};
+struct limits limits;
 
 static uint8_t plan[PLAN_BYTES];
 static uint16_t expected;
 static enum state state;
 static struct pass_report r;
-static uint32_t started, phase_at, last_edge, blocked_at, battery_at;
-static bool blocked, was_blocked, stuck;
+static uint32_t started, phase_at, watch_from, blocked_at, battery_at, blocked_at_us;
+static bool blocked, level, stuck;
 static uint8_t retries_here, ramp_step;
 static uint16_t latest_mv;
 
 static uint8_t label(uint16_t i) { return (uint8_t)((plan[i >> 3] >> (i & 7)) & 1); }
 
 bool pass_running(void) { return state != IDLE; }
-uint16_t pass_latest_mv(void) { return latest_mv; }
+uint16_t pass_id(void) { return state != IDLE ? r.pass_id : 0; }
 
-static void ramp(uint32_t now)
+/* the motor starts (ramping up): the misfeed timer runs from here */
+static void motor_start(uint32_t now)
 {
     state = RAMP;
     ramp_step = 1;
-    phase_at = now;
-    motor_set(255 / RAMP_STEPS);
+    phase_at = watch_from = now;
+    motor_set(limits.soft_start_ms ? 255 / RAMP_STEPS : 255);
+    if (!limits.soft_start_ms) state = FEED;
 }
 
-void pass_start(const uint8_t *labels, uint16_t cards, uint32_t now)
+void pass_start(uint16_t id, const uint8_t *labels, uint16_t cards, uint32_t now)
 {
     memset(&r, 0, sizeof r);
+    r.pass_id = id;
     memcpy(plan, labels, (cards + 7u) / 8u);
     expected = cards;
-    started = battery_at = now;
-    blocked = was_blocked = stuck = false;
+    started = battery_at = phase_at = now;
+    blocked = stuck = false;
+    level = beam_blocked();
+    beam_edges_clear();
     retries_here = 0;
     latest_mv = 0;
     diverter_set(label(0));
-    ramp(now);
+    state = SETTLE;
 }
 
 void pass_end(uint8_t fault, uint32_t now)
@@ -73,107 +75,115 @@ static void measure(uint32_t now)
     if (!r.min_mv || latest_mv < r.min_mv) r.min_mv = latest_mv;
 }
 
-/* nothing came in time: give up on this card, or back it out and feed again */
-static void retry_or_fail(uint8_t fault, uint32_t now)
+static void retry(uint32_t now)
 {
-    if (retries_here >= limits.retries) {
-        pass_end(fault, now);
-        return;
-    }
     retries_here++;
     r.retries++;
-    /* a card the reverse did not free: its trailing edge, when it comes, is no card */
-    stuck = fault == FAULT_JAM && beam_blocked();
+    /* a card the reverse did not free: its cleared edge, when it comes, is no card */
+    stuck = blocked;
     blocked = false;
-    ramp(now);
+    motor_start(now);
 }
 
 static void timed_out(uint32_t now)
 {
-    if (!blocked && !tray_loaded()) {  /* the tray ran out: fewer cards than planned */
-        pass_end(FAULT_NONE, now);
-        return;
-    }
     motor_set(0);  /* at once */
-    if (!blocked && latest_mv && latest_mv < limits.stall_mv) {
-        pass_end(FAULT_LOW_BATTERY, now);
+    if (blocked) {
+        if (retries_here >= limits.retries) {
+            pass_end(FAULT_JAM, now);
+        } else {
+            motor_set(REVERSE_SPEED);  /* an H-bridge; without one this only waits */
+            state = REVERSE;
+            phase_at = now;
+        }
         return;
     }
-    if (blocked && limits.reverse_ms) {
-        motor_set(REVERSE_SPEED);
-        state = REVERSE;
-        phase_at = now;
-        return;
-    }
-    retry_or_fail(blocked ? FAULT_JAM : FAULT_MISFEED, now);
+    if (latest_mv && latest_mv < limits.stall_mv) pass_end(FAULT_LOW_BATTERY, now);
+    else if (retries_here >= limits.retries) pass_end(FAULT_MISFEED, now);
+    else retry(now);
 }
 
-static void edge(bool now_blocked, uint32_t now)
+static void counted(uint32_t now)
 {
-    if (now_blocked) {
-        blocked = true;
-        blocked_at = now;
-        return;
-    }
-    if (!blocked || stuck) {  /* not a card: the jammed one leaving backwards */
-        blocked = stuck = false;
-        last_edge = now;
-        return;
-    }
-    blocked = false;
-    last_edge = now;
+    watch_from = now;
     retries_here = 0;
     if (label(r.counted)) r.right++;
     else r.left++;
     r.counted++;
     if (r.counted < expected) diverter_set(label(r.counted));
-    pass_on_card(r.counted, r.left, r.right);
+    pass_on_card(r.pass_id, r.counted, r.left, r.right);
     if (r.counted >= expected) pass_end(FAULT_NONE, now);
     else if (!tray_loaded()) pass_end(FAULT_NONE, now);  /* a double feed emptied it */
 }
 
+static void edge(bool now_blocked, uint32_t us)
+{
+    uint32_t ms = us / 1000u;
+    if (now_blocked == level) return;
+    level = now_blocked;
+    if (state == REVERSE) {
+        if (!now_blocked) blocked = false;  /* the jammed card backed out */
+        return;
+    }
+    if (now_blocked) {
+        blocked = true;
+        blocked_at = ms;
+        blocked_at_us = us;
+        return;
+    }
+    if (!blocked) {  /* a card still in the beam after its jam's reverse, leaving */
+        if (stuck) watch_from = ms;
+        stuck = false;
+        return;
+    }
+    blocked = false;
+    if ((uint32_t)(us - blocked_at_us) < limits.min_blocked_us) return;  /* a glitch */
+    if (stuck) {
+        stuck = false;  /* the card of the last jam leaving: not a card */
+        watch_from = ms;
+        return;
+    }
+    counted(ms);
+}
+
 void pass_tick(uint32_t now)
 {
+    uint32_t us;
+    bool b;
+    while (state != IDLE && beam_edge(&us, &b)) edge(b, us);
     if (state == IDLE) return;
-    bool b = beam_blocked();
-    if (b != was_blocked) {
-        was_blocked = b;
-        if (state == REVERSE) {
-            if (!b) blocked = false;  /* the jammed card backed out of the beam */
-        } else {
-            edge(b, now);
-            if (state == IDLE) return;
-        }
-    }
     measure(now);
-    if ((uint32_t)(now - started) > limits.max_pass_ms) {
+    if ((uint32_t)(now - started) >= limits.max_pass_ms) {
         pass_end(FAULT_TIMEOUT, now);
         return;
     }
+    if ((state == RAMP || state == FEED) &&
+        (blocked ? (uint32_t)(now - blocked_at) >= limits.jam_ms
+                 : (uint32_t)(now - watch_from) >= limits.misfeed_ms)) {
+        if (!blocked && !tray_loaded()) pass_end(FAULT_NONE, now);  /* the cards ran out */
+        else timed_out(now);
+        return;
+    }
     switch (state) {
+    case SETTLE:
+        if ((uint32_t)(now - phase_at) >= limits.settle_ms) motor_start(now);
+        break;
     case RAMP:
         if ((uint32_t)(now - phase_at) * RAMP_STEPS < (uint32_t)limits.soft_start_ms * ramp_step)
             break;
-        if (++ramp_step < RAMP_STEPS) {
-            motor_set((int16_t)(255 * ramp_step / RAMP_STEPS));
-            break;
+        if (++ramp_step < RAMP_STEPS) motor_set((int16_t)(255 * ramp_step / RAMP_STEPS));
+        else {
+            motor_set(255);
+            state = FEED;
         }
-        motor_set(255);  /* full speed: from here the beam is watched */
-        state = FEED;
-        last_edge = now;
-        break;
-    case FEED:
-        if (blocked ? (uint32_t)(now - blocked_at) > limits.jam_ms
-                    : (uint32_t)(now - last_edge) > limits.misfeed_ms)
-            timed_out(now);
         break;
     case REVERSE:
         if ((uint32_t)(now - phase_at) >= limits.reverse_ms) {
             motor_set(0);
-            retry_or_fail(FAULT_JAM, now);
+            retry(now);
         }
         break;
-    case IDLE:
+    default:
         break;
     }
 }

@@ -1,22 +1,24 @@
-/* The pass, run on the chip by the rules of the host's pass engine: count cards at
- * the beam's trailing edge and set the diverter for the next; a beam blocked past
- * jam_ms is a jam, no leading edge for misfeed_ms a misfeed (or low battery, when
- * the battery sags under stall_mv); each is retried (reverse, feed again) up to
- * ``retries`` times per card, then ends the pass. */
+/* The pass, run on the chip by the rules of docs/protocol.md ("A pass"), the same
+ * rules as the host's pass engine: count cards at the beam's cleared edge and set
+ * the diverter for the next; a beam blocked for jam_ms is a jam, no blocked edge for
+ * misfeed_ms a misfeed (or low battery, when the battery sags under stall_mv); each
+ * is retried (a jam reversed first) up to ``retries`` times per card, then ends the
+ * pass. */
 #ifndef SHUFFLER_PASS_H
 #define SHUFFLER_PASS_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-struct limits {
-    uint16_t jam_ms, misfeed_ms, reverse_ms, stall_mv, soft_start_ms, settle_ms;
+struct limits {  /* from CONFIG */
+    uint16_t jam_ms, misfeed_ms, reverse_ms, settle_ms, card_interval_ms, min_blocked_us,
+        stall_mv, soft_start_ms;
     uint8_t retries;
     uint32_t max_pass_ms;
 };
 
 struct pass_report {
-    uint16_t counted, left, right, min_mv, fault_card;
+    uint16_t pass_id, counted, left, right, min_mv, fault_card;
     uint32_t ms;
     uint8_t tray_empty, retries, fault;
 };
@@ -24,14 +26,14 @@ struct pass_report {
 extern struct limits limits;
 
 /* labels: one bit per card, LSB first; copied, and wiped when the pass ends */
-void pass_start(const uint8_t *labels, uint16_t cards, uint32_t now);
+void pass_start(uint16_t pass_id, const uint8_t *labels, uint16_t cards, uint32_t now);
 void pass_tick(uint32_t now);
 void pass_end(uint8_t fault, uint32_t now);   /* STOP, silence, a new session */
 bool pass_running(void);
-uint16_t pass_latest_mv(void);
+uint16_t pass_id(void);                       /* 0 when none runs */
 
 /* what the pass tells the rest of the firmware */
-void pass_on_card(uint16_t counted, uint16_t left, uint16_t right);
+void pass_on_card(uint16_t pass_id, uint16_t counted, uint16_t left, uint16_t right);
 void pass_on_done(const struct pass_report *report);
 
 #endif

@@ -148,13 +148,13 @@ def build_firmware() -> None:
                           f"packages {AVR_PACKAGES}): {build.stderr.strip()[-300:]}")
 
 
-def serial_on(chip: SimAvr, limits: FaultLimits | None = None,
-              feed: Feed = Feed.TOP) -> ShufflerDevice:
+def serial_on(chip: SimAvr, limits: FaultLimits | None = None, feed: Feed = Feed.TOP,
+              card_rate: float = 5.0) -> ShufflerDevice:
     """SerialDevice on the chip's pseudo-terminal; closing it stops the chip."""
     from firmware_bridge.device import SerialDevice
 
     try:
-        device = SerialDevice(chip.path, limits=limits, feed=feed)
+        device = SerialDevice(chip.path, limits=limits, feed=feed, card_rate=card_rate)
     except BaseException:
         chip.close()
         raise
@@ -214,17 +214,24 @@ class SimAvr:
                 self.proc.wait()
 
 
+#: the harness's fastest card rate: a card still blocks the beam 4 ms, twice the
+#: firmware's default glitch filter (min_blocked)
+SIM_AVR_MAX_RATE = 100.0
+
+
 def _sim_avr(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     """SerialDevice on the firmware running in simavr. The chip runs in real time, so
-    the speed factor quickens the machine's cards instead."""
+    the speed factor quickens the machine's cards instead; the firmware gets the
+    configured limits unchanged."""
     from hardware_sim import parse_fault_specs
 
     parse_fault_specs(sim.faults)  # bad specs: a clear error before anything starts
     mech = config.mechanism
-    args = [f"--cards={cards}", f"--card-rate={mech.card_rate * sim.speed}",
-            f"--spinup={0.2 / sim.speed}", f"--feed={mech.feed.value}", f"--dealer={sim.habit}",
-            f"--seed={sim.seed or 0}", *(f"--fault={spec}" for spec in sim.faults)]
-    return serial_on(SimAvr(*args), mech.limits, mech.feed)
+    rate = min(mech.card_rate * sim.speed, SIM_AVR_MAX_RATE)
+    args = [f"--cards={cards}", f"--card-rate={rate}", f"--spinup={0.2 * mech.card_rate / rate}",
+            f"--feed={mech.feed.value}", f"--dealer={sim.habit}", f"--seed={sim.seed or 0}",
+            *(f"--fault={spec}" for spec in sim.faults)]
+    return serial_on(SimAvr(*args), mech.limits, mech.feed, mech.card_rate)
 
 
 def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:

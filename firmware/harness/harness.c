@@ -18,7 +18,8 @@
  * the lag is dropped and counted as "slip_ms" in the state line.
  *
  * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch",
- * "reset" (reboot the chip), "quit". End of stdin also quits. Lines on stdout:
+ * "gather" (every card back in the tray), "reset" (reboot the chip), "quit". End of
+ * stdin also quits. Lines on stdout:
  * "pty PATH", "motor forward|reverse|off ...", "state ...", "reset ...", "crashed ...". */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -515,6 +516,10 @@ static void command(const char *line, uint64_t t)
     if (!strcmp(line, "state")) state_line();
     else if (!strcmp(line, "touch")) touch(t);
     else if (!strcmp(line, "reset")) want_reset = true;  /* not from inside a timer */
+    else if (!strcmp(line, "gather")) {  /* the dealer gathers every card into the tray */
+        gather();
+        sensors();
+    }
     else if (!strcmp(line, "quit")) quit = true;
     else fprintf(stderr, "simavr-harness: unknown command %s\n", line);
 }
