@@ -86,6 +86,11 @@ def test_every_output_is_safe_after_reset(chip):
     state = c.state()
     assert float(state["motor"]) == 0 and float(state["reverse"]) == 0
     assert state["diverter"] == "0"  # parked on the left pile
+    assert state["led"] == "000"  # dark until the host says what to show
+    wdtcsr = int(state["wdtcsr"], 16)
+    assert wdtcsr & 0x08  # WDE: the hardware watchdog resets a wedged chip
+    wdp = (wdtcsr >> 2) & 0x08 | wdtcsr & 0x07  # WDP3..0: 2K << WDP cycles at 128 kHz
+    assert wdp <= 4  # 0.25 s at most (WDTO_250MS)
 
 
 def test_a_silent_host_has_the_motor_off_within_the_timeout(chip):
@@ -130,6 +135,21 @@ def test_garbage_and_corrupted_frames_are_dropped_and_the_link_recovers(chip):
     report = dev.run_pass(coin_plan(24, random.Random(2)))
     assert report.fault is None and report.counted == 24
     assert dev.health().ok and dev.hello.boot_id == boot_id  # no restart on the way
+
+
+@pytest.mark.parametrize("noise", [0.001, 0.01])
+def test_every_pass_counts_right_on_a_noisy_line(chip, noise):
+    """Bytes corrupted both ways: the firmware's retransmissions and checks bring every
+    count home."""
+    c, dev = chip("--cards=24", f"--noise={noise}", "--seed=5")
+    rng = random.Random(3)
+    for _ in range(5):
+        report = dev.run_pass(coin_plan(24, rng))
+        assert report.fault is None and report.counted == 24
+        c.command("gather")
+        c.state()
+    if noise >= 0.01:
+        assert dev.link.decoder.errors > 0 or dev.link.stats.retransmits > 0
 
 
 def test_a_reset_mid_pass_fails_that_pass_and_the_next_one_works(chip):

@@ -49,7 +49,7 @@ enum {
     R_PINB = 0x23, R_DDRB = 0x24, R_PORTB = 0x25,
     R_PIND = 0x29, R_DDRD = 0x2A, R_PORTD = 0x2B,
     R_TCCR0A = 0x44, R_OCR0A = 0x47, R_OCR0B = 0x48,
-    R_TCCR1A = 0x80, R_OCR1AL = 0x88, R_OCR1AH = 0x89,
+    R_WDTCSR = 0x60, R_TCCR1A = 0x80, R_OCR1AL = 0x88, R_OCR1AH = 0x89,
 };
 /* the pins of firmware/board.h */
 enum { D_BEAM = 2, D_TOUCH = 3, D_TRAY = 4, D_FWD = 5, D_REV = 6, D_PILE_L = 7 };
@@ -74,7 +74,7 @@ static struct {
     double card_rate, spinup, duty, lift_gap;
     bool feed_bottom;
     enum habit habit;
-    double rest_volts;
+    double rest_volts, noise;
     struct fault jams[MAX_FAULTS], misfeeds[MAX_FAULTS];
     int njams, nmisfeeds, doubles[MAX_FAULTS], ndoubles;
     /* cards: index 0 is the top */
@@ -466,11 +466,18 @@ static void dealer(uint64_t t)
 }
 
 /* -- the serial line and the controls ------------------------------------------------------ */
+/* line noise on request: a byte's bits flipped at random, either way */
+static uint8_t noisy(uint8_t byte)
+{
+    if (m.noise > 0 && rnd() < m.noise) byte ^= (uint8_t)(1 + rnd() * 255);
+    return byte;
+}
+
 static void uart_out(struct avr_irq_t *irq, uint32_t value, void *param)
 {
     (void)irq;
     (void)param;
-    uint8_t byte = (uint8_t)value;
+    uint8_t byte = noisy((uint8_t)value);
     if (write(pty_fd, &byte, 1) < 0 && errno != EAGAIN && errno != EIO) perror("pty");
 }
 
@@ -496,10 +503,10 @@ static void print_list(const char *name, const int *cards, int n)
 
 static void state_line(void)
 {
-    printf("state t=%.1f motor=%.2f reverse=%.2f diverter=%d beam=%d led=%d%d%d last_rx=%.1f "
-           "slip_ms=%.0f settled=%d",
+    printf("state t=%.1f motor=%.2f reverse=%.2f diverter=%d beam=%d led=%d%d%d wdtcsr=%02x "
+           "last_rx=%.1f slip_ms=%.0f settled=%d",
            now_us() / 1000.0, forward_duty(), reverse_duty(), diverter_pile(),
-           !((port_d >> D_BEAM) & 1), led(B_RED), led(B_GREEN), led(B_BLUE),
+           !((port_d >> D_BEAM) & 1), led(B_RED), led(B_GREEN), led(B_BLUE), reg(R_WDTCSR),
            last_rx_us / 1000.0, slip_us / 1000.0,
            !m.npile[0] && !m.npile[1] && !m.nstuck && !m.dealer_step && m.state == T_IDLE &&
                !forward());
@@ -539,7 +546,7 @@ static void io(uint64_t t)
             at = 0;
         }
         if (!buf[at]) last_rx_us = t;  /* a frame's delimiter */
-        avr_raise_irq(uart_in, buf[at++]);
+        avr_raise_irq(uart_in, noisy(buf[at++]));
     }
     char c;
     ssize_t n;
@@ -666,7 +673,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: simavr-harness [--cards N] [--card-rate PER_S] [--spinup S] [--feed top|bottom]\n"
-            "       [--dealer instructed|other|both] [--lift-gap S] [--seed N]\n"
+            "       [--dealer instructed|other|both] [--lift-gap S] [--seed N] [--noise P]\n"
             "       [--fault jam:CARD[:FREES]|misfeed:CARD[:FREES]|double:CARD|battery:VOLTS]...\n"
             "       FIRMWARE.elf\n");
     exit(2);
@@ -677,7 +684,7 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"cards", 1, 0, 'n'}, {"card-rate", 1, 0, 'r'}, {"spinup", 1, 0, 's'},
         {"feed", 1, 0, 'f'}, {"dealer", 1, 0, 'd'}, {"lift-gap", 1, 0, 'g'},
-        {"seed", 1, 0, 'S'}, {"fault", 1, 0, 'F'}, {0, 0, 0, 0}};
+        {"seed", 1, 0, 'S'}, {"fault", 1, 0, 'F'}, {"noise", 1, 0, 'N'}, {0, 0, 0, 0}};
     m.cards = 52;
     m.card_rate = 5.0;
     m.spinup = 0.2;
@@ -698,6 +705,7 @@ int main(int argc, char **argv)
         case 'g': m.lift_gap = atof(optarg); break;
         case 'S': rng_state = strtoull(optarg, NULL, 10) * 2 + 1; break;
         case 'F': parse_fault(optarg); break;
+        case 'N': m.noise = atof(optarg); break;
         default: usage();
         }
     }
