@@ -91,8 +91,8 @@
 #define CONFIG_JAM_MS_AT                     0  /* u16: beam blocked longer than this: a jam */
 #define CONFIG_JAM_MS_MIN                    10UL
 #define CONFIG_JAM_MS_MAX                    10000UL
-#define CONFIG_MISFEED_MS_AT                 2  /* u16: no leading edge for this long while cards remain: a misfeed */
-#define CONFIG_MISFEED_MS_MIN                50UL
+#define CONFIG_MISFEED_MS_AT                 2  /* u16: no beam edge for this long while feeding, the tray loaded: a misfeed */
+#define CONFIG_MISFEED_MS_MIN                10UL
 #define CONFIG_MISFEED_MS_MAX                30000UL
 #define CONFIG_RETRIES_AT                    4  /* u8: reverse-and-refeed attempts per card before the fault */
 #define CONFIG_RETRIES_MIN                   0UL
@@ -103,7 +103,7 @@
 #define CONFIG_MAX_PASS_MS_AT                7  /* u32: the motor never runs longer than this in one pass */
 #define CONFIG_MAX_PASS_MS_MIN               1000UL
 #define CONFIG_MAX_PASS_MS_MAX               3600000UL
-#define CONFIG_SETTLE_MS_AT                  11  /* u16: diverter travel time: the flap is set this long before the next card reaches it */
+#define CONFIG_SETTLE_MS_AT                  11  /* u16: the diverter's travel time from one pile to the other */
 #define CONFIG_SETTLE_MS_MIN                 0UL
 #define CONFIG_SETTLE_MS_MAX                 1000UL
 #define CONFIG_CARD_INTERVAL_MS_AT           13  /* u16: time between two cards at the mechanism's card rate; settle_ms must be shorter */
@@ -115,7 +115,7 @@
 #define CONFIG_STALL_MV_AT                   17  /* u16: no card came and the battery is below this under load: LOW_BATTERY rather than MISFEED */
 #define CONFIG_STALL_MV_MIN                  0UL
 #define CONFIG_STALL_MV_MAX                  30000UL
-#define CONFIG_SOFT_START_MS_AT              19  /* u16: ramp of the motor from off to full */
+#define CONFIG_SOFT_START_MS_AT              19  /* u16: the motor's ramp from off to full, in five steps */
 #define CONFIG_SOFT_START_MS_MIN             0UL
 #define CONFIG_SOFT_START_MS_MAX             2000UL
 

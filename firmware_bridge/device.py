@@ -12,6 +12,7 @@ import contextlib
 import queue
 import secrets
 import time
+from collections.abc import Callable
 from typing import TypeVar
 
 import serial
@@ -152,11 +153,14 @@ class SerialDevice(ShufflerDevice):
                               "still running); try again")
 
     # -- the inbox ---------------------------------------------------------------------------
-    def _next(self, timeout: float) -> Message | None:
+    def _next(self, timeout: float, tick: Callable[[], None] | None = None) -> Message | None:
         """The next message that is not an input event (those go to :attr:`events`).
-        Waiting here is what keeps the heartbeat going: only the deciding loop waits."""
+        Waiting here is what keeps the heartbeat going: only the deciding loop waits.
+        ``tick`` is called at least every 50 ms meanwhile."""
         deadline = time.monotonic() + timeout
         while True:
+            if tick is not None:
+                tick()
             if self.link.lost:
                 raise LinkLostError(self.link.lost)
             if self.link.pending_stop:  # asked for by a signal handler during a send
@@ -198,7 +202,8 @@ class SerialDevice(ShufflerDevice):
         self._pass_id = pass_id % 0xFFFF + 1
         return pass_id
 
-    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None) -> PassReport:
+    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None, *,
+                 on_tick: Callable[[], None] | None = None) -> PassReport:
         if self._closed:
             raise DeviceError("the serial device is closed")
         if self._fault is not None:
@@ -210,7 +215,7 @@ class SerialDevice(ShufflerDevice):
         try:
             self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
             while True:
-                msg = self._next(deadline - time.monotonic())
+                msg = self._next(deadline - time.monotonic(), on_tick)
                 if msg is None:
                     self.stop()
                     return self._failed(plan, counted, piles, start, Fault(

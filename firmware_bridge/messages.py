@@ -319,21 +319,20 @@ class Heartbeat(Message):
          "answered by STATUS_REPLY (configured = 1 if taken)")
 class Config(Message):
     jam_ms: int = u16("beam blocked longer than this: a jam", 10, 10_000)
-    misfeed_ms: int = u16("no leading edge for this long while cards remain: a misfeed",
-                          50, 30_000)
+    misfeed_ms: int = u16("no beam edge for this long while feeding, the tray loaded: a "
+                          "misfeed", 10, 30_000)
     retries: int = u8("reverse-and-refeed attempts per card before the fault", 0, 10)
     reverse_ms: int = u16("how long the motor runs backwards to free a card", 0, 5_000)
     max_pass_ms: int = u32("the motor never runs longer than this in one pass",
                            1_000, 3_600_000)
-    settle_ms: int = u16("diverter travel time: the flap is set this long before the "
-                         "next card reaches it", 0, 1_000)
+    settle_ms: int = u16("the diverter's travel time from one pile to the other", 0, 1_000)
     card_interval_ms: int = u16("time between two cards at the mechanism's card rate; "
                                 "settle_ms must be shorter", 10, 10_000)
     min_blocked_us: int = u16("a beam blocking shorter than this is a glitch, not a card",
                               0, 50_000)
     stall_mv: int = u16("no card came and the battery is below this under load: "
                         "LOW_BATTERY rather than MISFEED", 0, 30_000)
-    soft_start_ms: int = u16("ramp of the motor from off to full", 0, 2_000)
+    soft_start_ms: int = u16("the motor's ramp from off to full, in five steps", 0, 2_000)
 
     def problem(self) -> str | None:
         if self.settle_ms >= self.card_interval_ms:

@@ -204,10 +204,9 @@ class VirtualMCU:
         health = self.sim.health()
         fault = health.fault
         code = CODE_OF.get(fault.kind, FaultCode.NONE) if fault else FaultCode.NONE
-        running = self._worker is not None and self._worker.is_alive()
         return StatusReply(health.motor_on, health.tray_loaded, False, code,
                            (fault.card or 0) if fault else 0, self.config is not None,
-                           self._pass_id if running else 0)
+                           self._pass_id)
 
     # -- incoming ------------------------------------------------------------------------
     def _dispatch(self) -> None:
@@ -256,7 +255,8 @@ class VirtualMCU:
         self.config = None
 
     def _running(self) -> bool:
-        return self._worker is not None and self._worker.is_alive()
+        """A pass is under way (its PASS_DONE not yet queued)."""
+        return self._pass_id != 0
 
     def _start_pass(self, msg: Pass) -> None:
         def refuse(code: FaultCode) -> None:
@@ -268,6 +268,8 @@ class VirtualMCU:
             return refuse(FaultCode.LATCHED)
         if self.config is None:
             return refuse(FaultCode.NOT_CONFIGURED)
+        if self._worker is not None:
+            self._worker.join(1)  # the last pass's thread, past its PASS_DONE
         self._pass_id = msg.pass_id
         self._worker = threading.Thread(target=self._run_pass,
                                         args=(msg.pass_id, msg.labels, self.epoch),
@@ -283,7 +285,10 @@ class VirtualMCU:
                 with contextlib.suppress(LinkLostError):  # counters are cumulative: a lost
                     self.link.send(Card(pass_id, counted, *piles))  # CARD is harmless
 
-        report = self.sim.run_pass(PassPlan(labels), card)
+        try:
+            report = self.sim.run_pass(PassPlan(labels), card)
+        finally:
+            self._pass_id = 0
         if epoch != self.epoch:
             return  # a reboot or a new session: this pass's end is not reported
         fault = report.fault
