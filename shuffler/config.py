@@ -14,20 +14,29 @@ A missing file is fine (defaults apply) unless it was named explicitly.
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import reprlib
 import socket
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .cards import MAX_CARDS
 from .device import FaultLimits
 from .errors import ConfigError
+from .files import read_limited
 from .mechanics import Feed
 from .planning import Mode
+
+#: what fits in a Unix socket address (sun_path less its final NUL)
+SOCKET_PATH_BYTES = 107
+
+_short = reprlib.Repr()  # values in messages: short, and safe however deep
+_short.maxlevel, _short.maxstring, _short.maxother = 3, 60, 60
 
 DEVICE_KINDS = ("sim", "sim-gpio", "sim-serial", "sim-avr", "gpio")  # plus "serial:PORT"
 
@@ -219,20 +228,42 @@ def default_config_path() -> Path:
     return Path(base) / "shuffler" / "config.toml"
 
 
+#: a config file is a page or two of TOML; anything bigger is a mistake
+MAX_CONFIG_BYTES = 256 * 1024
+#: tables and arrays inside one another, at most
+MAX_DEPTH = 32
+
+
 def load_config(path: str | os.PathLike | None, *, explicit: bool = True) -> Config:
-    """Read ``path``; with ``explicit=False`` a missing file just means defaults."""
+    """Read ``path``; with ``explicit=False`` a missing file just means defaults.
+
+    Only a regular file is read, and only up to :data:`MAX_CONFIG_BYTES`, so a FIFO
+    or a device named as the config is an error, never a hang."""
     if path is None:
         return Config()
+    raw = read_limited(path, "config file", limit=MAX_CONFIG_BYTES, error=ConfigError)
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if raw is None:
         if not explicit:
             return Config()
-        raise ConfigError(f"{p}: no such config file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{p}: cannot read the config file: {e}") from None
+        raise ConfigError(f"{p}: no such config file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: cannot read the config file: not UTF-8 text (byte "
+                          f"{e.start})") from None
     return load_config_text(text, str(p))
+
+
+def _depth(doc: Any) -> int:
+    """How deep tables and arrays nest in ``doc``, without recursion."""
+    deepest, todo = 0, [(doc, 1)]
+    while todo and deepest <= MAX_DEPTH:
+        value, depth = todo.pop()
+        deepest = max(deepest, depth)
+        children = value.values() if isinstance(value, dict) else value
+        todo.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return deepest
 
 
 # -- validation ---------------------------------------------------------------
@@ -247,8 +278,9 @@ class _Reader:
             self.fail(None, "a table", data)
         self.data = dict(data)
 
-    def fail(self, key: str | None, expected: str, got: Any) -> None:
-        raise ConfigError(f"{self.source}: {self.where(key)}: expected {expected}, got {got!r}")
+    def fail(self, key: str | None, expected: str, got: Any) -> NoReturn:
+        raise ConfigError(f"{self.source}: {self.where(key)}: expected {expected}, "
+                          f"got {_short.repr(got)}")
 
     def where(self, key: str | None) -> str:
         table = "" if self.table == "top level" else f"[{self.table}]"
@@ -282,13 +314,30 @@ class _Reader:
         )
 
     def num(self, key: str, default: float, lo: float, hi: float) -> float:
+        """A number from ``lo`` to ``hi``: never NaN or an infinity."""
         return self.get(
             key,
             default,
             f"a number from {lo} to {hi}",
-            lambda v: type(v) in (int, float) and lo <= v <= hi,
+            lambda v: type(v) in (int, float) and math.isfinite(v) and lo <= v <= hi,
             float,
         )
+
+    def flag(self, key: str, default: bool) -> bool:
+        return self.get(key, default, "true or false", lambda v: type(v) is bool)
+
+    def text(self, key: str, default: Any, expected: str, *, most: int = 256,
+             pattern: re.Pattern[str] | None = None) -> Any:
+        """A printable text of 1 to ``most`` characters (matching ``pattern`` if given)."""
+        return self.get(key, default, expected, lambda v: isinstance(v, str) and 0 < len(v)
+                        <= most and v.isprintable() and (not pattern or pattern.fullmatch(v)))
+
+    def path(self, key: str, default: Path | None = None, expected: str = "a file path", *,
+             most: int = 4095) -> Path | None:
+        """A path: no NUL byte, at most ``most`` bytes (107 for a Unix socket)."""
+        def ok(v: Any) -> bool:
+            return isinstance(v, str) and "\0" not in v and 0 < len(os.fsencode(v)) <= most
+        return self.get(key, default, f"{expected} (1 to {most} bytes, no NUL)", ok, Path)
 
     def choice(self, key: str, default: Any, options: dict[str, Any]) -> Any:
         names = " or ".join(repr(o) for o in options)
@@ -296,7 +345,8 @@ class _Reader:
 
     def done(self) -> None:
         for key in self.data:
-            raise ConfigError(f"{self.source}: {self.where(key)}: unknown key (misspelt?)")
+            raise ConfigError(f"{self.source}: {self.where(_short.repr(key).strip(chr(39)))}: "
+                              "unknown key (misspelt?)")
 
 
 def load_config_text(text: str, source: str = "<config>") -> Config:
@@ -304,18 +354,19 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{source}: not valid TOML: {e}") from None
+    except RecursionError:
+        doc = None
+    if doc is None or _depth(doc) > MAX_DEPTH:
+        raise ConfigError(f"{source}: tables or arrays nested more than {MAX_DEPTH} deep")
     top = _Reader(source, "top level", doc)
     device = top.get(
         "device",
         "sim",
         " or ".join(DEVICE_KINDS) + " or 'serial:PORT'",
-        lambda v: (
-            isinstance(v, str) and (v in DEVICE_KINDS or (v.startswith("serial:") and len(v) > 7))
-        ),
+        lambda v: isinstance(v, str) and (v in DEVICE_KINDS or (
+            v.startswith("serial:") and 7 < len(v) <= 4095 and v.isprintable())),
     )
-    state_dir = top.get(
-        "state_dir", None, "a folder path", lambda v: isinstance(v, str) and v, Path
-    )
+    state_dir = top.path("state_dir", None, "a folder path")
 
     def sub(name: str) -> _Reader:
         return _Reader(source, name, top.data.pop(name, {}))
@@ -377,8 +428,8 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     gpio = _gpio_config(sub("pins"), sub("gpio"))
     sv = sub("service")
     service = ServiceConfig(
-        socket=sv.get("socket", None, "a socket path", lambda v: isinstance(v, str) and v, Path),
-        group=sv.get("group", None, "a group name", lambda v: isinstance(v, str) and v),
+        socket=sv.path("socket", None, "a socket path", most=SOCKET_PATH_BYTES),
+        group=sv.text("group", None, "a group name", most=32),
         max_clients=sv.int("max_clients", 32, 1, 1024),
     )
     sv.done()
@@ -420,7 +471,7 @@ def _mqtt_config(q: _Reader) -> MqttConfig:
     d = MqttConfig()
 
     def path(key: str) -> Path | None:
-        return q.get(key, None, "a file path", lambda v: isinstance(v, str) and v, Path)
+        return q.path(key)
 
     def level(key: str, default: str) -> str:
         return q.get(key, default, "letters, digits, - and _ (1 to 64)",

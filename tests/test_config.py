@@ -1,3 +1,8 @@
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from shuffler.config import Config, load_config, load_config_text
@@ -81,3 +86,79 @@ def test_the_deployment_example_config_loads():
     path = Path(__file__).resolve().parents[1] / "docs" / "deploy" / "config.toml"
     cfg = load_config(path)
     assert cfg.device == "gpio" and cfg.hand.passes == 5 and cfg.service.group == "shuffler"
+
+
+# -- hostile inputs: each one exit 2 naming the input, never a hang or a traceback -------
+
+SHUFFLER = str(Path(sys.executable).with_name("shuffler"))
+
+
+def run_with_config(path: Path | str, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path / "state")}
+    return subprocess.run([SHUFFLER, "--no-service", "--config", str(path), "status"],
+                          capture_output=True, text=True, timeout=30, env=env)
+
+
+def test_a_fifo_as_config_is_refused_without_waiting(tmp_path):
+    """Before: the command hung for ever waiting for a writer."""
+    os.mkfifo(tmp_path / "config.toml")
+    result = run_with_config(tmp_path / "config.toml", tmp_path)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert f"{tmp_path / 'config.toml'}: the config file is a FIFO" in result.stderr
+
+
+@pytest.mark.parametrize(("path", "says"), [
+    ("/dev/zero", "/dev/zero: the config file is a character device"),  # before: MemoryError
+    ("/dev/null", "/dev/null: the config file is a character device"),
+    ("big", "big.toml: the config file is larger than"),
+    ("deep", "tables or arrays nested more than 32 deep"),  # before: RecursionError, exit 1
+    ("nul", "state_dir: expected a folder path (1 to 4095 bytes, no NUL)"),  # before: exit 1
+    ("socket", "[service] socket: expected a socket path (1 to 107 bytes"),
+])
+def test_a_hostile_config_is_exit_2_naming_it(tmp_path, path, says):
+    files = {
+        "big": ("big.toml", "# padding\n" * 30_000),
+        "deep": ("deep.toml", "a = " + "[" * 600 + "]" * 600),
+        "nul": ("nul.toml", 'state_dir = "/tmp/a\\u0000b"'),
+        "socket": ("socket.toml", f'[service]\nsocket = "/tmp/{"s" * 5000}.sock"'),
+    }
+    if path in files:
+        name, text = files[path]
+        (tmp_path / name).write_text(text)
+        path = str(tmp_path / name)
+    result = run_with_config(path, tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert says in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "+nan"])
+@pytest.mark.parametrize("key", ["[mechanism]\njam_limit_s", "[battery]\nlow_volts",
+                                 "[gpio]\nservo_angle", "[hand]\ntouch_timeout_s"])
+def test_nan_and_infinities_are_refused(key, value):
+    with pytest.raises(ConfigError, match=f"expected a number from .* got {value.lstrip('+')}"):
+        load_config_text(f"{key} = {value}", "f.toml")
+
+
+@pytest.mark.parametrize("text", [
+    "[table]\nseats = " + "[" * 30 + "]" * 30,
+    "[hand]\npasses = '" + "x" * 100_000 + "'",
+    "[" + ".".join(["t"] * 40) + "]",
+    "a" + ".a" * 2000 + " = 1",
+    "[hand]\n'\\u0000' = 1",
+])
+def test_a_bad_value_gets_a_short_message(text):
+    with pytest.raises(ConfigError) as err:
+        load_config_text(text, "f.toml")
+    assert len(str(err.value)) < 300 and str(err.value).startswith("f.toml: ")
+
+
+def test_the_shared_readers_check_paths_texts_and_flags():
+    """The helpers a section's author uses ([web], [mqtt], ...) refuse the same way."""
+    from shuffler.config import _Reader
+
+    r = _Reader("f.toml", "demo", {"p": "a\0b", "t": "bad\nname", "f": 1, "ok": "/x"})
+    for call, key in ((lambda: r.path("p"), "p"), (lambda: r.text("t", None, "a name"), "t"),
+                      (lambda: r.flag("f", False), "f")):
+        with pytest.raises(ConfigError, match=rf"\[demo\] {key}: expected"):
+            call()
+    assert r.path("ok") == Path("/x")
