@@ -2,7 +2,6 @@
 
 #include <avr/interrupt.h>
 #include <avr/io.h>
-#include <avr/wdt.h>
 
 #define BAUD 115200UL
 #define UBRR_VALUE ((F_CPU + 4 * BAUD) / (8 * BAUD) - 1) /* double speed: 16 -> 2.1 % */
@@ -53,8 +52,10 @@ bool uart_get(uint8_t *byte)
 void uart_put(uint8_t byte)
 {
     uint8_t next = (uint8_t)((tx_head + 1) & (TX_SIZE - 1));
-    while (next == tx_tail)
-        wdt_reset();  /* drains at 11.5 bytes a millisecond */
+    while (next == tx_tail) {
+        /* drains at 11.5 bytes a millisecond; not feeding the watchdog here means a
+         * transmitter that never drains resets the chip into the safe state */
+    }
     tx_buf[tx_head] = byte;
     tx_head = next;
     UCSR0B |= _BV(UDRIE0);
