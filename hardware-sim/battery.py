@@ -1,9 +1,12 @@
 """The simulated 9 V battery: the makers' curves, sag under load, recovery at rest.
 
 It follows the same discharge curves the controller reads charge from
-(:mod:`shuffler.battery`): at rest the rest curve, under the motor's current
-the load curve (in between, in proportion to the current), less a small
-polarisation that builds while the motor runs and fades at rest.
+(:mod:`shuffler.battery`): at rest the rest curve, under a pass's current the
+load curve (in between, in proportion to the current), less a small
+polarisation that builds while the motor runs and fades at rest. It counts
+everything on the 9 V side: a pass draws the whole mechanism's current (motor,
+driver, servo, IR emitter, divider), and a machine switched on between passes
+still draws the idle current (the power budget in docs/hardware.md).
 """
 
 from __future__ import annotations
@@ -44,24 +47,28 @@ class SimBattery:
                                    capacity_scale=self.capacity_scale)
 
     @property
-    def motor_amps(self) -> float:
-        return self.curve.motor_amps
+    def pass_amps(self) -> float:
+        return self.curve.pass_amps
 
     def volts(self, under_load: bool, amps: float | None = None) -> float:
         rest = self.curve.volts(self.charge, under_load=False)
         if not under_load:
             return max(0.0, rest - self.polarisation)
         load = self.curve.volts(self.charge, under_load=True)
-        share = (self.motor_amps if amps is None else amps) / self.motor_amps
+        share = (self.pass_amps if amps is None else amps) / self.pass_amps
         return max(0.0, rest - (rest - load) * share - self.polarisation)
 
-    def draw(self, seconds: float, amps: float | None = None) -> None:
-        """Run the motor for ``seconds``: charge goes, polarisation builds."""
-        used = (self.motor_amps if amps is None else amps) * seconds
+    def _use(self, amp_seconds: float) -> None:
         capacity = self.curve.capacity_mah * 3.6 * self.capacity_scale
-        self.charge = max(0.0, self.charge - used / capacity)
+        self.charge = max(0.0, self.charge - amp_seconds / capacity)
+
+    def draw(self, seconds: float, amps: float | None = None) -> None:
+        """Run the mechanism for ``seconds``: charge goes, polarisation builds."""
+        self._use((self.pass_amps if amps is None else amps) * seconds)
         self.polarisation += (self.polarisation_max - self.polarisation) * (
             1 - math.exp(-seconds / self.tau_load))
 
     def rest(self, seconds: float) -> None:
+        """Switched on but still: the idle current flows, the polarisation fades."""
+        self._use(self.curve.idle_amps * seconds)
         self.polarisation *= math.exp(-seconds / self.tau_rest)

@@ -6,9 +6,16 @@ the fraction of charge left: the voltage at rest and the voltage under the
 motor's load (about 350 mA). Readings under load are the ones that count; rest
 readings are labelled as such and read against the rest curve.
 
+The block drives the mechanism only (the Pi takes 5 V from USB): the feed
+motor, the motor driver, the diverter servo and the IR emitter (through a 5 V
+buck), the battery divider. :data:`MECHANISM` lists what each draws during a
+pass and between passes; the load curve is at that pass current, and the charge
+a pass uses counts the wait before the next pass too (docs/hardware.md, "Power
+budget", is made from these figures).
+
 The curves follow the shape of the makers' published discharge curves for 9 V
 blocks (digitised by eye, to about 0.1 V; capacity is the capacity delivered at
-the motor's current, not the light-load rating):
+the pass current, not the light-load rating, which :data:`RATED` cites):
 
 - alkaline: Energizer 522 datasheet, constant-current discharge at 500 mA and
   the open-circuit curve; Duracell MN1604 datasheet for the rest voltages;
@@ -41,14 +48,69 @@ def _interp(x: float, pts: Points) -> float:
 
 
 @dataclass(frozen=True)
+class Draw:
+    """One part's current, in mA on its own rail, during a pass and between passes."""
+
+    part: str
+    rail: str  # "9 V", "5 V mech" (the buck from 9 V), "5 V Pi" or "3V3 Pi"
+    running_ma: float
+    idle_ma: float
+    why: str  # where the figure comes from
+
+    def from_block_ma(self, running: bool) -> float:
+        """What it takes from the 9 V block (0 for the Pi's rails)."""
+        ma = self.running_ma if running else self.idle_ma
+        if self.rail == "5 V mech":
+            return ma * 5.0 / (BUCK_INPUT_VOLTS * BUCK_EFFICIENCY)
+        return ma if self.rail == "9 V" else 0.0
+
+
+BUCK_EFFICIENCY = 0.85  # a small synchronous buck at tens of mA (Pololu D24V5F5 class)
+BUCK_INPUT_VOLTS = 8.0  # a block half used, under load
+SECONDS_PER_CARD = 0.2  # the feed's five cards a second
+
+#: everything on the 9 V side (and, for the budget, on the Pi's side)
+MECHANISM = (
+    Draw("feed motor (6 V gear motor) via DRV8833", "9 V", 350, 0,
+         "typical running current of a small gear motor feeding a card: measure yours"),
+    Draw("DRV8833 awake (nSLEEP high)", "9 V", 1.7, 1.7, "datasheet IVM, typical"),
+    Draw("5 V buck, no load", "9 V", 0.1, 0.1, "maker's no-load input current"),
+    Draw("battery divider 100 kΩ + 33 kΩ", "9 V", 0.07, 0.07, "9 V / 133 kΩ"),
+    Draw("SG90 diverter servo", "5 V mech", 60, 6,
+         "~150 mA while it swings, ~40% of a pass; holding, pulses on"),
+    Draw("IR emitter, 940 nm, via 330 Ω", "5 V mech", 11, 11, "(5 − 1.3) V / 330 Ω"),
+)
+PI_SIDE = (
+    Draw("Raspberry Pi 4 (Pi 5 similar; Zero 2 W ~120 mA)", "5 V Pi", 650, 600,
+         "idle Lite OS, no HDMI; the service adds little"),
+    Draw("active buzzer via 2N3904", "5 V Pi", 30, 0, "while sounding"),
+    Draw("RGB LED (one colour at a time)", "3V3 Pi", 8, 8, "the GPIO pins' own current"),
+    Draw("3 × TCRT5000 modules (tray, piles)", "3V3 Pi", 60, 60, "~20 mA each: emitter + LEDs"),
+    Draw("TTP223 touch, beam receiver and its 10 kΩ, MCP3008", "3V3 Pi", 1, 1,
+         "each well under 1 mA"),
+)
+#: from the 9 V block, in amps: during a pass, and switched on between passes
+PASS_AMPS = sum(d.from_block_ma(True) for d in MECHANISM) / 1000
+IDLE_AMPS = sum(d.from_block_ma(False) for d in MECHANISM) / 1000
+#: a euchre evening: a hand of four passes about every five minutes
+EVENING_SECONDS_PER_PASS = 75.0
+
+#: light-load ratings from the makers' datasheets, for comparison with what the mechanism gets
+RATED = {"alkaline": (610, "Energizer 522: 610 mAh at 25 mA to 4.8 V"),
+         "lithium": (750, "Energizer L522: 750 mAh at 25 mA to 5.4 V"),
+         "nimh": (175, "Energizer NH22-175: 175 mAh (7 cells, 8.4 V nominal)")}
+
+
+@dataclass(frozen=True)
 class DischargeCurve:
-    """Volts at rest and under the motor's load, by fraction of charge left (0..1)."""
+    """Volts at rest and under a pass's load, by fraction of charge left (0..1)."""
 
     name: str
     rest: Points
     load: Points
-    capacity_mah: float  # delivered at the motor's current
-    motor_amps: float = 0.35
+    capacity_mah: float  # delivered at the pass current
+    pass_amps: float = PASS_AMPS
+    idle_amps: float = IDLE_AMPS
 
     def volts(self, charge: float, under_load: bool) -> float:
         return _interp(charge, self.load if under_load else self.rest)
@@ -150,7 +212,7 @@ def _line(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
 
 
 def fit(history: Sequence[PassRecord], curve: DischargeCurve,
-        seconds_per_card: float = 0.2) -> Fit:
+        seconds_per_card: float = SECONDS_PER_CARD, cards: int = 24) -> Fit:
     """Charge used per card, learned from the passes recorded on this battery.
 
     Charge is read off the load curve, so the charge per card is the slope of
@@ -158,7 +220,8 @@ def fit(history: Sequence[PassRecord], curve: DischargeCurve,
     little below the curve while the cell is polarised; the fit tries offsets
     from 0 to 0.3 V and keeps the one that makes charge most nearly linear in
     cards. The first passes on a battery are left out: the polarisation is
-    still building. Too little history: the curve's capacity.
+    still building. Too little history: the power budget's charge for a pass of
+    ``cards`` cards at a euchre evening's pace.
     """
     recs = history[WARM_UP:]
     if len(recs) >= 3:
@@ -180,8 +243,51 @@ def fit(history: Sequence[PassRecord], curve: DischargeCurve,
                 floor = min(f[0] for f in fits)
                 _, per_card, se, sag = next(f for f in fits if f[0] <= floor * 1.05 + 1e-12)
                 return Fit(per_card, se, sag, True)
-    per_card = curve.motor_amps * seconds_per_card / (curve.capacity_mah * 3.6)
+    per_card = pass_charge(curve, cards, seconds_per_card) / cards
     return Fit(per_card, per_card * 0.5, 0.0, False)
+
+
+def pass_charge(curve: DischargeCurve, cards: int, seconds_per_card: float = SECONDS_PER_CARD,
+                seconds_per_pass: float = EVENING_SECONDS_PER_PASS) -> float:
+    """The fraction of a full block one pass uses: running, then waiting for the next."""
+    running = cards * seconds_per_card
+    idle = max(seconds_per_pass - running, 0.0)
+    return (curve.pass_amps * running + curve.idle_amps * idle) / (curve.capacity_mah * 3.6)
+
+
+def passes_per_block(chemistry: str, cards: int = 24,
+                     seconds_per_pass: float = EVENING_SECONDS_PER_PASS,
+                     cutoff_load_volts: float = 5.8) -> int:
+    """The power budget: passes from a fresh block down to the cut-off."""
+    curve = CURVES[chemistry]
+    usable = 1.0 - curve.charge_at(cutoff_load_volts, under_load=True)
+    return int(usable / pass_charge(curve, cards, seconds_per_pass=seconds_per_pass))
+
+
+def budget_tables() -> str:
+    """The power budget of docs/hardware.md (Markdown), from :data:`MECHANISM`."""
+    rows = ["| part | rail | during a pass (mA) | between passes (mA) | from the 9 V block, "
+            "pass / idle (mA) | figure |", "|---|---|---|---|---|---|"]
+    for d in MECHANISM + PI_SIDE:
+        block = (f"{d.from_block_ma(True):.2f} / {d.from_block_ma(False):.2f}"
+                 if d in MECHANISM else "— (Pi's supply)")
+        rows.append(f"| {d.part} | {d.rail} | {d.running_ma:g} | {d.idle_ma:g} | {block} | "
+                    f"{d.why} |")
+    run = 24 * SECONDS_PER_CARD
+    rows += ["", f"From the 9 V block: **{PASS_AMPS * 1000:.0f} mA** during a pass, "
+             f"**{IDLE_AMPS * 1000:.1f} mA** switched on between passes. A 24-card pass runs "
+             f"{run:.1f} s: {PASS_AMPS * run:.2f} C ({PASS_AMPS * run / 3.6:.2f} mAh); at a "
+             f"euchre evening's pace (a pass every {EVENING_SECONDS_PER_PASS:.0f} s) the wait "
+             f"adds {IDLE_AMPS * (EVENING_SECONDS_PER_PASS - run):.2f} C.", "",
+             "| block | rated (light load) | delivered at the pass current | "
+             "24-card passes, back to back (every 15 s) | 24-card passes, euchre evening |",
+             "|---|---|---|---|---|"]
+    for chem, curve in CURVES.items():
+        mah, cite = RATED[chem]
+        rows.append(f"| {chem} | {mah} mAh ({cite}) | {curve.capacity_mah:g} mAh | "
+                    f"{passes_per_block(chem, seconds_per_pass=15)} | "
+                    f"{passes_per_block(chem)} |")
+    return "\n".join(rows)
 
 
 def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
@@ -198,7 +304,7 @@ def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
     charge = curve.charge_at(volts, under_load)
     if history and not under_load and charge > curve.charge_at(history[-1].volts, True) + NEW:
         history = []  # far more charge at rest than the last pass left: a new battery
-    f = fit(history, curve)
+    f = fit(history, curve, cards=cards)
     if history:
         # the last passes' readings, not a rest reading: the cell is still recovering
         charge = charge_now(history, curve, f)

@@ -30,6 +30,7 @@ from .device import FaultLimits
 from .errors import ConfigError
 from .files import read_limited
 from .mechanics import Feed
+from .pinmap import PIN_ROLES, SPI0_PINS, default_pins, divider_ratio
 from .planning import Mode
 
 #: what fits in a Unix socket address (sun_path less its final NUL)
@@ -75,8 +76,8 @@ class MechanismConfig:
     limits: FaultLimits = field(default_factory=FaultLimits)
 
 
-#: the MCP3008 on SPI0: these pins are taken when the battery monitor is fitted
-SPI0_PINS = {8: "SPI CE0 (MCP3008 select)", 9: "SPI MISO", 10: "SPI MOSI", 11: "SPI SCLK"}
+#: the MCP3008 on SPI0 (SPI0_PINS, from shuffler.pinmap) takes four pins when fitted
+_PIN = default_pins()  # the defaults below come from the one pin map
 OPTIONAL_PINS = ("motor_backward", "led_red", "led_green", "led_blue", "buzzer")
 
 
@@ -84,32 +85,30 @@ OPTIONAL_PINS = ("motor_backward", "led_red", "led_green", "led_blue", "buzzer")
 class GpioConfig:
     """Pins (BCM numbers) and parts for the gpiozero backend; see docs/hardware.md."""
 
-    touch: int = 17
-    motor: int = 12  # PWM0: the motor driver's forward input (or its only input)
-    motor_backward: int | None = 13  # PWM1: the H-bridge's reverse input
-    diverter: int = 18  # servo signal or solenoid driver
-    beam: int = 24  # IR beam receiver: low while a card blocks it
-    tray: int = 25  # low while cards sit in the tray
-    pile_left: int = 5  # low while a pile sits on the left
-    pile_right: int = 6
-    led_red: int | None = 16
-    led_green: int | None = 20
-    led_blue: int | None = 21
-    buzzer: int | None = 26
+    touch: int = _PIN["touch"]
+    motor: int = _PIN["motor"]  # PWM0: the motor driver's forward input (or its only input)
+    motor_backward: int | None = _PIN["motor_backward"]  # PWM1: the H-bridge's reverse input
+    diverter: int = _PIN["diverter"]  # servo signal or solenoid driver
+    beam: int = _PIN["beam"]  # IR beam receiver: low while a card blocks it
+    tray: int = _PIN["tray"]  # low while cards sit in the tray
+    pile_left: int = _PIN["pile_left"]  # low while a pile sits on the left
+    pile_right: int = _PIN["pile_right"]
+    led_red: int | None = _PIN["led_red"]
+    led_green: int | None = _PIN["led_green"]
+    led_blue: int | None = _PIN["led_blue"]
+    buzzer: int | None = _PIN["buzzer"]
     motor_kind: str = "motor"  # "motor": H-bridge, can reverse; "pwm": one pin, cannot
     diverter_kind: str = "servo"  # "servo" (AngularServo) or "solenoid"
     servo_angle: float = 30.0  # degrees either side of centre
     adc_channel: int | None = 0  # MCP3008 channel of the battery divider; None: no monitor
-    divider_ratio: float = 4.03  # (R_top + R_bottom) / R_bottom: 10k over 3.3k
+    divider_ratio: float = round(divider_ratio(), 2)  # (R_top + R_bottom) / R_bottom
     adc_vref: float = 3.3
     touch_debounce_s: float = 0.3
     soft_start_s: float = 0.1
 
     def pins(self) -> dict[str, int]:
         """Every pin in use, by role."""
-        roles = ("touch", "motor", "motor_backward", "diverter", "beam", "tray", "pile_left",
-                 "pile_right", "led_red", "led_green", "led_blue", "buzzer")
-        used = {role: getattr(self, role) for role in roles}
+        used = {role: getattr(self, role) for role in PIN_ROLES}
         if self.motor_kind == "pwm":
             used.pop("motor_backward")
         return {role: pin for role, pin in used.items() if pin is not None}

@@ -26,9 +26,10 @@ def test_curves_fall_with_charge_and_invert(chemistry):
     assert all(curve.volts(c / 10, True) < curve.volts(c / 10, False) for c in range(11))
 
 
-def drain(chemistry: str, scale: float, cards: int = 24):
-    """Drain a simulated battery pass by pass from full. Returns the estimate made
-    before each pass and how many passes the battery really finished above the cut-off."""
+def drain(chemistry: str, scale: float, cards: int = 24, seconds_per_pass: float = 0.0):
+    """Drain a simulated battery pass by pass from full, a pass every ``seconds_per_pass``
+    (0: the dealer restacks in 4 s). Returns the estimate made before each pass and how many
+    passes the battery really finished above the cut-off."""
     dev = SimDevice.for_cards(cards, rng=random.Random(1), clock=VirtualClock(),
                               battery=SimBattery(chemistry, capacity_scale=scale))
     history: list[batt.PassRecord] = []
@@ -44,7 +45,7 @@ def drain(chemistry: str, scale: float, cards: int = 24):
         estimates.append(est.passes_left)
         history.append(batt.PassRecord(report.counted, report.min_volts))
         dev.mechanism.restack(Pile.LEFT)
-        dev.clock.sleep(4.0)  # the dealer restacks and touches
+        dev.clock.sleep(max(seconds_per_pass - report.seconds, 4.0))  # restack and touch
 
 
 @pytest.mark.parametrize(("chemistry", "scale"), [("alkaline", 0.2), ("alkaline", 0.05),
@@ -56,6 +57,31 @@ def test_passes_left_is_within_20_percent_from_the_tenth_pass(chemistry, scale):
         actual = total - i
         # a pass is a whole unit: within 20%, or within one pass at the very end
         assert abs(est - actual) <= max(0.2 * actual, 1), (i, est, actual)
+
+
+@pytest.mark.parametrize("chemistry", ["alkaline", "nimh"])
+def test_the_power_budget_the_estimate_and_the_simulator_agree(chemistry):
+    """A full block at a euchre evening's pace: the budget's passes per block, the fresh
+    estimate (from the budget alone) and what the simulated block really gives."""
+    budget = batt.passes_per_block(chemistry)
+    scale = 0.25  # a quarter-size block: four times quicker, a quarter of the passes
+    estimates, total = drain(chemistry, scale, seconds_per_pass=batt.EVENING_SECONDS_PER_PASS)
+    assert abs(total - budget * scale) <= 0.2 * budget * scale, (total, budget)
+    fresh = batt.estimate(9.5, False, [], cards=24, passes_per_hand=4, chemistry=chemistry)
+    assert abs(fresh.passes_left - budget) <= 0.2 * budget, (fresh.passes_left, budget)
+    assert abs(estimates[len(estimates) // 2] - total / 2) <= 0.2 * total / 2
+
+
+def test_the_block_counts_the_whole_mechanism_and_the_idle_current():
+    parts = " ".join(d.part for d in batt.MECHANISM)
+    for part in ("motor", "DRV8833", "servo", "IR emitter", "divider"):
+        assert part in parts
+    assert not any(d.rail.endswith("Pi") for d in batt.MECHANISM)  # the Pi has its own supply
+    assert batt.PASS_AMPS > 0.35 and batt.IDLE_AMPS > 0.005
+    idle = SimBattery()
+    idle.rest(3600)  # an hour switched on, no pass
+    used_mah = (1 - idle.charge) * idle.curve.capacity_mah
+    assert used_mah == pytest.approx(batt.IDLE_AMPS * 1000)
 
 
 def test_a_fresh_battery_is_recognised_and_learning_starts_again():

@@ -1,0 +1,136 @@
+"""Every wire between the Raspberry Pi and the machine, in one table. Pure data.
+
+The default ``[pins]`` of :class:`~shuffler.config.GpioConfig`, the wiring table
+in docs/hardware.md and the schematic (docs/make_schematic.py) all come from
+:data:`WIRES`; tests/test_pinmap.py checks that they agree.
+
+    >>> WIRES["beam"].bcm, WIRES["beam"].header
+    (24, 18)
+    >>> header_pin(12)
+    32
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the 40-pin header: BCM number -> physical pin
+HEADER = {2: 3, 3: 5, 4: 7, 14: 8, 15: 10, 17: 11, 18: 12, 27: 13, 22: 15, 23: 16, 24: 18,
+          10: 19, 9: 21, 25: 22, 11: 23, 8: 24, 7: 26, 0: 27, 1: 28, 5: 29, 6: 31, 12: 32,
+          13: 33, 19: 35, 16: 36, 26: 37, 20: 38, 21: 40}
+#: the header's power pins the machine uses: 3V3 for the sensors and the ADC, GND for all.
+#: The 5 V pins are never tied to the mechanism's 5 V rail (the Pi has its own supply).
+POWER_PINS = {"3V3": (1, 17), "5V (Pi, from USB)": (2, 4),
+              "GND": (6, 9, 14, 20, 25, 30, 34, 39)}
+
+
+def header_pin(bcm: int) -> int:
+    """The physical header pin of GPIO ``bcm``."""
+    return HEADER[bcm]
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One signal: where it lands on the Pi and what it drives or reads."""
+
+    role: str  # the [pins] key, or the SPI signal's name
+    bcm: int
+    direction: str  # "in", "out" or "spi"
+    pull: str  # what holds the line when nothing drives it
+    rail: str  # the supply of the part at the other end
+    part: str  # the part and its pin
+    gpiozero: str  # the class that drives it
+    optional: bool = False  # the config may set it to false (not fitted)
+
+    @property
+    def header(self) -> int:
+        return header_pin(self.bcm)
+
+    @property
+    def label(self) -> str:
+        """How the schematic names the pin: ``GPIO24 (pin 18)``."""
+        return f"GPIO{self.bcm} (pin {self.header})"
+
+
+_WIRES = (
+    Wire("touch", 17, "in", "down (Pi internal)", "3V3", "TTP223 touch module OUT",
+         "Button(pull_up=False)"),
+    Wire("motor", 12, "out", "down (DRV8833 internal)", "9 V", "DRV8833 AIN1 (PWM0)",
+         "Motor / PWMOutputDevice"),
+    Wire("motor_backward", 13, "out", "down (DRV8833 internal)", "9 V", "DRV8833 AIN2 (PWM1)",
+         "Motor", optional=True),
+    Wire("diverter", 18, "out", "none", "5 V mechanism", "SG90 servo signal",
+         "AngularServo"),
+    Wire("beam", 24, "in", "up 10 kΩ to 3V3", "3V3", "IR beam receiver OUT (open collector)",
+         "DigitalInputDevice"),
+    Wire("tray", 25, "in", "up (module's 10 kΩ)", "3V3", "TCRT5000 module D0, tray",
+         "DigitalInputDevice"),
+    Wire("pile_left", 5, "in", "up (module's 10 kΩ)", "3V3", "TCRT5000 module D0, left pile",
+         "DigitalInputDevice"),
+    Wire("pile_right", 6, "in", "up (module's 10 kΩ)", "3V3", "TCRT5000 module D0, right pile",
+         "DigitalInputDevice"),
+    Wire("led_red", 16, "out", "none", "3V3 (GPIO)", "RGB LED red anode via 330 Ω", "RGBLED",
+         optional=True),
+    Wire("led_green", 20, "out", "none", "3V3 (GPIO)", "RGB LED green anode via 68 Ω", "RGBLED",
+         optional=True),
+    Wire("led_blue", 21, "out", "none", "3V3 (GPIO)", "RGB LED blue anode via 100 Ω", "RGBLED",
+         optional=True),
+    Wire("buzzer", 26, "out", "down 100 kΩ", "5V (Pi)", "2N3904 base via 1 kΩ (buzzer)",
+         "Buzzer", optional=True),
+    Wire("SPI CE0", 8, "spi", "none", "3V3", "MCP3008 CS/SHDN (pin 10)", "MCP3008"),
+    Wire("SPI MISO", 9, "spi", "none", "3V3", "MCP3008 DOUT (pin 12)", "MCP3008"),
+    Wire("SPI MOSI", 10, "spi", "none", "3V3", "MCP3008 DIN (pin 11)", "MCP3008"),
+    Wire("SPI SCLK", 11, "spi", "none", "3V3", "MCP3008 CLK (pin 13)", "MCP3008"),
+)
+WIRES: dict[str, Wire] = {w.role: w for w in _WIRES}
+
+#: the [pins] roles, in config order
+PIN_ROLES = tuple(w.role for w in _WIRES if w.direction != "spi")
+#: the pins the battery monitor takes: BCM -> what it is
+SPI0_PINS = {w.bcm: f"{w.role} ({w.part.split(' (')[0]})" for w in _WIRES
+             if w.direction == "spi"}
+
+#: the MCP3008's 16 pins (DIP): pin -> (name, where it goes)
+MCP3008_PINS = {1: ("CH0", "battery divider tap"), 2: ("CH1", "—"), 3: ("CH2", "—"),
+                4: ("CH3", "—"), 5: ("CH4", "—"), 6: ("CH5", "—"), 7: ("CH6", "—"),
+                8: ("CH7", "—"), 9: ("DGND", "GND"), 10: ("CS/SHDN", WIRES["SPI CE0"].label),
+                11: ("DIN", WIRES["SPI MOSI"].label), 12: ("DOUT", WIRES["SPI MISO"].label),
+                13: ("CLK", WIRES["SPI SCLK"].label), 14: ("AGND", "GND"),
+                15: ("VREF", "3V3"), 16: ("VDD", "3V3")}
+
+#: the battery divider: top and bottom resistors (ohms), their tolerance, the filter capacitor
+DIVIDER_TOP, DIVIDER_BOTTOM, DIVIDER_TOLERANCE, DIVIDER_CAP_NF = 100_000, 33_000, 0.01, 100
+
+
+def divider_ratio() -> float:
+    """Battery volts per volt at the ADC: (top + bottom) / bottom."""
+    return (DIVIDER_TOP + DIVIDER_BOTTOM) / DIVIDER_BOTTOM
+
+
+def divider_ratio_range() -> tuple[float, float]:
+    """The ratio's worst-case spread with both resistors at their tolerance."""
+    t = DIVIDER_TOLERANCE
+    low = (DIVIDER_TOP * (1 - t) + DIVIDER_BOTTOM * (1 + t)) / (DIVIDER_BOTTOM * (1 + t))
+    high = (DIVIDER_TOP * (1 + t) + DIVIDER_BOTTOM * (1 - t)) / (DIVIDER_BOTTOM * (1 - t))
+    return low, high
+
+
+def default_pins() -> dict[str, int]:
+    """The default ``[pins]``, by role."""
+    return {role: WIRES[role].bcm for role in PIN_ROLES}
+
+
+def wiring_table() -> str:
+    """The wiring table of docs/hardware.md (Markdown)."""
+    rows = ["| signal | config key | BCM | header pin | direction | pull | part's rail | "
+            "goes to | gpiozero |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for w in _WIRES:
+        key = f"`[pins] {w.role}`" if w.direction != "spi" else "(battery monitor)"
+        opt = " (optional)" if w.optional else ""
+        rows.append(f"| {w.role}{opt} | {key} | GPIO{w.bcm} | {w.header} | {w.direction} | "
+                    f"{w.pull} | {w.rail} | {w.part} | `{w.gpiozero}` |")
+    power = ", ".join(f"{name}: pins {', '.join(map(str, pins))}"
+                      for name, pins in POWER_PINS.items())
+    rows += ["", f"Power pins of the header: {power}."]
+    return "\n".join(rows)
