@@ -19,8 +19,8 @@ from .controller import PassController
 from .hand import pending_hand, play_hand
 from .planning import Mode, PackTracker, RandomSource, make_planner
 from .reports import battery_dict, exit_code, hand_dict, pass_dict, record_dict, status_dict
-from .score import Game, Result, ScoreError, new_game
-from .state import State
+from .score import Game
+from .scorebook import ScoreBook
 
 Event = Callable[[dict[str, Any]], None]
 
@@ -118,43 +118,25 @@ class Session:
         return {"cleared": cleared, "was": had.to_dict() if had else None,
                 "exit": 0 if cleared else 3}
 
-    # -- the score ------------------------------------------------------------------
-    def game(self) -> Game:
-        """The game being scored: the stored one, or a first game for the seats."""
-        stored = self.controller.store.load().score
-        if stored is None:
-            return new_game(self.config.table.seats, self.config.table.game_to)
-        return Game.from_dict(stored)
+    # -- the score (no device needed) -----------------------------------------------
+    @property
+    def scores(self) -> ScoreBook:
+        return ScoreBook(self.controller.store, self.config)
 
-    def _save_game(self, game: Game, dealer: int | None = None) -> dict[str, Any]:
-        def change(s: State) -> None:
-            s.score = game.to_dict()
-            if dealer is not None:
-                s.dealer = dealer
-        self.controller.update(change)
-        return {"score": game.to_dict(), "exit": 0}
+    def game(self) -> Game:
+        return self.scores.game()
 
     def do_score(self, makers: int, tricks: int, alone: bool = False) -> dict[str, Any]:
-        return self._save_game(self.game().add(Result(makers, tricks, alone)))
+        return self.scores.record(makers, tricks, alone)
 
     def do_undo(self) -> dict[str, Any]:
-        game = self.game()
-        game.undo()
-        return self._save_game(game)
+        return self.scores.undo()
 
     def do_new_game(self, first_dealer: str | None = None) -> dict[str, Any]:
-        """A new game; the deal starts again with ``first_dealer`` (the configured one if
-        None)."""
-        seats = self.config.table.seats
-        first = first_dealer or self.config.table.first_dealer
-        if first not in seats:
-            raise ScoreError(f"first_dealer: expected one of {', '.join(seats)}, got {first!r}")
-        number = self.game().number + 1 if self.controller.store.load().score else 1
-        return self._save_game(new_game(seats, self.config.table.game_to, number),
-                               dealer=seats.index(first))
+        return self.scores.new_game(first_dealer)
 
     def score(self) -> dict[str, Any]:
-        return {"score": self.game().to_dict(), "exit": 0}
+        return self.scores.show()
 
     def status(self) -> dict[str, Any]:
         return status_dict(self.controller, self.config)
