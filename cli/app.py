@@ -263,6 +263,9 @@ class Progress:
             self.app.pass_reports.append(event["pass"])
             if not self.app.json:
                 click.echo(self.render.pass_line(event["pass"], event["of"]))
+        elif kind == "stack" and not self.app.json:
+            self.bar.end()
+            click.echo(click.style(event["prompt"], bold=True), err=True, color=self.app.color)
         elif kind == "resume" and not self.app.json:
             click.echo(f"resuming hand {event['number']} at pass {event['at_pass']} of "
                        f"{event['of']}", err=True)

@@ -33,7 +33,10 @@ COMMANDS: dict[str, str] = {
     "status": "commands:status",
     "battery": "commands:battery",
     "clear": "commands:clear",
+    "score": "table:score",
     "serve": "commands:serve",
+    "pair": "table:pair",
+    "tables": "table:tables",
     "mixing": "study:mixing",
     "simulate": "study:simulate",
 }
@@ -45,7 +48,10 @@ SUMMARIES: dict[str, str] = {
     "status": "The device, its health, the latched fault, battery and counters.",
     "battery": "Battery volts and charge; passes and hands left.",
     "clear": "Clear a latched fault once the machine is clear.",
-    "serve": "Own the machine: touch-driven hands and the control socket.",
+    "score": "The euchre score: show it, enter a hand, undo, a new game.",
+    "serve": "Own the machine: touch-driven hands, the socket, the page, MQTT.",
+    "pair": "The code a phone enters to act from the dealer's page.",
+    "tables": "Every table on the MQTT broker, problems first.",
     "mixing": "How far from random the pack is after each pass.",
     "simulate": "Many hands through the simulator, tested against random.",
 }

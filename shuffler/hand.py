@@ -89,7 +89,10 @@ class HandRunner:
         on_pass_start: Callable[[int, int], None] | None = None,
         on_card: Callable[[int, int], None] | None = None,
         on_pass_done: Callable[[PassRecord], None] | None = None,
+        on_stack: Callable[[Status], None] | None = None,
     ) -> HandReport:
+        """``on_stack`` hears what the status LED is about to ask the dealer (which pile
+        on top), before the dealer does it."""
         seats = self.config.table.seats
         state = self.controller.store.load()
         dealer = dealer_index(state, self.config)
@@ -126,9 +129,10 @@ class HandRunner:
             stacking = None
             if not stop:  # done, whatever happens while the dealer restacks
                 self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
-                self.device.show(
-                    Status(Signal.STACK, plan.on_top, None if last else number + 1, passes)
-                )
+                ask = Status(Signal.STACK, plan.on_top, None if last else number + 1, passes)
+                if on_stack:
+                    on_stack(ask)
+                self.device.show(ask)
                 stacking = self._await_restack(number, passes, wait_touch=not last)
             tracker.after_pass(plan, result.counted, stacking)
             self.planner.observe(index, plan, result.counted, stacking)

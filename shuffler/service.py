@@ -232,30 +232,33 @@ class Service:
         self._last_ping = time.monotonic()
 
     def _run_job(self, job: Job) -> None:
+        final: dict[str, Any] = {"ok": False, "error": {"kind": "internal",
+                                                        "message": "not run", "exit": 1}}
         try:
-            self._execute(job)
-        finally:
+            final = self._execute(job)
+        finally:  # free before answering: the client's next request must not find it busy
             if job.request["cmd"] in CLAIMED:
                 self.claim.release()
+            job.replies.put(final)
 
-    def _execute(self, job: Job) -> None:
+    def _execute(self, job: Job) -> dict[str, Any]:
+        """Run the job, its progress events to its client; returns the final answer."""
         req = job.request
 
         def put(msg: dict[str, Any]) -> None:
             job.replies.put(msg)
-            if "event" in msg:
-                self.publish("event", msg)
+            self.publish("event", msg)
 
         try:
             result = self._run(req, put)
-            put({"ok": True, "result": result})
             self.publish("result", result)
+            return {"ok": True, "result": result}
         except ShufflerError as e:
-            put(error_reply(e))
+            return error_reply(e)
         except Exception as e:  # a bug: the machine stops, the service goes on
             self.session.device.stop()
             log.exception("request failed")
-            put({"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}})
+            return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}}
         finally:
             self.refresh()
 

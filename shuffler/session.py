@@ -16,7 +16,9 @@ from typing import Any
 
 from .config import Config
 from .controller import PassController
+from .device import Status
 from .hand import pending_hand, play_hand
+from .panel import stack_prompt
 from .planning import Mode, PackTracker, RandomSource, make_planner
 from .reports import battery_dict, exit_code, hand_dict, pass_dict, record_dict, status_dict
 from .score import Game
@@ -65,6 +67,14 @@ def motor_off_on_exit(device) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def stack_event(status: Status) -> dict[str, Any]:
+    """Between passes: which pile goes on top, in the words the page uses too."""
+    last = status.next_pass is None
+    return {"event": "stack", "on_top": status.on_top.name.lower() if status.on_top else None,
+            "next_pass": status.next_pass, "of": status.of,
+            "prompt": stack_prompt(status.on_top, last)}
+
+
 class Session:
     def __init__(self, controller: PassController, config: Config, rng: RandomSource) -> None:
         self.controller = controller
@@ -109,6 +119,7 @@ class Session:
             mode=Mode(mode) if mode else self.config.hand.mode, rng=self.rng,
             on_pass_start=lambda n, of: on_event({"event": "pass_start", "number": n, "of": of}),
             on_card=lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
+            on_stack=lambda st: on_event(stack_event(st)),
             on_pass_done=lambda r: on_event({"event": "pass", "pass": record_dict(r),
                                              "of": of}))
 

@@ -1,0 +1,164 @@
+"""The table's commands beyond the machine: the score, pairing a phone, all tables."""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from .app import App, run_guarded
+
+
+def _score_text(result: dict) -> str:
+    g = result["score"]
+    lines = [f"game {g['number']} to {g['target']}: {g['team_names'][0]} {g['totals'][0]}, "
+             f"{g['team_names'][1]} {g['totals'][1]}"]
+    if g["winner"] is not None:
+        lines.append(f"{g['team_names'][g['winner']]} win! `shuffler score new` starts the "
+                     "next game")
+    return "\n".join(lines)
+
+
+def _ask_score(app: App, cmd: str, local, **args) -> None:
+    """The service's answer when it runs; else the state file, under the machine lock."""
+    def body() -> int:
+        if client := app.service():
+            result = client.request(cmd, None, **args)
+        else:
+            from shuffler.scorebook import ScoreBook
+            from shuffler.state import StateStore
+
+            app.lock()
+            result = local(ScoreBook(StateStore(app.state_dir), app.config))
+        code = result.pop("exit", 0)
+        app.emit(result, _score_text(result))
+        return code
+
+    run_guarded(app, body)
+
+
+@click.group(invoke_without_command=True)
+@click.pass_context
+def score(ctx: click.Context) -> None:
+    """The euchre score: show it, enter a hand, undo, start a new game.
+
+    Points: the makers take 1 for three or four tricks, 2 for all five, 4 for all
+    five alone; makers held under three tricks are euchred: 2 to the defenders.
+    A game goes to 10 ([table] game_to). Partners sit opposite.
+
+    \b
+    Examples:
+      shuffler score                     the game so far
+      shuffler score add North 5 --alone North's team made it, all five alone
+      shuffler score add East 2          East's team named trump and was euchred
+      shuffler score undo                take the last hand back
+      shuffler score new --first-dealer South
+    """
+    if ctx.invoked_subcommand is None:
+        _ask_score(ctx.obj, "score", lambda book: book.show())
+
+
+def _seat(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    seats = ctx.find_object(App).config.table.seats if ctx.find_object(App) else ()
+    if value is not None and seats and value not in seats:
+        raise click.BadParameter(f"expected one of {', '.join(seats)}, got {value!r}")
+    return value
+
+
+@score.command("add")
+@click.argument("makers_seat", metavar="SEAT", callback=_seat)
+@click.argument("tricks", type=click.IntRange(0, 5))
+@click.option("--alone", is_flag=True, help="the maker went alone")
+@click.pass_obj
+def score_add(app: App, makers_seat: str, tricks: int, alone: bool) -> None:
+    """One hand: a seat of the team that named trump, and the tricks that team took."""
+    makers = app.config.table.seats.index(makers_seat) % 2
+    _ask_score(app, "score", lambda book: book.record(makers, tricks, alone),
+               makers=makers, tricks=tricks, alone=alone)
+
+
+@score.command("undo")
+@click.pass_obj
+def score_undo(app: App) -> None:
+    """Take the last scored hand back."""
+    _ask_score(app, "undo", lambda book: book.undo())
+
+
+@score.command("new")
+@click.option("--first-dealer", default=None, metavar="SEAT", callback=_seat,
+              help="who deals first  [default: [table] first_dealer]")
+@click.pass_obj
+def score_new(app: App, first_dealer: str | None) -> None:
+    """Start a new game at 0 to 0; the deal starts again with the first dealer."""
+    _ask_score(app, "new_game", lambda book: book.new_game(first_dealer),
+               first_dealer=first_dealer)
+
+
+@click.command()
+@click.option("--new", "renew", is_flag=True, help="make a new code (phones paired before "
+              "must enter it again)")
+@click.pass_obj
+def pair(app: App, renew: bool) -> None:
+    """The code a phone enters to act from the dealer's page on the LAN.
+
+    Reading the page needs no code; clearing a jam, scoring, a new game or starting a
+    pass from anywhere but the machine itself does.
+
+    \b
+    Example:
+      shuffler pair
+    """
+    def body() -> int:
+        from shuffler.web import new_pairing_code, pairing_code
+
+        app.state_dir.mkdir(parents=True, exist_ok=True)
+        code = new_pairing_code(app.state_dir) if renew else pairing_code(app.state_dir)[0]
+        app.emit({"pairing_code": code}, f"pairing code: {code}")
+        return 0
+
+    run_guarded(app, body)
+
+
+@click.command()
+@click.option("--wait", type=click.FloatRange(0.1, 60), default=2.0, show_default=True,
+              help="seconds to listen before --json or --once prints")
+@click.option("--once", is_flag=True, help="print one table and exit instead of watching")
+@click.pass_obj
+def tables(app: App, wait: float, once: bool) -> None:
+    """Every table on the MQTT broker, problems first (the [mqtt] section).
+
+    \b
+    Examples:
+      shuffler tables               live, redrawn every second; Ctrl-C to leave
+      shuffler tables --json        one snapshot for a script
+    """
+    def body() -> int:
+        from shuffler.errors import ConfigError
+        from shuffler.tables import TableWatcher, render
+
+        if not app.config.mqtt.enabled:
+            raise ConfigError(f"{app.config.source}: [mqtt] host: the broker to watch is "
+                              "not set (see docs/mqtt.md)")
+        watcher = TableWatcher(app.config.mqtt, client_id=f"shuffler-view-{time.time_ns()}")
+        watcher.start()
+        try:
+            if app.json or once:
+                time.sleep(wait)
+                rows = watcher.book.sorted_rows()
+                app.emit({"broker": f"{app.config.mqtt.host}:{app.config.mqtt.port}",
+                          "connected": watcher.subscribed.is_set(),
+                          "tables": [r.to_dict() for r in rows]}, render(rows))
+                return 0 if watcher.subscribed.is_set() else 3
+            while True:
+                click.clear()
+                click.echo(render(watcher.book.sorted_rows()))
+                time.sleep(1)
+        except KeyboardInterrupt:
+            return 0
+        finally:
+            watcher.close()
+
+    run_guarded(app, body)
+
+
+
