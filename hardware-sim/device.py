@@ -21,9 +21,10 @@ from shuffler.device import (
     ShufflerDevice,
     Signal,
     Status,
-    feed_fault,
-    stall_fault,
+    TickCallback,
 )
+from shuffler.engine import Card as Counted
+from shuffler.engine import Command, Divert, Done, Motor, PassEngine, Tick
 from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.mechanics import Pile
 from shuffler.planning import PassPlan
@@ -31,16 +32,7 @@ from shuffler.planning import PassPlan
 from .battery import SimBattery
 from .dealer import DealerHabit, SimDealer
 from .faults import FaultPlan
-from .physics import Mechanism, MechanismSpec, TransitKind
-
-HALT_MESSAGES = {
-    FaultKind.INTERRUPTED: "The pass was stopped on request; put every card back in the tray.",
-    FaultKind.LINK_LOST: "The host went silent, so the machine stopped the motor by itself. "
-                         "Check the cable, put every card back in the tray, then run "
-                         "`shuffler clear`.",
-    FaultKind.MCU_RESTARTED: "The machine's microcontroller restarted in the middle of the "
-                             "pass. Put every card back in the tray and start the pass again.",
-}
+from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 
 
 @dataclass(frozen=True)
@@ -79,6 +71,7 @@ class SimDevice(ShufflerDevice):
         self._motor_on = False
         self._closed = False
         self._halt: FaultKind | None = None
+        self._run: _SimPass | None = None
         self._idle_since = self.clock.now()
         self.shown: list[Status] = []  # what the LED showed, for tests and the rig
 
@@ -107,86 +100,27 @@ class SimDevice(ShufflerDevice):
     def info(self) -> DeviceInfo:
         return self._info
 
-    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None) -> PassReport:
+    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None, *,
+                 on_tick: TickCallback | None = None) -> PassReport:
         if self._closed:
             raise DeviceError("the simulated shuffler is closed")
         if self._fault is not None:
             raise FaultLatchedError(self._fault.message)
-        mech, clock, limits = self.mechanism, self.clock, self.limits
         self._settle()
-        mech.start_pass()
-        expected, labels = plan.cards, plan.labels
-        piles = [0, 0]
-        counted = retries = retries_here = 0
-        fault: Fault | None = None
-        volts: list[float] = []
-        start = clock.now()
+        self.mechanism.start_pass()
+        engine = PassEngine(plan.labels, self.limits)
+        self._run = _SimPass(self, engine, on_card, on_tick)
         self._halt = None
-        self._motor_on = True
         try:
-            while counted < expected:
-                if self._halt is not None:  # stopped from outside: a STOP, a silent host
-                    fault = Fault(self._halt, HALT_MESSAGES[self._halt], counted + 1)
-                    break
-                if clock.now() - start > limits.max_pass_seconds:
-                    fault = Fault(
-                        FaultKind.TIMEOUT,
-                        "The pass ran longer than "
-                        f"{limits.max_pass_seconds:.0f} s; the motor was stopped.",
-                        counted + 1,
-                    )
-                    break
-                transit = mech.next_transit(first=counted == 0 and retries_here == 0)
-                if transit.load_volts:
-                    volts.append(transit.load_volts)
-                if transit.kind is TransitKind.EMPTY:
-                    break
-                if transit.kind is TransitKind.CARD:
-                    clock.sleep(transit.gap + transit.blocked)
-                    label = labels[counted]
-                    mech.land(transit, Pile(label))
-                    piles[label] += 1
-                    counted += 1
-                    retries_here = 0
-                    if on_card:
-                        on_card(counted, expected)
-                    continue
-                # a stuck card blocks the beam; no card leaves the beam dark
-                limit = (
-                    limits.jam_seconds
-                    if transit.kind is TransitKind.JAM
-                    else limits.misfeed_seconds
-                )
-                clock.sleep(transit.gap + limit)
-                self._motor_on = False
-                card = counted + 1
-                if transit.kind is TransitKind.STALL or transit.load_volts < limits.stall_volts:
-                    fault = stall_fault(card, counted, expected, transit.load_volts)
-                    break
-                kind = FaultKind.JAM if transit.kind is TransitKind.JAM else FaultKind.MISFEED
-                if retries_here >= limits.retries:
-                    fault = feed_fault(kind, card, counted, expected)
-                    break
-                retries_here += 1
-                retries += 1
-                mech.retry(limits.reverse_seconds)
-                clock.sleep(limits.reverse_seconds)
-                self._motor_on = True
+            report = self._run.run()
         finally:
+            self._run = None
             self._motor_on = False
-            self._idle_since = clock.now()
-        if fault is not None and fault.kind.latches:
-            self._fault = fault
-        return PassReport(
-            expected,
-            counted,
-            (piles[0], piles[1]),
-            clock.now() - start,
-            fault,
-            min(volts) if volts else None,
-            not mech.tray,
-            retries,
-        )
+            self._idle_since = self.clock.now()
+        assert engine.report is not None
+        if report.fault is not None and report.fault.kind.latches:
+            self._fault = report.fault
+        return report
 
     def _settle(self) -> None:
         """The battery recovers while the motor rests."""
@@ -217,11 +151,11 @@ class SimDevice(ShufflerDevice):
         return True
 
     def stop(self) -> None:
-        self.halt(FaultKind.INTERRUPTED)
+        self.halt(FaultKind.STOPPED)
 
     def halt(self, kind: FaultKind) -> None:
         """Stop the motor now; a pass in progress (on another thread) ends with ``kind``."""
-        if self._motor_on:
+        if self._run is not None:
             self._halt = kind
         self._motor_on = False
 
@@ -260,3 +194,101 @@ class SimDevice(ShufflerDevice):
         if status.next_pass is not None:
             self.clock.sleep(self.dealer.settle)
             self.events.put(InputEvent(EventKind.TOUCH, self.clock.now()))
+
+
+class _SimPass:
+    """One pass on the physics: the engine decides, the mechanism moves the cards.
+
+    Time is the device's clock; the loop sleeps to whichever comes first, the
+    next thing the physics does (a card's edges) or the engine's deadline.
+    """
+
+    EPS = 1e-9
+
+    def __init__(self, dev: SimDevice, engine: PassEngine, on_card: CardCallback | None,
+                 on_tick: TickCallback | None) -> None:
+        self.dev, self.engine = dev, engine
+        self.mech = dev.mechanism
+        self.on_card, self.on_tick = on_card, on_tick
+        self.pile = Pile.LEFT
+        self.forward = False
+        self.fresh = True  # the motor starts from rest: the first card comes after spin-up
+        self.busy = False  # a transit is under way (or the roller slips on nothing)
+        self.blocked = False
+        self.retry_due = False
+        self.pending: list[tuple[float, str, Transit]] = []
+
+    def run(self) -> PassReport:
+        clock, engine = self.dev.clock, self.engine
+        self.apply(engine.start(clock.now(), bool(self.mech.tray)))
+        while not engine.done:
+            if self.dev._halt is not None:
+                self.apply(engine.stop(clock.now(), self.dev._halt))
+                break
+            due = min(engine.deadline, self.pending[0][0] if self.pending else engine.deadline)
+            clock.sleep(due - clock.now())
+            now = max(clock.now(), due)  # asleep until ``due``, whatever rounding says
+            while self.pending and self.pending[0][0] <= now + self.EPS and not engine.done:
+                at, what, transit = self.pending.pop(0)
+                self.physics(what, transit, at)
+            self.apply(engine.tick(now))
+        assert engine.report is not None
+        return engine.report
+
+    def physics(self, what: str, transit: Transit, at: float) -> None:
+        if what == "blocked":
+            self.blocked = True
+            self.apply(self.engine.beam(True, at))
+            return
+        self.mech.land(transit, self.pile)  # the card drops past the diverter
+        self.busy = self.blocked = False
+        self.apply(self.engine.tray(bool(self.mech.tray), at))
+        self.apply(self.engine.beam(False, at))
+        self.feed(at)
+
+    def feed(self, at: float) -> None:
+        """The roller turns forward: push the next card towards the beam."""
+        if not self.forward or self.busy or self.engine.done:
+            return
+        transit = self.mech.next_transit(first=self.fresh)
+        self.fresh, self.busy = False, True
+        if transit.load_volts:
+            self.apply(self.engine.volts(transit.load_volts, at))
+        if transit.kind is TransitKind.CARD:
+            self.pending += [(at + transit.gap, "blocked", transit),
+                             (at + transit.gap + transit.blocked, "land", transit)]
+        elif transit.kind is TransitKind.JAM and not self.blocked:
+            self.pending.append((at + transit.gap, "blocked", transit))
+        # a misfeed, a stall or an empty tray: nothing reaches the beam
+
+    def apply(self, commands: list[Command]) -> None:
+        now = self.dev.clock.now()
+        for cmd in commands:
+            if isinstance(cmd, Motor):
+                self.motor(cmd.speed, now)
+            elif isinstance(cmd, Divert):
+                self.pile = cmd.pile
+            elif isinstance(cmd, Counted) and self.on_card:
+                self.on_card(cmd.counted, cmd.expected)
+            elif isinstance(cmd, Tick) and self.on_tick:
+                self.on_tick()
+            elif isinstance(cmd, Done):
+                self.pending.clear()
+
+    def motor(self, speed: float, at: float) -> None:
+        on = speed != 0 and self.dev._halt is None
+        self.dev._motor_on = on
+        was_forward, self.forward = self.forward, on and speed >= 1.0
+        if was_forward and not self.forward:
+            # the roller stops: a card short of the beam stays in the tray; one that
+            # failed to feed (stuck, slipping) gets its retry when the motor moves again
+            self.retry_due = self.busy and not self.pending
+            self.pending.clear()
+            self.busy, self.fresh = False, True
+        if on and (speed < 0 or self.forward) and self.retry_due:
+            self.retry_due = False
+            self.mech.retry(self.engine.limits.reverse_seconds if speed < 0 else 0.0)
+            if self.blocked:  # the stuck card leaves the throat
+                self.blocked = False
+                self.apply(self.engine.beam(False, at))
+        self.feed(at)

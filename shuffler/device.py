@@ -32,6 +32,7 @@ class FaultKind(enum.Enum):
     INTERRUPTED = "interrupted"
     TIMEOUT = "timeout"
     STATE_DAMAGED = "state_damaged"  # the state file failed its check and was set aside
+    STOPPED = "stopped"  # stop() during a pass: the motor went off at once; nothing latches
 
     @property
     def latches(self) -> bool:
@@ -182,6 +183,9 @@ def stall_fault(card: int, counted: int, expected: int, volts: float) -> Fault:
 
 #: progress callback: (cards counted so far, cards expected)
 CardCallback = Callable[[int, int], None]
+#: called at least every 0.1 s of device time while a pass runs (the service pets
+#: systemd's watchdog from it); a pass loop that hangs stops calling it
+TickCallback = Callable[[], None]
 
 
 class ShufflerDevice(abc.ABC):
@@ -195,8 +199,13 @@ class ShufflerDevice(abc.ABC):
     def info(self) -> DeviceInfo: ...
 
     @abc.abstractmethod
-    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None) -> PassReport:
+    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None, *,
+                 on_tick: TickCallback | None = None) -> PassReport:
         """Deal one pass by ``plan``; return what was measured.
+
+        ``on_card(counted, expected)`` follows the count; ``on_tick()`` is called at
+        least every 0.1 s of device time while the pass runs. :meth:`stop` from any
+        thread ends the pass with the motor off and a ``stopped`` fault (not latched).
 
         Mechanical faults come back in the report (and latch when they should);
         a latched fault makes this raise :class:`~shuffler.errors.FaultLatchedError`

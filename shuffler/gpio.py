@@ -58,9 +58,11 @@ from .device import (
     ShufflerDevice,
     Signal,
     Status,
+    TickCallback,
     feed_fault,
     stall_fault,
 )
+from .engine import TICK_SECONDS
 from .errors import DeviceError, FaultLatchedError
 from .mechanics import Feed, Pile
 from .planning import PassPlan
@@ -244,7 +246,8 @@ class GpioDevice(ShufflerDevice):
     def info(self) -> DeviceInfo:
         return self._info
 
-    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None) -> PassReport:
+    def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None, *,
+                 on_tick: TickCallback | None = None) -> PassReport:
         with self._lock:
             if self._closed:
                 raise DeviceError("the GPIO device is closed")
@@ -252,7 +255,7 @@ class GpioDevice(ShufflerDevice):
                 raise FaultLatchedError(self._fault.message)
             self.show(Status(Signal.RUNNING))
             try:
-                report = self._run(plan, on_card)
+                report = self._run(plan, on_card, on_tick)
             finally:
                 self._motor(0)
             if report.fault is not None and report.fault.kind.latches:
@@ -260,7 +263,8 @@ class GpioDevice(ShufflerDevice):
                 self.show(Status(Signal.FAULT))
             return report
 
-    def _run(self, plan: PassPlan, on_card: CardCallback | None) -> PassReport:
+    def _run(self, plan: PassPlan, on_card: CardCallback | None,
+             on_tick: TickCallback | None) -> PassReport:
         limits, clock, labels = self.limits, self.clock, plan.labels
         expected = plan.cards
         while not self._edges.empty():
@@ -277,8 +281,13 @@ class GpioDevice(ShufflerDevice):
             last_edge = clock.now()
             blocked_at: float | None = None
             stuck = False  # after a jam the next "cleared" edge is the card backing out
+            last_tick = clock.now()
             while counted < expected:
                 now = clock.now()
+                if now >= last_tick + TICK_SECONDS:
+                    last_tick = now
+                    if on_tick:
+                        on_tick()
                 if now - start > limits.max_pass_seconds:
                     self._motor(0)
                     fault = Fault(FaultKind.TIMEOUT, "The pass ran longer than "
@@ -290,9 +299,12 @@ class GpioDevice(ShufflerDevice):
                 else:
                     wait = last_edge + limits.misfeed_seconds - now
                 try:
-                    kind, at = self._edges.get(timeout=max(wait, 0.0))
+                    kind, at = self._edges.get(
+                        timeout=max(min(wait, last_tick + TICK_SECONDS - now), 0.0))
                 except queue.Empty:
                     kind, at = "timeout", clock.now()
+                    if at < now + wait:  # only the on_tick call was due
+                        continue
                 if kind == "blocked":
                     blocked_at = at
                     continue

@@ -1,0 +1,130 @@
+"""The pass engine alone: its rules, fed by hand-made events on a made-up clock."""
+
+from __future__ import annotations
+
+import doctest
+
+from shuffler import engine as engine_module
+from shuffler.device import FaultKind, FaultLimits
+from shuffler.engine import Card, Divert, Done, Motor, PassEngine, Phase, Tick
+from shuffler.mechanics import Pile
+
+LIMITS = FaultLimits(jam_seconds=0.5, misfeed_seconds=1.0, retries=2, reverse_seconds=0.3,
+                     max_pass_seconds=90)
+
+
+def test_the_docstring_example_holds():
+    result = doctest.testmod(engine_module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def moves(commands):
+    return [c for c in commands if not isinstance(c, Tick)]
+
+
+def deal(eng, at, cards, interval=0.2, blocked=0.08):
+    """Pass ``cards`` cards across the beam from ``at``; the commands, and the time after."""
+    out = []
+    for _ in range(cards):
+        out += eng.beam(True, at + interval - blocked)
+        out += eng.beam(False, at + interval)
+        at += interval
+    return out, at
+
+
+def test_a_clean_pass_counts_every_card_and_sets_the_diverter_between_cards():
+    eng = PassEngine((0, 1, 1, 0), LIMITS, soft_start_s=0.1)
+    start = moves(eng.start(0.0))
+    assert start[0] == Divert(Pile.LEFT) and start[1] == Motor(0.2)
+    ramp = moves(eng.tick(0.1))
+    assert [m.speed for m in ramp] == [0.4, 0.6, 0.8, 1.0] and eng.phase is Phase.FEED
+    out, _ = deal(eng, 0.1, 4)
+    out = moves(out)
+    assert [c for c in out if isinstance(c, Card)] == [Card(i, 4) for i in range(1, 5)]
+    assert [c.pile for c in out if isinstance(c, Divert)] == [Pile.RIGHT, Pile.RIGHT, Pile.LEFT]
+    assert out[-2] == Motor(0.0) and isinstance(out[-1], Done)
+    assert out[-1].report.ok and out[-1].report.piles == (2, 2) and not out[-1].latch
+
+
+def test_a_jam_stops_at_once_backs_out_retries_then_latches():
+    eng = PassEngine((0,) * 5, LIMITS)
+    eng.start(0.0)
+    out, at = deal(eng, 0.0, 2)
+    eng.beam(True, at + 0.1)  # card 3 sticks in the beam
+    assert moves(eng.tick(at + 0.59)) == []
+    assert moves(eng.tick(at + 0.6)) == [Motor(0.0), Motor(-0.6)]
+    assert moves(eng.beam(False, at + 0.7)) == []  # the card backing out is not a count
+    assert moves(eng.tick(at + 0.9)) == [Motor(0.0), Motor(1.0)]
+    t = at + 0.9
+    for _ in range(2):
+        eng.beam(True, t + 0.1)
+        out = []
+        while not out:  # nothing but ticks until the jam limit
+            t = eng.deadline
+            out = moves(eng.tick(t))
+        while eng.motor != 1.0 and not eng.done:  # backing out, then the soft start
+            t = eng.deadline
+            eng.tick(t)
+    assert isinstance(out[-1], Done) and out[-1].latch
+    report = out[-1].report
+    assert report.fault.kind is FaultKind.JAM and report.fault.card == 3
+    assert report.counted == 2 and report.retries == 2
+
+
+def test_no_card_for_the_misfeed_limit_is_a_misfeed_or_with_a_weak_battery_a_stall():
+    eng = PassEngine((0,) * 3, FaultLimits(retries=0))
+    eng.start(0.0)
+    out = moves(eng.tick(1.0))
+    assert out[-1].report.fault.kind is FaultKind.MISFEED and out[-1].latch
+    weak = PassEngine((0,) * 3, FaultLimits(retries=0))
+    weak.start(0.0)
+    weak.volts(5.1, 0.2)
+    out = moves(weak.tick(1.0))
+    assert out[-1].report.fault.kind is FaultKind.LOW_BATTERY and not out[-1].latch
+    assert out[-1].report.min_volts == 5.1
+
+
+def test_an_empty_tray_ends_the_pass_short_without_a_fault():
+    eng = PassEngine((0,) * 4, LIMITS)
+    eng.start(0.0)
+    deal(eng, 0.0, 2)
+    eng.tray(False, 0.5)
+    out = moves(eng.beam(True, 0.55) + eng.beam(False, 0.6))
+    assert out[-1].report.counted == 3 and out[-1].report.fault is None
+    assert out[-1].report.tray_empty
+
+
+def test_stop_turns_the_motor_off_in_the_same_step_and_nothing_turns_it_on_again():
+    eng = PassEngine((0,) * 10, LIMITS, soft_start_s=0.1)
+    eng.start(0.0)
+    eng.tick(0.1)
+    deal(eng, 0.1, 3)
+    out = eng.stop(0.75)
+    assert out[0] == Motor(0.0) and isinstance(out[1], Done) and not out[1].latch
+    assert out[1].report.fault.kind is FaultKind.STOPPED and out[1].report.counted == 3
+    later = eng.tick(5.0) + eng.beam(True, 5.1) + eng.beam(False, 5.2) + eng.stop(6.0)
+    assert later == [] and eng.motor == 0.0
+
+
+def test_the_pass_time_limit_stops_the_motor():
+    eng = PassEngine((0,) * 10, FaultLimits(max_pass_seconds=1.0, misfeed_seconds=5))
+    eng.start(0.0)
+    out = moves(eng.tick(1.0))
+    assert out[0] == Motor(0.0) and out[1].report.fault.kind is FaultKind.TIMEOUT
+
+
+def test_a_blip_shorter_than_the_minimum_blocked_time_is_not_a_card():
+    eng = PassEngine((0,) * 3, LIMITS, min_blocked=0.005)
+    eng.start(0.0)
+    assert moves(eng.beam(True, 0.1) + eng.beam(False, 0.102)) == []
+    assert Card(1, 3) in eng.beam(True, 0.2) + eng.beam(False, 0.21)
+
+
+def test_ticks_come_at_least_every_tick_period():
+    eng = PassEngine((0,) * 3, LIMITS)
+    eng.start(0.0)
+    ticks, t = 0, 0.0
+    while t < 0.9:
+        t = eng.deadline
+        ticks += sum(isinstance(c, Tick) for c in eng.tick(t))
+    assert ticks >= 0.9 / engine_module.TICK_SECONDS - 1
