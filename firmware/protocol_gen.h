@@ -156,7 +156,7 @@
 #define MSG_SIGNAL_RELIABLE                  1
 #define MSG_SIGNAL_LEN                       3  /* bytes before any tail */
 #define SIGNAL_SIGNAL_AT                     0  /* u8: SignalCode */
-#define SIGNAL_PILE_AT                       1  /* u8: for STACK: the pile to put on top */
+#define SIGNAL_PILE_AT                       1  /* u8: for STACK: the pile on top */
 #define SIGNAL_NEXT_PASS_AT                  2  /* u8: the pass a touch starts next, 0 = none */
 
 /* CARD: mcu, not acknowledged; after each card counted; counters are cumulative */
@@ -196,7 +196,7 @@
 #define PASS_DONE_MIN_MV_AT                  12  /* u16: lowest battery reading under load, 0 = none */
 #define PASS_DONE_TRAY_EMPTY_AT              14  /* u8: the tray sensor saw no cards at the end */
 #define PASS_DONE_RETRIES_AT                 15  /* u8: reverse-and-refeed attempts in the pass */
-#define PASS_DONE_FAULT_AT                   16  /* u8: why it ended (NONE: every card dealt or the tray ran out) */
+#define PASS_DONE_FAULT_AT                   16  /* u8: why it ended; NONE: all dealt or the tray ran out */
 #define PASS_DONE_FAULT_CARD_AT              17  /* u16: the card being fed when it ended, 0 = none */
 #define PASS_DONE_FAULT_CARD_MIN             0UL
 #define PASS_DONE_FAULT_CARD_MAX             1025UL

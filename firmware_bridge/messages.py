@@ -25,7 +25,7 @@ import dataclasses
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from shuffler.errors import ShufflerError
 
@@ -166,7 +166,7 @@ def flag(doc: str) -> Any:
     return _int(1, doc, 0, 1, "bool")
 
 
-def code(enum_: type[enum.IntEnum], doc: str) -> Any:
+def one_of(enum_: type[enum.IntEnum], doc: str) -> Any:
     return _int(1, doc, 0, 0xFF, "enum", enum_)
 
 
@@ -208,7 +208,8 @@ class Message:
 
     @classmethod
     def unpack(cls, payload: bytes) -> Any:
-        fields, at, values = wire_fields(cls), 0, {}
+        fields, at = wire_fields(cls), 0
+        values: dict[str, Any] = {}
         fixed = cls.fixed_size()
         tail = fields and fields[-1][1].size == 0
         if len(payload) < fixed or (not tail and len(payload) != fixed):
@@ -269,9 +270,11 @@ def unpack_bits(data: bytes, n: int, msg: str = "PASS") -> tuple[int, ...]:
 MESSAGES: dict[Msg, type[Message]] = {}
 
 
-def message(kind: Msg, sender: str, reliable: bool, doc: str) -> Callable[[type], type]:
-    def register(cls: type) -> type:
-        cls = dataclass(frozen=True)(cls)
+M = TypeVar("M", bound=type[Message])
+
+
+def message(kind: Msg, sender: str, reliable: bool, doc: str) -> Callable[[M], M]:
+    def register(cls: M) -> M:
         cls.TYPE, cls.SENDER, cls.RELIABLE, cls.DOC = kind, sender, reliable, doc
         MESSAGES[kind] = cls
         return cls
@@ -290,18 +293,21 @@ def decode_payload(kind: int, payload: bytes) -> Message:
 
 # -- the messages -------------------------------------------------------------------------
 @message(Msg.ACK, "both", False, "acknowledges a reliable frame")
+@dataclass(frozen=True)
 class Ack(Message):
     seq: int = u8("the sequence number acknowledged", 1, 255)
 
 
 @message(Msg.HELLO, "host", True, "opens a session: restarts both sequences, ends any "
          "pass (LINK_LOST), forgets CONFIG")
+@dataclass(frozen=True)
 class Hello(Message):
     major: int = u8("protocol major version")
     minor: int = u8("protocol minor version")
 
 
 @message(Msg.HELLO_REPLY, "mcu", True, "answers HELLO; also sent unasked at reset")
+@dataclass(frozen=True)
 class HelloReply(Message):
     major: int = u8("protocol major version")
     minor: int = u8("protocol minor version")
@@ -311,12 +317,14 @@ class HelloReply(Message):
 
 
 @message(Msg.HEARTBEAT, "host", False, "keeps the MCU's silence timer from running out")
+@dataclass(frozen=True)
 class Heartbeat(Message):
     pass
 
 
 @message(Msg.CONFIG, "host", True, "the pass limits; required before the first PASS; "
          "answered by STATUS_REPLY (configured = 1 if taken)")
+@dataclass(frozen=True)
 class Config(Message):
     jam_ms: int = u16("beam blocked longer than this: a jam", 10, 10_000)
     misfeed_ms: int = u16("no beam edge for this long while feeding, the tray loaded: a "
@@ -343,6 +351,7 @@ class Config(Message):
 
 @message(Msg.PASS, "host", True, "deal one pass by the plan; answered by CARD events "
          "and one PASS_DONE carrying the same pass id")
+@dataclass(frozen=True)
 class Pass(Message):
     pass_id: int = u16("chosen by the host, never 0", 1, 0xFFFF)
     cards: int = u16("cards in the pass", 1, MAX_CARDS)
@@ -351,34 +360,40 @@ class Pass(Message):
 
 
 @message(Msg.STOP, "host", True, "motor off now; a running pass ends with STOPPED")
+@dataclass(frozen=True)
 class Stop(Message):
     pass
 
 
 @message(Msg.STATUS, "host", True, "answered by STATUS_REPLY")
+@dataclass(frozen=True)
 class StatusAsk(Message):
     pass
 
 
 @message(Msg.BATTERY, "host", True, "answered by BATTERY_REPLY")
+@dataclass(frozen=True)
 class BatteryAsk(Message):
     pass
 
 
 @message(Msg.CLEAR, "host", True, "clear a latched fault if the beam is clear; answered by "
          "STATUS_REPLY")
+@dataclass(frozen=True)
 class Clear(Message):
     pass
 
 
 @message(Msg.SIGNAL, "host", True, "what the status LED shows")
+@dataclass(frozen=True)
 class SignalMsg(Message):
-    signal: SignalCode = code(SignalCode, "SignalCode")
-    pile: PileCode = code(PileCode, "for STACK: the pile to put on top")
+    signal: SignalCode = one_of(SignalCode, "SignalCode")  # noqa: RUF009
+    pile: PileCode = one_of(PileCode, "for STACK: the pile on top")  # noqa: RUF009
     next_pass: int = u8("the pass a touch starts next, 0 = none")
 
 
 @message(Msg.CARD, "mcu", False, "after each card counted; counters are cumulative")
+@dataclass(frozen=True)
 class Card(Message):
     pass_id: int = u16("the pass it belongs to", 1, 0xFFFF)
     counted: int = u16("cards counted so far", 1, MAX_CARDS)
@@ -396,6 +411,7 @@ def _piles_problem(counted: int, left: int, right: int) -> str | None:
 
 
 @message(Msg.PASS_DONE, "mcu", True, "the end of a pass, or its refusal")
+@dataclass(frozen=True)
 class PassDone(Message):
     pass_id: int = u16("the PASS it answers", 1, 0xFFFF)
     counted: int = u16("cards counted", 0, MAX_CARDS)
@@ -405,8 +421,7 @@ class PassDone(Message):
     min_mv: int = u16("lowest battery reading under load, 0 = none")
     tray_empty: bool = flag("the tray sensor saw no cards at the end")
     retries: int = u8("reverse-and-refeed attempts in the pass")
-    fault: FaultCode = code(FaultCode, "why it ended (NONE: every card dealt or the tray ran "
-                            "out)")
+    fault: FaultCode = one_of(FaultCode, "why it ended; NONE: all dealt or the tray ran out")  # noqa: RUF009
     fault_card: int = u16("the card being fed when it ended, 0 = none", 0, MAX_CARDS + 1)
 
     def problem(self) -> str | None:
@@ -414,24 +429,27 @@ class PassDone(Message):
 
 
 @message(Msg.STATUS_REPLY, "mcu", True, "answers STATUS, CLEAR and CONFIG")
+@dataclass(frozen=True)
 class StatusReply(Message):
     motor_on: bool = flag("the motor is driven")
     tray_loaded: bool = flag("the tray sensor sees cards")
     beam_blocked: bool = flag("something blocks the beam")
-    fault: FaultCode = code(FaultCode, "the latched fault, NONE if none")
+    fault: FaultCode = one_of(FaultCode, "the latched fault, NONE if none")  # noqa: RUF009
     fault_card: int = u16("the card of the latched fault, 0 = none", 0, MAX_CARDS + 1)
     configured: bool = flag("a valid CONFIG is held")
     pass_id: int = u16("the pass running, 0 = none")
 
 
 @message(Msg.BATTERY_REPLY, "mcu", True, "answers BATTERY")
+@dataclass(frozen=True)
 class BatteryReply(Message):
     mv: int = u16("battery millivolts")
     under_load: bool = flag("the motor was running")
 
 
 @message(Msg.INPUT, "mcu", True, "a sensor event")
+@dataclass(frozen=True)
 class Input(Message):
-    kind: InputKind = code(InputKind, "InputKind")
-    pile: PileCode = code(PileCode, "for PILE_LIFTED: which pile")
+    kind: InputKind = one_of(InputKind, "InputKind")  # noqa: RUF009
+    pile: PileCode = one_of(PileCode, "for PILE_LIFTED: which pile")  # noqa: RUF009
     ms: int = u32("milliseconds since reset")
