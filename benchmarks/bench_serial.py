@@ -57,18 +57,19 @@ def card_rate(speed: float, passes: int = 10, cards: int = 104) -> dict:
     lost = seconds = 0.0
     try:
         rng = random.Random(2)
+        real_next = dev._next
+        seen: list[int] = []
+
+        def spy(*args):
+            msg = real_next(*args)
+            if isinstance(msg, Card):
+                seen.append(msg.counted)
+            return msg
+
+        dev._next = spy  # type: ignore[method-assign]
         for _ in range(passes):
-            seen: list[int] = []
+            seen.clear()
             start = time.perf_counter()
-            real_next = dev._next
-
-            def spy(timeout, seen=seen, real_next=real_next):
-                msg = real_next(timeout)
-                if isinstance(msg, Card):
-                    seen.append(msg.counted)
-                return msg
-
-            dev._next = spy  # type: ignore[method-assign]
             report = dev.run_pass(coin_plan(cards, rng))
             seconds += time.perf_counter() - start
             lost += report.counted - len(set(seen))
