@@ -12,7 +12,7 @@
  * touch; FAULT means gather every card back into the tray.
  *
  * Time: simulated time is the chip's cycle count at 16 MHz. The harness holds it to
- * wall time: every 250 us of simulated time it waits until the wall clock has
+ * wall time: every 500 us of simulated time it waits until the wall clock has
  * caught up. When the computer cannot keep up, simulated time falls behind and is
  * never hurried to catch up (that would squeeze the host's heartbeats together):
  * the lag is dropped and counted as "slip_ms" in the state line.
@@ -58,7 +58,7 @@ enum { B_PILE_R = 0, B_SERVO = 1, B_RED = 2, B_GREEN = 3, B_BLUE = 4 };
 #define COM0B1 0x20
 #define COM1A1 0x80
 
-#define TICK_US 250
+#define TICK_US 500
 #define MAX_CARDS 1024
 #define MAX_FAULTS 16
 #define SLIP_LIMIT_US 20000
