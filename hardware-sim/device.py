@@ -72,6 +72,7 @@ class SimDevice(ShufflerDevice):
         self._closed = False
         self._halt: FaultKind | None = None
         self._run: _SimPass | None = None
+        self.engine_options: dict[str, float] = {}  # the virtual MCU's CONFIG sets them
         self._idle_since = self.clock.now()
         self.shown: list[Status] = []  # what the LED showed, for tests and the rig
 
@@ -108,7 +109,7 @@ class SimDevice(ShufflerDevice):
             raise FaultLatchedError(self._fault.message)
         self._settle()
         self.mechanism.start_pass()
-        engine = PassEngine(plan.labels, self.limits)
+        engine = PassEngine(plan.labels, self.limits, **self.engine_options)
         self._run = _SimPass(self, engine, on_card, on_tick)
         self._halt = None
         try:

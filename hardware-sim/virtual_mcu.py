@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from firmware_bridge.link import Link, LinkLostError
 from firmware_bridge.messages import (
+    FAULT_KIND,
     PROTOCOL_MAJOR,
     PROTOCOL_MINOR,
     SILENCE_MS,
@@ -57,11 +58,9 @@ from shuffler.planning import PassPlan
 
 from .device import SimDevice
 
-CODE_OF = {FaultKind.JAM: FaultCode.JAM, FaultKind.MISFEED: FaultCode.MISFEED,
-           FaultKind.LOW_BATTERY: FaultCode.LOW_BATTERY,
-           FaultKind.LINK_LOST: FaultCode.LINK_LOST, FaultKind.TIMEOUT: FaultCode.TIMEOUT,
-           FaultKind.MCU_RESTARTED: FaultCode.MCU_RESTARTED,
-           FaultKind.INTERRUPTED: FaultCode.STOPPED}
+#: the host's fault kinds to the wire's codes (docs/protocol.md, "fault codes")
+CODE_OF = {FaultKind(kind): code for code, kind in FAULT_KIND.items()
+           if kind in {k.value for k in FaultKind}}
 INPUT_OF = {EventKind.TOUCH: InputKind.TOUCH, EventKind.TRAY_LOADED: InputKind.TRAY_LOADED,
             EventKind.TRAY_EMPTY: InputKind.TRAY_EMPTY,
             EventKind.PILE_LIFTED: InputKind.PILE_LIFTED}
@@ -225,6 +224,8 @@ class VirtualMCU:
             if not self._running():
                 self.config = msg
                 self.sim.limits = limits_of(msg)
+                self.sim.engine_options = {"soft_start_s": msg.soft_start_ms / 1000,
+                                           "min_blocked": msg.min_blocked_us / 1e6}
             self.outbox.put(self._status())
         elif isinstance(msg, Pass):
             self._start_pass(msg)
