@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import queue
 import random
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import threading
 import time
 
 import pytest
+import serial
 
 from firmware_bridge.device import SerialDevice
 from firmware_bridge.framing import (
@@ -23,13 +25,20 @@ from firmware_bridge.framing import (
     decode_frame,
     encode_frame,
 )
-from firmware_bridge.link import ProtocolError
+from firmware_bridge.link import Link, ProtocolError
 from firmware_bridge.messages import (
     SILENCE_MS,
+    Card,
+    Clear,
+    Config,
     FaultCode,
     Msg,
+    Pass,
     PassDone,
     PayloadError,
+    StatusAsk,
+    StatusReply,
+    Stop,
     pack_bits,
     unpack_bits,
 )
@@ -343,3 +352,78 @@ def test_sigterm_during_a_request_exits_instead_of_deadlocking_on_the_send_lock(
     finally:
         proc.kill()
         proc.wait()
+
+
+# -- the microcontroller's side of docs/protocol.md, spoken to by a bare link -----------------
+@pytest.fixture
+def bare():
+    """A virtual MCU and a bare host link (no SerialDevice): the test speaks the protocol."""
+    sim = SimDevice.for_cards(24, rng=random.Random(1), clock=ScaledClock(50))
+    mcu = VirtualMCU(sim)
+    link = Link(serial.serial_for_url(mcu.path, timeout=0.05))
+    link.handshake()
+    yield mcu, link
+    link.close()
+    mcu.close()
+
+
+def reply(link, kind, timeout=5.0):
+    """The next message of ``kind``, heartbeats going meanwhile."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        link.beat()
+        try:
+            msg = link.inbox.get(timeout=0.05)
+        except queue.Empty:
+            continue
+        if isinstance(msg, kind):
+            return msg
+    raise AssertionError(f"no {kind.__name__}")
+
+
+LIMITS = Config(500, 1000, 2, 300, 90_000, 60, 200, 2000, 5600, 100)
+PLAN = tuple(random.Random(4).randrange(2) for _ in range(24))
+
+
+def test_the_mcu_refuses_a_pass_until_it_has_the_limits(bare):
+    mcu, link = bare
+    link.request(Pass(41, 24, PLAN))
+    assert reply(link, PassDone) == PassDone(41, 0, 0, 0, 0, 0, False, 0,
+                                             FaultCode.NOT_CONFIGURED, 0)
+    assert mcu.sim.mechanism.piles == ([], [])  # nothing moved
+    link.request(LIMITS)
+    assert reply(link, StatusReply).configured
+    link.request(Pass(42, 24, PLAN))
+    done = reply(link, PassDone)
+    assert (done.pass_id, done.counted, done.fault) == (42, 24, FaultCode.NONE)
+    assert (done.left, done.right) == (PLAN.count(0), PLAN.count(1))
+
+
+def test_a_hello_during_a_pass_ends_it_latched_and_forgets_the_limits(bare):
+    _, link = bare
+    link.request(LIMITS)
+    reply(link, StatusReply)
+    link.request(Pass(7, 24, PLAN))
+    reply(link, Card)
+    link.handshake()  # a new host session
+    link.request(StatusAsk())
+    status = reply(link, StatusReply)
+    assert not status.motor_on and status.fault is FaultCode.LINK_LOST
+    assert not status.configured and status.pass_id == 0
+    link.request(Pass(8, 24, PLAN))
+    assert reply(link, PassDone).fault is FaultCode.LATCHED  # checked before the limits
+    link.request(Clear())
+    assert reply(link, StatusReply).fault is FaultCode.NONE
+
+
+def test_stop_ends_a_pass_with_its_own_code(bare):
+    _, link = bare
+    link.request(LIMITS)
+    reply(link, StatusReply)
+    link.request(Pass(9, 24, PLAN))
+    reply(link, Card)
+    link.request(Stop())
+    done = reply(link, PassDone)
+    assert done.pass_id == 9 and done.fault is FaultCode.STOPPED and done.counted < 24
+    link.request(StatusAsk())
+    assert reply(link, StatusReply).fault is FaultCode.NONE  # a stop does not latch
