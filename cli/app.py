@@ -147,8 +147,13 @@ class App:
         self.locks.clear()
 
     def emit(self, obj: dict[str, Any], text: str | None = None) -> None:
+        """The command's result: JSON (checked against the command's schema when
+        SHUFFLER_CHECK_SCHEMAS is set) with --json, else ``text``."""
         if self.json:
-            click.echo(json.dumps({"schema": SCHEMA, **obj}))
+            out = {"schema": SCHEMA, **obj}
+            ctx = click.get_current_context(silent=True)
+            check_json(out, ctx.command.name if ctx and ctx.command.name else "?")
+            click.echo(json.dumps(out))
         elif text is not None:
             click.echo(text, color=self.color)
 
@@ -158,9 +163,18 @@ class App:
                    color=self.color)
 
 
+def check_json(obj: dict[str, Any], name: str) -> None:
+    if os.environ.get("SHUFFLER_CHECK_SCHEMAS"):
+        from shuffler.schemas import check
+
+        check(obj, name)
+
+
 def error_object(kind: str, message: str, code: int, **partial: Any) -> dict[str, Any]:
-    return {"schema": SCHEMA, "error": {"kind": kind, "message": message, "exit": code},
-            **partial}
+    obj = {"schema": SCHEMA, "error": {"kind": kind, "message": message, "exit": code},
+           **partial}
+    check_json(obj, "error")
+    return obj
 
 
 def fail(app: App | None, error: ShufflerError, *, as_json: bool = False) -> NoReturn:

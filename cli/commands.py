@@ -143,8 +143,8 @@ def clear(app: App) -> None:
         code = result.pop("exit")
         if not result["cleared"]:
             text = "the machine still reports a fault: see `shuffler status`"
-        elif result["was"]:
-            text = f"cleared: {result['was']['kind']}"
+        elif result["cleared_fault"]:
+            text = f"cleared: {result['cleared_fault']['kind']}"
         else:
             text = "no fault was latched"
         app.emit(result, text)

@@ -46,14 +46,14 @@ def pass_line(p: dict[str, Any], of: int | None = None) -> str:
 
 
 def hand_summary(h: dict[str, Any]) -> str:
-    done = len(h["passes"]) + ((h["resumed_at"] or 1) - 1)
+    done = len(h["pass_reports"]) + ((h["resumed_at"] or 1) - 1)
     mode = "coin flips" if h["mode"] == "coin" else "planned"
     if h["completed"]:
         deck = f"; deck {h['deck']} is ready" if h.get("deck") else ""
-        return (f"hand {h['number']}: dealt by {h['dealer']}; {done} of {h['passes_planned']} "
+        return (f"hand {h['number']}: dealt by {h['dealer']}; {done} of {h['passes']} "
                 f"passes done ({mode}, {distance_text(h['distance'])}); "
                 f"{h['next_dealer']} deals next{deck}")
-    return (f"hand {h['number']}: stopped after {done} of {h['passes_planned']} passes; "
+    return (f"hand {h['number']}: stopped after {done} of {h['passes']} passes; "
             f"{h['dealer']} still deals; run `shuffler hand` to finish it")
 
 

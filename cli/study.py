@@ -54,8 +54,8 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
     for k in range(1, passes + 1):
         rows.append({
             "passes": k,
-            "coin_tv": float(tv_coin(n, k)),
-            "planned_tv": float(tv_planned(n, k)),
+            "coin_distance": float(tv_coin(n, k)),
+            "planned_distance": float(tv_planned(n, k)),
             "coin_guesses": float(guesses_coin(n, k)),
             "planned_guesses": float(guesses_planned(n, k)),
             "seconds": 5.0 * k * n / 24,
@@ -67,10 +67,10 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
              f"{'passes':>6}  {'coin':>8}  {'planned':>8}  {'guessed: coin':>13}  {'planned':>7}"
              "  coin / planned"]
     for r in rows:
-        lines.append(f"{r['passes']:>6}  {table_distance(r['coin_tv']):>8}  "
-                     f"{table_distance(r['planned_tv']):>8}  "
+        lines.append(f"{r['passes']:>6}  {table_distance(r['coin_distance']):>8}  "
+                     f"{table_distance(r['planned_distance']):>8}  "
                      f"{r['coin_guesses']:>13.3f}  {r['planned_guesses']:>7.3f}  "
-                     f"{bar(r['coin_tv'])} {bar(r['planned_tv'])}")
+                     f"{bar(r['coin_distance'])} {bar(r['planned_distance'])}")
     lines.append(f"a random pack lets a guesser name {float(harmonic(n)):.3f} cards on average "
                  "(the guessing columns: the best guesser's expected score, exact)")
     for mode in ("planned", "coin"):
@@ -141,7 +141,7 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
            "seed": seed, "feed": feed_side.value, "alpha": ALPHA,
            "imperfections": {"double_rate": double_rate, "unseen_rate": unseen_rate,
                              "wrong_rate": wrong_rate},
-           "ideal_distance": float(distance),
+           "distance": float(distance),
            "tests": [r.to_dict() for r in results],
            "passed": all(r.passed for r in results)}
     for t in obj["tests"]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import grp
 import json
+import os
 import socket
 import stat
 from collections.abc import Callable
@@ -39,6 +40,10 @@ class ServiceUnreachableError(DeviceError):
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+def schemas_checked() -> bool:
+    return os.environ.get("SHUFFLER_CHECK_SCHEMAS", "") not in ("", "0")
 
 
 def _group_hint(path: Path) -> str:
@@ -128,6 +133,11 @@ class ServiceClient:
         msg = json.loads(line)
         if not isinstance(msg, dict):
             raise ValueError("not a JSON object")
+        if schemas_checked():
+            from .schemas import check
+
+            name = "reply" if "ok" in msg else "event" if "event" in msg else "greeting"
+            check(msg, name)
         return msg
 
     def request(self, cmd: str, on_event: Callable[[dict], None] | None = None,
@@ -142,6 +152,10 @@ class ServiceClient:
                     on_event(msg)
                 continue
             if msg["ok"]:
+                if schemas_checked():
+                    from .schemas import check
+
+                    check(msg["result"], cmd)
                 return msg["result"]
             err = msg["error"]
             raise ServiceError(err["message"], err.get("exit", 1), err.get("kind", "error"))

@@ -100,9 +100,9 @@ class Panel:
 
     def hand_done(self, hand: dict[str, Any]) -> None:
         """A hand's summary (also when a fault stopped it)."""
-        done = sum(1 for r in hand.get("passes", []) if r.get("fault") is None)
+        done = sum(1 for r in hand.get("pass_reports", []) if r.get("fault") is None)
         summary = {"number": hand.get("number"), "passes_done": done,
-                   "passes_planned": hand.get("passes_planned"),
+                   "passes_planned": hand.get("passes"),
                    "distance": hand.get("distance"), "tracking": hand.get("tracking"),
                    "completed": hand.get("completed"), "fault": hand.get("fault")}
         self._change(hand=summary)

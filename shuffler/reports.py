@@ -56,15 +56,21 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "dealer": hand.dealer,
         "next_dealer": hand.next_dealer,
         "mode": hand.mode.value,
-        "passes_planned": hand.passes_planned,
+        "passes": hand.passes_planned,
         "completed": hand.completed,
         "tracking": hand.tracking,
         "distance": None if hand.distance is None else float(hand.distance),
         "resumed_at": hand.resumed_at,
         "deck": hand.deck,
         "fault": fault.to_dict() if fault else None,
-        "passes": [record_dict(r) for r in hand.records],
+        "pass_reports": [record_dict(r) for r in hand.records],
     }
+
+
+def _health_dict(health: Any) -> dict[str, Any]:
+    d = health.to_dict()
+    d["device_fault"] = d.pop("fault", None)
+    return d
 
 
 def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
@@ -78,7 +84,9 @@ def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
     dealer = dealer_index(state, config)
     return {
         "device": device.info.to_dict(),
-        "health": health.to_dict() | {"ok": health.ok and fault is None},
+        # "fault" is the latched fault (what blocks the next pass); what the machine
+        # itself reports now is the health's "device_fault"
+        "health": _health_dict(health) | {"ok": health.ok and fault is None},
         "fault": fault.to_dict() if fault else None,
         "battery": controller.battery_estimate(config.hand.cards).to_dict(),
         "counters": {"hands": state.hands_completed, "passes": state.passes,

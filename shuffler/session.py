@@ -126,7 +126,7 @@ class Session:
     def do_clear(self) -> dict[str, Any]:
         had = self.controller.latched_fault()
         cleared = self.controller.clear()
-        return {"cleared": cleared, "was": had.to_dict() if had else None,
+        return {"cleared": cleared, "cleared_fault": had.to_dict() if had else None,
                 "exit": 0 if cleared else 3}
 
     # -- the score (no device needed) -----------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 from collections.abc import Iterable
@@ -19,6 +20,10 @@ from shuffler.config import GpioConfig
 from shuffler.device import FaultLimits, ShufflerDevice
 from shuffler.errors import DeviceError
 from shuffler.gpio import GpioDevice
+
+# every JSON object the CLI prints and the socket client reads, in this process and in
+# the ones it starts, is checked against shuffler/schemas (docs/json.md)
+os.environ.setdefault("SHUFFLER_CHECK_SCHEMAS", "1")
 
 
 @dataclass

@@ -46,8 +46,8 @@ def test_json_hand_counts_every_pass(run, cards):
     assert result.exit_code == 0
     hand = out_json(result)["hand"]
     assert (hand["number"], hand["dealer"], hand["next_dealer"]) == (1, "North", "East")
-    assert [p["counted"] for p in hand["passes"]] == [cards] * 4
-    assert all(sum(p["piles"]) == cards for p in hand["passes"])
+    assert [p["counted"] for p in hand["pass_reports"]] == [cards] * 4
+    assert all(sum(p["piles"]) == cards for p in hand["pass_reports"])
 
 
 def test_text_hand_prints_a_line_per_pass_and_a_summary(run):
@@ -81,7 +81,7 @@ def test_a_latched_jam_blocks_every_pass_until_cleared(run):
     blocked = run("--json", "pass")
     assert blocked.exit_code == 3 and "latched" in out_json(blocked)["error"]["message"]
     cleared = run("--json", "clear")
-    assert cleared.exit_code == 0 and out_json(cleared)["was"]["kind"] == "jam"
+    assert cleared.exit_code == 0 and out_json(cleared)["cleared_fault"]["kind"] == "jam"
     assert run("pass").exit_code == 0
 
 
@@ -159,7 +159,7 @@ def test_the_config_sets_passes_and_cards(run, tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text("[hand]\npasses = 2\ncards = 32\n")
     hand = out_json(run("--config", str(cfg), "--json", "hand"))["hand"]
-    assert [p["counted"] for p in hand["passes"]] == [32, 32]
+    assert [p["counted"] for p in hand["pass_reports"]] == [32, 32]
 
 
 def test_devices_that_cannot_open_say_why(run):
@@ -186,7 +186,7 @@ def test_the_installed_command_keeps_stdout_for_json_and_logs_on_stderr(tmp_path
     proc = subprocess.run([sys.executable, "-m", "shuffler", *FAST, "-v", "--json", "hand",
                            "--passes", "2"], capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["hand"]["passes"][1]["counted"] == 24
+    assert json.loads(proc.stdout)["hand"]["pass_reports"][1]["counted"] == 24
     assert "pass" in proc.stderr  # -v logs each pass, on stderr only
 
 
@@ -204,7 +204,7 @@ def test_a_hand_is_planned_by_default_and_reports_its_distance(run):
 def test_piles_lifted_together_lose_track_and_say_so(run):
     hand = out_json(run("--json", "--sim-dealer", "both", "hand", "--passes", "5"))["hand"]
     assert not hand["tracking"] and hand["distance"] == 1.0
-    assert [p["stacking"] for p in hand["passes"]] == [None] * 5
+    assert [p["stacking"] for p in hand["pass_reports"]] == [None] * 5
 
 
 def test_a_bad_mode_is_exit_2(run):

@@ -60,7 +60,7 @@ def test_every_option_reads_its_environment_variable(env):
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["device"]["kind"] == "sim-gpio"
     hand = invoke({**env, "SHUFFLER_HAND_PASSES": "2", "SHUFFLER_JSON": "1"}, *FAST, "hand")
-    assert len(json.loads(hand.stdout)["hand"]["passes"]) == 2
+    assert len(json.loads(hand.stdout)["hand"]["pass_reports"]) == 2
 
 
 def test_help_shows_every_environment_variable_and_lists_commands_in_order(env):

@@ -110,7 +110,7 @@ def test_killed_mid_pass_then_restarted_loses_nothing(served):
     result = served.client().request("hand", events.append, passes=4)
     assert events[0]["event"] == "resume" and events[0]["at_pass"] == 2
     assert result["hand"]["completed"] and result["hand"]["resumed_at"] == 2
-    assert [p["number"] for p in result["hand"]["passes"]] == [2, 3, 4]
+    assert [p["number"] for p in result["hand"]["pass_reports"]] == [2, 3, 4]
     audit = list(AuditLog(served.state / "audit.jsonl").read())
     completed = [e for e in audit if not e.get("interrupted")]
     assert sorted(e["pass"] for e in completed) == [1, 2, 3, 4]
@@ -174,7 +174,7 @@ def test_one_pass_at_a_time_and_twenty_clients_polling_status(served):
     for t in pollers:
         t.join(10)
     assert all(n > 0 for n in answered)
-    assert [p["counted"] for p in results["hand"]["hand"]["passes"]] == [24, 24, 24]
+    assert [p["counted"] for p in results["hand"]["hand"]["pass_reports"]] == [24, 24, 24]
 
 
 def test_the_cli_uses_the_service_and_prints_the_same(served, tmp_path):
@@ -184,7 +184,7 @@ def test_the_cli_uses_the_service_and_prints_the_same(served, tmp_path):
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     hand = json.loads(out.stdout)["hand"]
-    assert [p["counted"] for p in hand["passes"]] == [24, 24]
+    assert [p["counted"] for p in hand["pass_reports"]] == [24, 24]
     assert not (tmp_path / "elsewhere").exists()  # the service's state, not a local one
     status = subprocess.run([sys.executable, "-m", "cli", "status"], capture_output=True,
                             text=True, env=env, timeout=30)

@@ -92,8 +92,8 @@ def test_mixing_json_has_the_documented_keys():
                                       "--trials", "20"])
     data = json.loads(result.stdout)
     assert data["cards"] == 52 and len(data["rows"]) == 8
-    assert {"passes", "coin_tv", "planned_tv"} <= set(data["rows"][0])
-    assert [round(r["coin_tv"], 3) for r in data["rows"]][4:7] == [0.924, 0.614, 0.334]
+    assert {"passes", "coin_distance", "planned_distance"} <= set(data["rows"][0])
+    assert [round(r["coin_distance"], 3) for r in data["rows"]][4:7] == [0.924, 0.614, 0.334]
     assert data["recommended"] == {"coin": 13, "planned": 5}
 
 
