@@ -22,6 +22,8 @@ from .errors import DeviceError, ShufflerError
 #: the socket protocol this client speaks (shuffler.service.PROTOCOL; a test keeps them equal)
 PROTOCOL = 1
 CONNECT_TIMEOUT = 2.0
+#: the schema of a request's result, where it is not the command's own name
+RESULT_SCHEMAS = {"undo": "score", "new_game": "score"}
 NO_SERVICE_HINT = "or pass --no-service to drive the device from this command"
 
 
@@ -155,7 +157,7 @@ class ServiceClient:
                 if schemas_checked():
                     from .schemas import check
 
-                    check(msg["result"], cmd)
+                    check(msg["result"], RESULT_SCHEMAS.get(cmd, cmd))
                 return msg["result"]
             err = msg["error"]
             raise ServiceError(err["message"], err.get("exit", 1), err.get("kind", "error"))

@@ -12,11 +12,11 @@ import random
 import pytest
 from click.testing import CliRunner
 
-from shuffler_cli.main import cli
 from hardware_sim.study import Imperfections, deal_with_doubles, reading_order, simulate_hand
 from shuffler.mechanics import Feed, Pile, deal_pass
 from shuffler.planning import Mode
 from shuffler.stats import Battery, ascending_runs, chi2_sf, guess_score
+from shuffler_cli.main import cli
 
 
 def battery(n, k, mode, trials, seed, feed=Feed.TOP, flaws=None):
