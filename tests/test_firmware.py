@@ -173,6 +173,6 @@ def test_the_cli_deals_a_hand_on_the_simulated_chip(tmp_path):
                          check=False, env=env)
     assert out.returncode == 0, out.stderr
     hand = json.loads(out.stdout)["hand"]
-    assert hand["completed"] and len(hand["passes"]) == 5
+    assert hand["completed"] and len(hand["pass_reports"]) == hand["passes"] == 5
     assert all(p["counted"] == p["expected"] == 24 and p["fault"] is None
-               for p in hand["passes"])
+               for p in hand["pass_reports"])
