@@ -10,7 +10,7 @@
 #define REVERSE_SPEED (-153)       /* 60 % backwards */
 #define BATTERY_EVERY_MS 10        /* the protocol asks for at least every 50 */
 
-enum state { IDLE, SETTLE, RAMP, FEED, REVERSE };
+enum state { IDLE, RAMP, FEED, REVERSE };
 
 struct limits limits;
 
@@ -18,8 +18,9 @@ static uint8_t plan[PLAN_BYTES];
 static uint16_t expected;
 static enum state state;
 static struct pass_report r;
-static uint32_t started, phase_at, watch_from, blocked_at, battery_at, blocked_at_us;
-static bool blocked, level, stuck;
+static uint32_t started, phase_at, last_edge, blocked_at, battery_at, blocked_at_us;
+static bool blocked;               /* a card in the beam that may count */
+static bool level;                 /* the beam's last level seen */
 static uint8_t retries_here, ramp_step;
 static uint16_t latest_mv;
 
@@ -28,14 +29,25 @@ static uint8_t label(uint16_t i) { return (uint8_t)((plan[i >> 3] >> (i & 7)) & 
 bool pass_running(void) { return state != IDLE; }
 uint16_t pass_id(void) { return state != IDLE ? r.pass_id : 0; }
 
-/* the motor starts (ramping up): the misfeed timer runs from here */
-static void motor_start(uint32_t now)
+/* from off to full in RAMP_STEPS equal steps over soft_start_ms; then feeding */
+static void ramp_step_due(uint32_t now)
+{
+    while (ramp_step < RAMP_STEPS &&
+           (uint32_t)(now - phase_at) * RAMP_STEPS >= (uint32_t)limits.soft_start_ms * ramp_step)
+        ramp_step++;
+    motor_set((int16_t)(255 * ramp_step / RAMP_STEPS));
+    if (ramp_step == RAMP_STEPS) {
+        state = FEED;
+        last_edge = now;  /* the misfeed timer runs from full speed */
+    }
+}
+
+static void ramp(uint32_t now)
 {
     state = RAMP;
-    ramp_step = 1;
-    phase_at = watch_from = now;
-    motor_set(limits.soft_start_ms ? 255 / RAMP_STEPS : 255);
-    if (!limits.soft_start_ms) state = FEED;
+    ramp_step = 0;
+    phase_at = now;
+    ramp_step_due(now);
 }
 
 void pass_start(uint16_t id, const uint8_t *labels, uint16_t cards, uint32_t now)
@@ -44,14 +56,14 @@ void pass_start(uint16_t id, const uint8_t *labels, uint16_t cards, uint32_t now
     r.pass_id = id;
     memcpy(plan, labels, (cards + 7u) / 8u);
     expected = cards;
-    started = battery_at = phase_at = now;
-    blocked = stuck = false;
+    started = battery_at = now;
+    blocked = false;
     level = beam_blocked();
     beam_edges_clear();
     retries_here = 0;
     latest_mv = 0;
     diverter_set(label(0));
-    state = SETTLE;
+    ramp(now);
 }
 
 void pass_end(uint8_t fault, uint32_t now)
@@ -67,53 +79,49 @@ void pass_end(uint8_t fault, uint32_t now)
     pass_on_done(&r);
 }
 
-static void measure(uint32_t now)
+static void measure(uint32_t now)  /* the battery under load: while the motor runs forward */
 {
-    if (!motor_speed() || (uint32_t)(now - battery_at) < BATTERY_EVERY_MS) return;
+    if (motor_speed() <= 0 || (uint32_t)(now - battery_at) < BATTERY_EVERY_MS) return;
     battery_at = now;
     latest_mv = battery_mv();
     if (!r.min_mv || latest_mv < r.min_mv) r.min_mv = latest_mv;
 }
 
-static void retry(uint32_t now)
-{
-    retries_here++;
-    r.retries++;
-    /* a card the reverse did not free: its cleared edge, when it comes, is no card */
-    stuck = blocked;
-    blocked = false;
-    motor_start(now);
-}
-
-static void timed_out(uint32_t now)
+/* a jam or a misfeed: give up on this card, or back it out and feed again */
+static void give_up_or_retry(uint8_t fault, uint32_t now)
 {
     motor_set(0);  /* at once */
-    if (blocked) {
-        if (retries_here >= limits.retries) {
-            pass_end(FAULT_JAM, now);
-        } else {
-            motor_set(REVERSE_SPEED);  /* an H-bridge; without one this only waits */
+    if (fault == FAULT_MISFEED && latest_mv && latest_mv < limits.stall_mv) {
+        pass_end(FAULT_LOW_BATTERY, now);  /* the motor stalled */
+    } else if (retries_here >= limits.retries) {
+        pass_end(fault, now);
+    } else {
+        retries_here++;
+        r.retries++;
+        blocked = false;  /* the next cleared edge is the card backing out */
+        if (limits.reverse_ms) {
             state = REVERSE;
             phase_at = now;
+            motor_set(REVERSE_SPEED);
+        } else {
+            ramp(now);
         }
-        return;
     }
-    if (latest_mv && latest_mv < limits.stall_mv) pass_end(FAULT_LOW_BATTERY, now);
-    else if (retries_here >= limits.retries) pass_end(FAULT_MISFEED, now);
-    else retry(now);
 }
 
-static void counted(uint32_t now)
+static void card_counted(uint32_t now)
 {
-    watch_from = now;
-    retries_here = 0;
     if (label(r.counted)) r.right++;
     else r.left++;
     r.counted++;
-    if (r.counted < expected) diverter_set(label(r.counted));
     pass_on_card(r.pass_id, r.counted, r.left, r.right);
-    if (r.counted >= expected) pass_end(FAULT_NONE, now);
-    else if (!tray_loaded()) pass_end(FAULT_NONE, now);  /* a double feed emptied it */
+    if (r.counted >= expected) {
+        pass_end(FAULT_NONE, now);
+        return;
+    }
+    diverter_set(label(r.counted));
+    retries_here = 0;
+    if (!tray_loaded()) pass_end(FAULT_NONE, now);  /* two cards went through as one */
 }
 
 static void edge(bool now_blocked, uint32_t us)
@@ -121,29 +129,20 @@ static void edge(bool now_blocked, uint32_t us)
     uint32_t ms = us / 1000u;
     if (now_blocked == level) return;
     level = now_blocked;
-    if (state == REVERSE) {
-        if (!now_blocked) blocked = false;  /* the jammed card backed out */
+    if (state != FEED) {  /* ramping or reversing: never a card */
+        blocked = false;
         return;
     }
+    if (ms > last_edge) last_edge = ms;  /* every edge restarts the misfeed timer */
     if (now_blocked) {
         blocked = true;
         blocked_at = ms;
         blocked_at_us = us;
         return;
     }
-    if (!blocked) {  /* a card still in the beam after its jam's reverse, leaving */
-        if (stuck) watch_from = ms;
-        stuck = false;
-        return;
-    }
+    bool was = blocked;
     blocked = false;
-    if ((uint32_t)(us - blocked_at_us) < limits.min_blocked_us) return;  /* a glitch */
-    if (stuck) {
-        stuck = false;  /* the card of the last jam leaving: not a card */
-        watch_from = ms;
-        return;
-    }
-    counted(ms);
+    if (was && (uint32_t)(us - blocked_at_us) >= limits.min_blocked_us) card_counted(ms);
 }
 
 void pass_tick(uint32_t now)
@@ -157,30 +156,22 @@ void pass_tick(uint32_t now)
         pass_end(FAULT_TIMEOUT, now);
         return;
     }
-    if ((state == RAMP || state == FEED) &&
-        (blocked ? (uint32_t)(now - blocked_at) >= limits.jam_ms
-                 : (uint32_t)(now - watch_from) >= limits.misfeed_ms)) {
-        if (!blocked && !tray_loaded()) pass_end(FAULT_NONE, now);  /* the cards ran out */
-        else timed_out(now);
-        return;
-    }
     switch (state) {
-    case SETTLE:
-        if ((uint32_t)(now - phase_at) >= limits.settle_ms) motor_start(now);
-        break;
     case RAMP:
-        if ((uint32_t)(now - phase_at) * RAMP_STEPS < (uint32_t)limits.soft_start_ms * ramp_step)
-            break;
-        if (++ramp_step < RAMP_STEPS) motor_set((int16_t)(255 * ramp_step / RAMP_STEPS));
-        else {
-            motor_set(255);
-            state = FEED;
-        }
+        ramp_step_due(now);
         break;
     case REVERSE:
         if ((uint32_t)(now - phase_at) >= limits.reverse_ms) {
             motor_set(0);
-            retry(now);
+            ramp(now);
+        }
+        break;
+    case FEED:
+        if (blocked) {
+            if ((uint32_t)(now - blocked_at) >= limits.jam_ms) give_up_or_retry(FAULT_JAM, now);
+        } else if ((uint32_t)(now - last_edge) >= limits.misfeed_ms) {
+            if (!tray_loaded()) pass_end(FAULT_NONE, now);  /* fewer cards than planned */
+            else give_up_or_retry(FAULT_MISFEED, now);
         }
         break;
     default:

@@ -1,8 +1,8 @@
-/* The pass, run on the chip by the rules of docs/protocol.md ("A pass"), the same
- * rules as the host's pass engine: count cards at the beam's cleared edge and set
- * the diverter for the next; a beam blocked for jam_ms is a jam, no blocked edge for
+/* The pass, run on the chip by the rules of docs/protocol.md ("A pass"), which are
+ * the host's pass engine (shuffler/engine.py): count cards at the beam's cleared edge
+ * and set the diverter for the next; a beam blocked for jam_ms is a jam, no edge for
  * misfeed_ms a misfeed (or low battery, when the battery sags under stall_mv); each
- * is retried (a jam reversed first) up to ``retries`` times per card, then ends the
+ * is retried (reverse, ramp again) up to ``retries`` times per card, then ends the
  * pass. */
 #ifndef SHUFFLER_PASS_H
 #define SHUFFLER_PASS_H

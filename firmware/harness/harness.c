@@ -352,10 +352,9 @@ static void mechanism(uint64_t t)
     case T_JAMMED:
         if (fwd) return;
         m.state = T_FREEING;
-        m.until = t + 500000;
         return;
-    case T_FREEING:  /* reversing (or a fresh start) frees the card */
-        if (backward() || fwd || t >= m.until) {
+    case T_FREEING:  /* reversing (or a fresh start) frees the card; else the dealer must */
+        if (backward() || fwd) {
             retry();
             m.state = T_IDLE;
             m.was_forward = false;
@@ -385,6 +384,7 @@ static void gather(void)
     m.ntray = n;
     m.npile[0] = m.npile[1] = m.nstuck = 0;
     m.retrying = false;
+    if (m.state == T_FREEING) m.state = T_IDLE;  /* the throat is free */
     drive('D', D_BEAM, true);
 }
 
@@ -447,7 +447,7 @@ static void dealer(uint64_t t)
         m.dealer_step = 0;
         return;
     }
-    if (m.state != T_IDLE || forward()) return;
+    if (forward() || (m.state != T_IDLE && m.state != T_FREEING)) return;
     if (!m.npile[0] && !m.npile[1] && !m.nstuck) {
         m.restacked = false;
         return;
