@@ -46,6 +46,11 @@ def clear_steps(kind: str) -> list[str]:
     return list(CLEAR_STEPS)
 
 
+def fault_headline(message: str) -> str:
+    """The first sentence of a fault's message: the steps below it say what to do."""
+    return message.split(". ")[0].rstrip(".")
+
+
 class Panel:
     """The dealer's panel; thread-safe: the service writes, page streams read."""
 
@@ -115,7 +120,7 @@ class Panel:
             "next_dealer": status.get("next_dealer"), "deck": status.get("deck"),
             "counters": status.get("counters"), "fault": fault}
         if fault:
-            values.update(phase="fault", prompt=fault["message"],
+            values.update(phase="fault", prompt=fault_headline(fault["message"]),
                           clear_steps=clear_steps(fault["kind"]))
         elif self.data["phase"] == "fault":
             p = self.data["pass"]

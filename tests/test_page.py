@@ -147,7 +147,7 @@ def test_a_jam_is_shown_with_its_steps_and_cleared_from_the_page(tmp_path, dark)
             d.find_element("id", "deal").click()
             wait_for(lambda: d.find_element("id", "banner").get_attribute("data-phase")
                      == "fault", what="the jam")
-            assert text(d, "prompt").startswith("Jam at card 13 of 24")
+            assert text(d, "prompt") == "Jam at card 13 of 24: 12 cards dealt"
             steps = text(d, "steps")
             assert "Put every card back in the tray" in steps
             assert d.find_element("id", "clear").is_displayed()
