@@ -46,7 +46,7 @@ def pass_line(p: dict[str, Any], of: int | None = None) -> str:
 
 
 def hand_summary(h: dict[str, Any]) -> str:
-    done = len(h["pass_reports"]) + ((h["resumed_at"] or 1) - 1)
+    done = h["passes_done"]
     mode = "coin flips" if h["mode"] == "coin" else "planned"
     if h["completed"]:
         deck = f"; deck {h['deck']} is ready" if h.get("deck") else ""
@@ -70,6 +70,11 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
              f"counters: {c['hands']} hands, {c['passes']} passes, {c['cards']} cards, "
              f"{c['jams']} jams, {c['interrupted']} interrupted",
              f"dealer: {s['dealer']}"]
+    if last := s.get("last_hand"):
+        state = "done" if last["completed"] else f"stopped ({last['fault'] or 'no touch'})"
+        lines.append(f"last hand: {last['number']}, {state}: {last['passes_done']} of "
+                     f"{last['passes']} passes, {distance_text(last['distance'])}, "
+                     f"tracking {'kept' if last['tracking'] else 'lost'}")
     h = s.get("hand_in_progress")
     if h:
         lines.append(f"hand {h['number']} in progress: {h['done']} of {h['passes']} passes done")

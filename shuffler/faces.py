@@ -15,6 +15,7 @@ from .device import EventKind, InputEvent, Status
 from .errors import ShufflerError
 from .logs import get_logger
 from .panel import Panel
+from .reports import last_hand
 
 if TYPE_CHECKING:
     from .service import Service
@@ -84,7 +85,7 @@ class Faces:
 
     def _result(self, result: dict[str, Any]) -> None:
         if "hand" in result:
-            self.board.hand_done(result["hand"])
+            self.board.hand_done(last_hand(result["hand"]))
             if self.telemetry is not None:
                 self.telemetry.publish("hand", {"hand": result["hand"]})
         if "score" in result:

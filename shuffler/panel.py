@@ -103,13 +103,8 @@ class Panel:
             p.update(counted=ev["counted"], expected=ev["expected"])
             self._change(**{"pass": p})
 
-    def hand_done(self, hand: dict[str, Any]) -> None:
-        """A hand's summary (also when a fault stopped it)."""
-        done = sum(1 for r in hand.get("pass_reports", []) if r.get("fault") is None)
-        summary = {"number": hand.get("number"), "passes_done": done,
-                   "passes_planned": hand.get("passes"),
-                   "distance": hand.get("distance"), "tracking": hand.get("tracking"),
-                   "completed": hand.get("completed"), "fault": hand.get("fault")}
+    def hand_done(self, summary: dict[str, Any]) -> None:
+        """A hand's summary (also when a fault stopped it): shuffler.reports.last_hand."""
         self._change(hand=summary)
 
     def status(self, status: dict[str, Any]) -> None:
@@ -119,6 +114,8 @@ class Panel:
             "battery": status.get("battery"), "dealer": status.get("dealer"),
             "next_dealer": status.get("next_dealer"), "deck": status.get("deck"),
             "counters": status.get("counters"), "fault": fault}
+        if status.get("last_hand"):
+            values["hand"] = status["last_hand"]
         if fault:
             values.update(phase="fault", prompt=fault_headline(fault["message"]),
                           clear_steps=clear_steps(fault["kind"]))

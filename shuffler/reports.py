@@ -49,6 +49,24 @@ def record_dict(record: PassRecord) -> dict[str, Any]:
     return pass_dict(record.report, record.number, record.stacking)
 
 
+def passes_done(hand: HandReport) -> int:
+    """Passes of the hand that ran to the end (a degraded pass did; a jammed one did
+    not), counting those before a resume: the one count the summary, ``status`` and
+    the page all show."""
+    from .hand import CONTINUABLE
+
+    before = (hand.resumed_at or 1) - 1
+    return before + sum(1 for r in hand.records
+                        if r.report.fault is None or r.report.fault.kind in CONTINUABLE)
+
+
+def last_hand(hand: dict[str, Any]) -> dict[str, Any]:
+    """What the state keeps of the last hand, for ``status`` and the page."""
+    return {k: hand[k] for k in ("number", "dealer", "passes_done", "passes",
+                                 "completed", "tracking", "distance")} | {
+        "fault": hand["fault"]["kind"] if hand["fault"] else None}
+
+
 def hand_dict(hand: HandReport) -> dict[str, Any]:
     fault = hand.fault
     return {
@@ -57,6 +75,7 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "next_dealer": hand.next_dealer,
         "mode": hand.mode.value,
         "passes": hand.passes_planned,
+        "passes_done": passes_done(hand),
         "completed": hand.completed,
         "tracking": hand.tracking,
         "distance": None if hand.distance is None else float(hand.distance),
@@ -93,6 +112,7 @@ def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
                      "cards": state.cards, "jams": state.jams, "faults": state.faults,
                      "interrupted": state.interrupted},
         "hand_in_progress": state.hand,
+        "last_hand": state.last_hand,
         "dealer": seats[dealer],
         "next_dealer": seats[(dealer + 1) % len(seats)],
         "deck": "AB"[state.deck % 2] if config.table.decks == 2 else None,

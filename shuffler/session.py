@@ -20,7 +20,15 @@ from .device import Status
 from .hand import pending_hand, play_hand
 from .panel import stack_prompt
 from .planning import Mode, PackTracker, RandomSource, make_planner
-from .reports import battery_dict, exit_code, hand_dict, pass_dict, record_dict, status_dict
+from .reports import (
+    battery_dict,
+    exit_code,
+    hand_dict,
+    last_hand,
+    pass_dict,
+    record_dict,
+    status_dict,
+)
 from .score import Game
 from .scorebook import ScoreBook
 
@@ -109,6 +117,7 @@ class Session:
         with motor_off_on_exit(self.device):
             hand = self._hand(passes, cards, mode, of, on_event)
         result = hand_dict(hand)
+        self.controller.update(lambda s: setattr(s, "last_hand", last_hand(result)))
         return {"device": self.device.info.to_dict(), "hand": result,
                 "exit": exit_code(result["fault"])}
 

@@ -190,6 +190,15 @@ SCORE = record({"number": whole(1, MAX_COUNT), "target": whole(1, 1000), "teams"
                                        "alone": boolean}, none=False), 10_000)})
 
 
+#: the last hand's summary (shuffler.reports.last_hand)
+LAST_HAND = record({"number": whole(1, MAX_COUNT), "passes_done": whole(0, MAX_PASSES),
+                    "passes": whole(1, MAX_PASSES), "completed": boolean,
+                    "tracking": boolean},
+                   {"distance": lambda v, w: v is None or number(0.0, 1.0)(v, w),
+                    "fault": lambda v, w: v is None or text()(v, w),
+                    "dealer": text()})
+
+
 def _schema(check: Check, *, required: bool = False) -> Any:
     return {"check": check, "required": required}
 
@@ -218,6 +227,8 @@ class State:
     deck: int = field(default=0, metadata=_schema(whole(0, 1)))
     #: the euchre game being scored (shuffler.score)
     score: dict[str, Any] | None = field(default=None, metadata=_schema(SCORE))
+    #: the last hand's summary, as the page and ``status`` show it
+    last_hand: dict[str, Any] | None = field(default=None, metadata=_schema(LAST_HAND))
     version: int = field(default=STATE_VERSION,
                          metadata=_schema(whole(1, STATE_VERSION), required=True))
     extra: dict[str, Any] = field(default_factory=dict, metadata=_schema(_extra))

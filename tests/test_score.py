@@ -81,3 +81,21 @@ def test_the_game_length_comes_from_the_config(tmp_path):
     assert s.score()["score"]["winner"] == 0
     assert teams_for(("A", "B")) == (("A",), ("B",))
     s.device.close()
+
+
+def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
+    import random
+
+    from hardware_sim import SimDevice, parse_fault_specs
+    from shuffler.clock import VirtualClock
+
+    config = Config()
+    device = SimDevice.for_cards(24, faults=parse_fault_specs(["jam:13"]),
+                                 rng=random.Random(3), clock=VirtualClock())
+    s = Session(PassController(device, StateStore(tmp_path)), config, plan_source(device, 1))
+    hand = s.do_hand(passes=3)["hand"]
+    status = s.status()
+    assert hand["passes_done"] == 0 and not hand["completed"]
+    assert status["last_hand"]["passes_done"] == status["hand_in_progress"]["done"] == 0
+    assert status["last_hand"]["fault"] == "jam"
+    device.close()
