@@ -14,6 +14,7 @@ import pytest
 
 from shuffler.client import ServiceError
 from shuffler.config import MqttConfig
+from shuffler.schemas import validate
 from shuffler.tables import TableWatcher
 
 from .mqtt_broker import Broker, needs_mosquitto
@@ -115,6 +116,7 @@ def test_a_room_of_tables_loses_nothing_when_the_broker_restarts(tmp_path):
         out = cli("--json", "tables", "--wait", "2", config=conf)
         assert out.returncode == 0, out.stderr
         seen = json.loads(out.stdout)
+        validate(seen, "tables")
         assert {t["table"] for t in seen["tables"]} == {s.folder.name for s in services}
         assert all(t["state"] == "ready" and t["online"] for t in seen["tables"])
     finally:
@@ -138,6 +140,23 @@ def test_a_killed_service_goes_offline_within_its_keepalive_and_sorts_first(tmp_
         alive.start()
         wait_for(lambda: all(watcher.book.rows.get(n) and watcher.book.rows[n].online
                              for n in ("dead", "alive")), 20, "both online")
+        # what a table publishes for a hand, each message checked against its schema
+        from shuffler.telemetry import connect_client
+
+        got: list = []
+        sub = connect_client(MqttConfig(host="127.0.0.1", port=broker.port), "checker")
+        sub.on_connect = lambda c, u, f, rc, p=None: c.subscribe("shuffler/alive/#", 1)
+        sub.on_message = lambda c, u, m: got.append((m.topic.rsplit("/", 1)[1], m.payload))
+        sub.connect_async("127.0.0.1", broker.port)
+        sub.loop_start()
+        client = alive.client()
+        client.request("hand", passes=2)
+        client.close()
+        wait_for(lambda: {k for k, _ in got} >= {"state", "pass", "hand"}, 20, "messages")
+        sub.loop_stop()
+        for kind, payload in got:
+            if kind in ("state", "pass", "hand"):
+                validate(json.loads(payload), f"mqtt_{kind}")
         dead.stop(signal.SIGKILL)
         killed = time.monotonic()
         wait_for(lambda: watcher.book.rows["dead"].online is False, 3 * keepalive,

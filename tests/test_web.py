@@ -11,6 +11,7 @@ import pytest
 from shuffler.device import Signal, Status
 from shuffler.mechanics import Pile
 from shuffler.panel import Panel, stack_prompt
+from shuffler.schemas import validate
 from shuffler.web import WebServer, pairing_code
 
 from .lan import lan_host, needs_netns
@@ -58,6 +59,7 @@ def test_the_page_and_the_panel_are_readable_on_loopback(served):
     assert status == 200 and b"<title>Shuffler</title>" in page
     status, panel = request(web, "GET", "/api/panel")
     assert status == 200 and panel["phase"] == "ready"
+    validate(panel, "panel")
     assert panel["prompt"] == "Load the pack and touch to start pass 1 of 5"
 
 
@@ -108,6 +110,7 @@ def test_the_stream_shows_a_change_within_200_ms(served):
     line = r.fp.readline()
     took = time.monotonic() - sent
     panel = json.loads(line.removeprefix(b"data: "))
+    validate(panel, "panel")
     assert panel["prompt"] == stack_prompt(Pile.LEFT) == "Put the LEFT pile on top, then touch"
     assert took < 0.2
     conn.close()
