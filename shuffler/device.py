@@ -116,6 +116,7 @@ class Health:
 
 class EventKind(enum.Enum):
     TOUCH = "touch"
+    LONG_PRESS = "long_press"  # the sensor held ([hand] long_press_s): the dealer's clear
     TRAY_LOADED = "tray_loaded"
     TRAY_EMPTY = "tray_empty"
     PILE_LIFTED = "pile_lifted"

@@ -38,7 +38,7 @@ from typing import Any
 
 from . import __version__
 from .cards import MAX_CARDS
-from .device import EventKind
+from .device import EventKind, Signal, Status
 from .errors import BadInputError, ShufflerError
 from .faces import Faces, signal_tee
 from .lock import MachineLock
@@ -218,7 +218,29 @@ class Service:
                     self._execute(job)
                 finally:
                     self.claim.release()
+            elif ev.kind is EventKind.LONG_PRESS:
+                self._long_press()
         if time.monotonic() - self._last_snapshot >= self.SNAPSHOT_EVERY:
+            self.refresh()
+
+    def _long_press(self) -> None:
+        """The dealer's clear: a latched fault goes once the machine sees itself clear;
+        if it does not, the jam pattern answers (the fault stays)."""
+        if self.session.controller.latched_fault() is None:
+            log.debug("long press: no fault to clear")
+            return
+        if not self.claim.acquire(blocking=False):
+            return
+        try:
+            result = self.session.do_clear()
+            if result["cleared"]:
+                log.info("long press: fault cleared", kind=result["cleared_fault"]["kind"])
+            else:
+                log.warning("long press: the machine still sees a fault; not cleared")
+                self.session.device.show(Status(Signal.FAULT))
+            self.publish("result", result)
+        finally:
+            self.claim.release()
             self.refresh()
 
     def _ping(self) -> None:
