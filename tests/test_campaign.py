@@ -1,0 +1,86 @@
+"""A small slice of the fault and fuzz campaign (benchmarks/campaign.py), fixed seeds:
+no traceback, no hang, no lost latch, no false completion."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import structlog
+
+pytest.importorskip("hypothesis")
+
+SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "campaign.py"
+
+
+@pytest.fixture(scope="module")
+def campaign():
+    spec = importlib.util.spec_from_file_location("campaign", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["campaign"] = module  # its dataclasses look themselves up there
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("campaign", None)
+
+
+@pytest.fixture(autouse=True)
+def logs_restored():
+    """The campaign silences the program's logs; the other tests read them."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
+
+
+def clean(section) -> bool:
+    return section.tried > 0 and not any(section.counts[o] for o in ("traceback", "hang",
+                                                                       "lost latch",
+                                                                       "false completion",
+                                                                       "wrong"))
+
+
+@pytest.mark.parametrize(("cards", "kind", "pos"), [
+    (24, "jam", 1), (24, "jam", 24), (32, "misfeed", 17), (24, "double", 7), (24, "double", 24),
+    (104, "jam", 104)])
+def test_each_fault_is_reported_and_a_jam_latches(campaign, cards, kind, pos):
+    assert campaign.fault_case("sim", cards, kind, pos) == ("ok", "")
+
+
+def test_the_matrix_would_see_a_lost_latch(campaign, monkeypatch):
+    """The check can fail: a controller that forgets the latch is caught."""
+    from shuffler.controller import PassController
+
+    monkeypatch.setattr(PassController, "_count", staticmethod(
+        lambda s, counted, fault: setattr(s, "passes", s.passes + 1)))
+    assert campaign.fault_case("sim", 24, "jam", 5)[0] == "lost latch"
+
+
+@pytest.mark.parametrize(("fuzzer", "examples", "seed"), [
+    ("run_fuzz_state", 12, 3),   # state files: no crash, no latch dropped
+    ("run_fuzz_config", 12, 2),  # config files, a FIFO, /dev/zero, a folder
+    ("run_fuzz_serial", 150, 5),  # serial bytes and frames: decoded or dropped
+    ("run_fuzz_cli", 8, 1),      # the command line: never a traceback
+])
+def test_generated_inputs_are_ok_or_a_clean_error(campaign, fuzzer, examples, seed):
+    section = getattr(campaign, fuzzer)(examples, seed=seed)
+    assert clean(section), section.failures
+    assert section.counts["clean error"] > 0  # the bad inputs were tried and refused
+
+
+def test_a_sigkill_mid_pass_keeps_the_state_and_the_latch(campaign):
+    outcome, detail = campaign.kill_case(
+        "sim", ["--sim-speed", "4", "--sim-fault", "jam:3", "pass"], 0.9)
+    assert outcome == "ok", detail
+
+
+def test_the_table_and_json_show_every_outcome(campaign, capsys):
+    section = campaign.Section("demo")
+    section.add("ok")
+    section.add("hang", "a request", "shuffler status", "no answer")
+    campaign.print_table([section.to_dict()])
+    out = capsys.readouterr().out
+    assert "demo" in out and "repro: shuffler status" in out
+    row = json.loads(json.dumps(section.to_dict()))
+    assert (row["tried"], row["ok"], row["hang"]) == (2, 1, 1)
