@@ -37,6 +37,7 @@ class Faces:
         self.board = Panel(config.hand.passes)
         self.web: WebServer | None = None
         self.telemetry: Telemetry | None = None
+        self._fault: dict[str, Any] | None = None
         service.subscribe(self.on_publish)
         if config.web.enabled:
             from .web import WebServer, pairing_code
@@ -76,6 +77,9 @@ class Faces:
             self.board.status(body)
             if self.telemetry is not None:
                 self.telemetry.state(body)
+                if body.get("fault") != self._fault:  # as it latches and as it clears
+                    self._fault = body.get("fault")
+                    self.telemetry.publish("fault", {"fault": self._fault}, retain=True)
         elif kind == "score":
             self.board.score(body)
             if self.telemetry is not None:

@@ -155,7 +155,7 @@ def test_a_killed_service_goes_offline_within_its_keepalive_and_sorts_first(tmp_
         wait_for(lambda: {k for k, _ in got} >= {"state", "pass", "hand"}, 20, "messages")
         sub.loop_stop()
         for kind, payload in got:
-            if kind in ("state", "pass", "hand"):
+            if kind in ("state", "pass", "hand", "fault"):
                 validate(json.loads(payload), f"mqtt_{kind}")
         dead.stop(signal.SIGKILL)
         killed = time.monotonic()
