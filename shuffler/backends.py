@@ -141,11 +141,13 @@ def build_firmware() -> None:
     try:
         build = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), "all", "sim"],
                                capture_output=True, text=True, check=False)
+        why = (build.stderr.strip()[-300:] or f"make exited {build.returncode}"
+               if build.returncode else "")
     except OSError as e:
-        raise DeviceError(f"cannot run make for sim-avr: {e}") from None
-    if build.returncode:
-        raise DeviceError(f"cannot build the firmware for sim-avr (it needs make and the "
-                          f"packages {AVR_PACKAGES}): {build.stderr.strip()[-300:]}")
+        why = str(e)
+    if why:
+        raise DeviceError(f"cannot build the firmware for sim-avr (it needs make, gcc and the "
+                          f"packages {AVR_PACKAGES}): {why}")
 
 
 def serial_on(chip: SimAvr, limits: FaultLimits | None = None, feed: Feed = Feed.TOP,
