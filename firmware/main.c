@@ -50,7 +50,10 @@ static void show(uint8_t signal, uint8_t pile)
 {
     signal_now = signal;
     signal_pile = pile;
-    beeps = signal == SIGNAL_STACK ? 2 : (signal == SIGNAL_FAULT || signal == SIGNAL_LOW_BATTERY) ? 6 : 0;
+    /* half-periods of 100 ms: one beep to stack, three for a fault or a low battery */
+    beeps = signal == SIGNAL_STACK                                    ? 2
+            : signal == SIGNAL_FAULT || signal == SIGNAL_LOW_BATTERY ? 6
+                                                                      : 0;
     beep_at = hw_ms();
 }
 
@@ -60,7 +63,7 @@ static void led_update(uint32_t now)
     switch (signal_now) {
     case SIGNAL_READY: led_set(false, true, false); break;
     case SIGNAL_RUNNING: led_set(true, true, true); break;
-    case SIGNAL_STACK: led_set(signal_pile == 1, false, true); break;  /* blue, magenta */
+    case SIGNAL_STACK: led_set(signal_pile == PILE_RIGHT, false, true); break; /* blue, magenta */
     case SIGNAL_LOW_BATTERY: led_set(on, on, false); break;          /* yellow, blinking */
     case SIGNAL_FAULT: led_set(on, false, false); break;             /* red, blinking */
     default: led_set(false, false, false); break;
@@ -287,8 +290,10 @@ static bool changed(struct input *in, bool level)
 
 static void event(uint8_t kind, uint8_t pile, uint32_t now)
 {
-    uint8_t p[6] = {kind, pile};
-    proto_put_u32(p + 2, now);
+    uint8_t p[MSG_INPUT_LEN];
+    p[INPUT_KIND_AT] = kind;
+    p[INPUT_PILE_AT] = pile;
+    proto_put_u32(p + INPUT_MS_AT, now);
     link_queue(MSG_INPUT, p, sizeof p);
 }
 
