@@ -569,9 +569,10 @@ def _mutate(doc: dict, where: str, value: Any) -> None:
 def service(folder: Path) -> Iterator[tuple[subprocess.Popen, Path]]:
     sock = folder / "s.sock"
     env = {**os.environ, "SHUFFLER_CONFIG": ""}
-    child = subprocess.Popen([SHUFFLER, "--no-service", "--sim-speed", "1e6", "--state-dir",
-                              str(folder / "state"), "--socket", str(sock), "serve"],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    with open(folder / "serve.log", "wb") as log:
+        child = subprocess.Popen([SHUFFLER, "--no-service", "--sim-speed", "1e6", "--state-dir",
+                                  str(folder / "state"), "--socket", str(sock), "serve"],
+                                 stdout=subprocess.DEVNULL, stderr=log, env=env)
     try:
         deadline = time.monotonic() + 20
         while not sock.exists() and child.poll() is None and time.monotonic() < deadline:
@@ -628,10 +629,17 @@ def run_fuzz_socket(examples: int, seed: int) -> Section:
                | _json_values().map(lambda v: json.dumps(v).encode() + b"\n")
                | st.integers(1, 100_000).map(lambda n: b"[" * n + b"]" * n + b"\n")
                | st.integers(1, 3_000_000).map(lambda n: b'{"cmd": "' + b"x" * n + b'"}\n'))
+    log = folder / "serve.log"
+
+    def new_log(seen: list[int]) -> str:
+        data = log.read_bytes()
+        text, seen[0] = data[seen[0]:].decode(errors="replace"), len(data)
+        return text
+
+    seen = [0]
     with service(folder) as (child, sock):
         if child.poll() is not None or not sock.exists():
-            section.add("traceback", "shuffler serve did not start", "",
-                        child.stderr.read().decode(errors="replace") if child.stderr else "")
+            section.add("traceback", "shuffler serve did not start", "", new_log(seen))
             return section
 
         @_hypothesis(examples, seed)
@@ -640,19 +648,21 @@ def run_fuzz_socket(examples: int, seed: int) -> Section:
             if not line.strip():  # a blank line may be ignored: then the next one answers
                 line += b'{"cmd": "status"}\n'
             outcome, detail = ask(sock, line)
+            logged = new_log(seen)
             if child.poll() is not None:
                 outcome, detail = "traceback", f"the service died (exit {child.returncode})"
-            section.add(outcome, repr(line[:200]), f"printf %s {shlex.quote(repr(line[:200]))}"
-                        " | socat - UNIX-CONNECT:SOCKET", detail)
+            elif "Traceback" in logged:
+                outcome, detail = "traceback", f"the service logged a traceback: {logged}"
+            shown = line if len(line) < 200 else line[:60] + b"...(%d bytes)" % len(line)
+            section.add(outcome, repr(shown), f'python3 -c "import sys; sys.stdout.buffer.write('
+                        f"{line[:60]!r}{f' * {len(line) // 60}' if len(line) > 200 else ''})\" "
+                        "| socat - UNIX-CONNECT:$XDG_RUNTIME_DIR/shuffler.sock", detail)
 
         if child.poll() is None:
             one()
         alive = child.poll() is None and ask(sock, b'{"cmd": "status"}\n')[0] == "ok"
-    stderr = child.stderr.read().decode(errors="replace") if child.stderr else ""
     if not alive:
         section.add("traceback", "status after the fuzzing", "", "the service stopped answering")
-    if "Traceback" in stderr:
-        section.add("traceback", "the service's log", "", stderr)
     return section
 
 
