@@ -192,6 +192,7 @@ void link_rx(uint8_t byte, uint32_t now)
     }
     if (rx_overflow) errors++;
     else if (rx_len) frame(now);
+    memset(rx, 0, rx_len);  /* a frame leaves nothing behind once handled */
     rx_len = 0;
     rx_overflow = false;
 }

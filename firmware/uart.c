@@ -45,6 +45,7 @@ bool uart_get(uint8_t *byte)
 {
     if (rx_head == rx_tail) return false;
     *byte = rx_buf[rx_tail];
+    rx_buf[rx_tail] = 0;  /* read bytes do not linger (a plan travels through here) */
     rx_tail = (uint8_t)((rx_tail + 1) & (RX_SIZE - 1));
     return true;
 }

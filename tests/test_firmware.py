@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import random
 import re
 import shutil
@@ -15,11 +16,14 @@ import threading
 import time
 
 import pytest
+import serial
 
+from firmware_bridge.device import config_message
 from firmware_bridge.framing import Frame, encode_frame
-from firmware_bridge.messages import Msg
+from firmware_bridge.link import Link
+from firmware_bridge.messages import FaultCode, Msg, Pass, PassDone, StatusReply
 from shuffler.backends import AVR_PACKAGES, FIRMWARE_DIR, SimAvr, build_firmware, serial_on
-from shuffler.device import FaultKind
+from shuffler.device import FaultKind, FaultLimits
 from shuffler.errors import DeviceError
 from shuffler.planning import coin_plan
 
@@ -150,6 +154,46 @@ def test_every_pass_counts_right_on_a_noisy_line(chip, noise):
         c.state()
     if noise >= 0.01:
         assert dev.link.decoder.errors > 0 or dev.link.stats.retransmits > 0
+
+
+def next_of(link: Link, kind: type, timeout: float = 3.0):
+    """The next message of ``kind`` in the link's inbox, beating while waiting."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        link.beat()
+        try:
+            msg = link.inbox.get(timeout=0.05)
+        except queue.Empty:
+            continue
+        if isinstance(msg, kind):
+            return msg
+    raise AssertionError(f"no {kind.__name__}")
+
+
+def test_no_pass_before_config_and_no_plan_left_in_ram_after_it():
+    c = SimAvr("--cards=24", "--card-rate=50", "--spinup=0.01")
+    link = Link(serial.serial_for_url(c.path, baudrate=115200, timeout=0.05))
+    try:
+        link.handshake()
+        labels = tuple((0xC3A55A3C >> (i % 32)) & 1 for i in range(64))  # a marked plan
+        plan = Pass(pass_id=77, cards=64, labels=labels)
+        link.request(plan)
+        refused = next_of(link, PassDone)
+        assert (refused.pass_id, refused.fault) == (77, FaultCode.NOT_CONFIGURED)
+        assert float(c.state()["motor"]) == 0
+        link.request(config_message(FaultLimits(), card_rate=5.0))
+        assert next_of(link, StatusReply).configured
+        link.request(Pass(pass_id=78, cards=64, labels=labels))
+        done = next_of(link, PassDone, timeout=10)
+        assert done.pass_id == 78 and done.counted == 24  # the tray ran out: 24 cards
+        marks = {plan.pack()[4 + i:8 + i].hex() for i in range(0, 8, 4)}
+        c.command("ram")
+        ram = next(line for line in iter(lambda: c.lines.get(timeout=5), None)
+                   if line.startswith("ram "))
+        assert not any(mark in ram for mark in marks)  # wiped: the plan, the frame, the ring
+    finally:
+        link.close()
+        c.close()
 
 
 def test_a_reset_mid_pass_fails_that_pass_and_the_next_one_works(chip):

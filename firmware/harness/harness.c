@@ -18,8 +18,8 @@
  * the lag is dropped and counted as "slip_ms" in the state line.
  *
  * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch",
- * "gather" (every card back in the tray), "reset" (reboot the chip), "quit". End of
- * stdin also quits. Lines on stdout:
+ * "gather" (every card back in the tray), "ram" (answers "ram HEX", the SRAM), "reset"
+ * (reboot the chip), "quit". End of stdin also quits. Lines on stdout:
  * "pty PATH", "motor forward|reverse|off ...", "state ...", "reset ...", "crashed ...". */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -518,6 +518,15 @@ static void state_line(void)
     fflush(stdout);
 }
 
+/* the chip's SRAM in hex: tests look for what must not be there (a plan after its pass) */
+static void ram_line(void)
+{
+    printf("ram ");
+    for (int a = 0x100; a <= avr->ramend; a++) printf("%02x", avr->data[a]);
+    printf("\n");
+    fflush(stdout);
+}
+
 static void command(const char *line, uint64_t t)
 {
     if (!strcmp(line, "state")) state_line();
@@ -527,6 +536,7 @@ static void command(const char *line, uint64_t t)
         gather();
         sensors();
     }
+    else if (!strcmp(line, "ram")) ram_line();
     else if (!strcmp(line, "quit")) quit = true;
     else fprintf(stderr, "simavr-harness: unknown command %s\n", line);
 }
