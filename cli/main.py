@@ -39,6 +39,7 @@ COMMANDS: dict[str, str] = {
     "tables": "table:tables",
     "mixing": "study:mixing",
     "simulate": "study:simulate",
+    "selftest": "selftest:selftest",
 }
 
 #: one-line summaries for ``shuffler --help``, so listing the commands imports none
@@ -54,6 +55,7 @@ SUMMARIES: dict[str, str] = {
     "tables": "Every table on the MQTT broker, problems first.",
     "mixing": "How far from random the pack is after each pass.",
     "simulate": "Many hands through the simulator, tested against random.",
+    "selftest": "Bring a freshly wired machine up, part by part.",
 }
 
 EPILOG = """\b

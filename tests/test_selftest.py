@@ -1,0 +1,175 @@
+"""The self-test on the rig: a well-wired machine passes every step, and each miswire
+the rig can make is caught at the step of the part that is wrong, with what to check."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from hardware_sim.bench import MISWIRES, RigBuilder, miswire
+from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
+from shuffler import pinmap
+from shuffler.config import GpioConfig, load_config_text
+from shuffler.selftest import GpioBench, Outcome, SelfTest, set_divider_ratio
+
+
+@pytest.fixture
+def rigged():
+    made = []
+
+    def make(gpio: GpioConfig | None = None, wrong: str | None = None):
+        rig = GpioRig.for_cards(24, gpio=gpio)
+        dev = RiggedGpioDevice(rig)
+        made.append(dev)
+        if wrong:
+            miswire(rig, wrong)
+        return dev, SelfTest(GpioBench(dev), RigBuilder(rig), timeout=1.0)
+    yield make
+    for dev in made:
+        dev.close()
+
+
+def outcomes(report) -> dict[str, str]:
+    return {s.step: s.outcome.value for s in report.steps}
+
+
+def test_a_well_wired_machine_passes_every_step_and_is_calibrated(rigged):
+    dev, test = rigged()
+    report = test.run()
+    assert outcomes(report) == dict.fromkeys(SelfTest.STEPS, "pass"), report.to_dict()
+    assert report.passed and not dev.motor_on
+    # the rig's meter reads the simulated block; the calibrated ratio is the true one
+    assert report.divider_ratio == pytest.approx(pinmap.divider_ratio(), rel=0.01)
+    json.dumps(report.to_dict())
+
+
+#: each miswire, the step that must fail, and words its finding must name
+CAUGHT = {
+    "dead_touch": ("touch", "pin 11"),
+    "tray_and_left_pile_swapped": ("tray", "swapped"),
+    "piles_swapped": ("pile_left", "swapped"),
+    "dead_beam": ("beam", "IR emitter"),
+    "motor_reversed": ("motor", "reversed"),
+    "dead_motor": ("motor", "nSLEEP"),
+    "dead_servo": ("flap", "servo"),
+    "red_and_blue_swapped": ("light", "swapped"),
+    "dead_buzzer": ("buzzer", "2N3904"),
+    "divider_10k_10k": ("battery", "R1"),
+    "divider_120k_33k": ("battery", "R1"),
+}
+
+
+def test_every_miswire_is_in_the_table():
+    assert set(CAUGHT) == set(MISWIRES)
+
+
+@pytest.mark.parametrize("wrong", sorted(CAUGHT))
+def test_a_miswired_machine_fails_at_the_part_that_is_wrong(rigged, wrong):
+    step, words = CAUGHT[wrong]
+    _dev, test = rigged(wrong=wrong)
+    report = test.run()
+    failed = report.failed()
+    assert failed and failed[0].step == step, report.to_dict()
+    assert words in failed[0].detail + " " + failed[0].check
+    # a swap shows again at the other part's step; nothing else fails
+    assert all(f.step in (step, "pile_left", "pile_right") for f in failed)
+    assert not report.passed and not any(s.outcome is Outcome.SKIP for s in report.steps)
+
+
+def test_swapped_piles_name_both_sensors_and_their_pins(rigged):
+    _dev, test = rigged(wrong="piles_swapped")
+    found = test.run().failed()[0]
+    assert found.part == "left pile sensor"
+    assert "GPIO6, pin 31" in found.detail and "GPIO5, pin 29" in found.detail
+
+
+def test_a_machine_without_a_monitor_or_a_light_skips_those_steps(rigged):
+    gpio = replace(GpioConfig(), adc_channel=None, led_red=None, led_green=None,
+                   led_blue=None, buzzer=None)
+    _dev, test = rigged(gpio)
+    report = test.run()
+    result = outcomes(report)
+    assert result["battery"] == result["light"] == result["buzzer"] == "skip"
+    assert report.passed and all(v == "pass" for k, v in result.items()
+                                 if k not in ("battery", "light", "buzzer"))
+
+
+def test_nobody_at_the_bench_skips_the_steps_that_need_hands(rigged):
+    dev, _ = rigged()
+
+    class Nobody:
+        can_act = False
+
+        def act(self, action, text):
+            pass
+
+        def ask(self, question, text, choices):
+            return None
+
+        def measure(self, question, text):
+            return None
+
+    report = SelfTest(GpioBench(dev), Nobody(), timeout=0.2).run()
+    assert all(s.outcome is Outcome.SKIP for s in report.steps if s.step != "battery")
+    assert outcomes(report)["battery"] == "pass" and report.divider_ratio is None
+    assert not dev.motor_on
+
+
+@pytest.mark.parametrize("text", [
+    "", "device = \"gpio\"\n", "[gpio]\nmotor = \"motor\"\n",
+    "[gpio]\ndivider_ratio = 4.03   # 100k over 33k\n[hand]\npasses = 5\n",
+])
+def test_the_calibration_is_written_into_the_config_keeping_the_rest(text):
+    new = set_divider_ratio(text, 4.0712)
+    cfg = load_config_text(new)
+    assert cfg.gpio.divider_ratio == pytest.approx(4.0712)
+    before = load_config_text(text)
+    assert replace(cfg.gpio, divider_ratio=before.gpio.divider_ratio) == before.gpio
+    assert cfg.hand == before.hand and cfg.device == before.device
+
+
+def selftest_cli(tmp_path, *args: str):
+    from click.testing import CliRunner
+
+    from shuffler_cli.main import cli
+
+    env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
+           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
+    return CliRunner().invoke(cli, ["--device", "sim-gpio", *args], env=env,
+                              catch_exceptions=False)
+
+
+def test_the_command_passes_on_the_rig_and_writes_the_calibration(tmp_path):
+    config = tmp_path / "shuffler.toml"
+    config.write_text("[hand]\npasses = 5\n")
+    result = selftest_cli(tmp_path, "--config", str(config), "selftest", "--yes", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["selftest"]["passed"] and out["written_to"] == str(config)
+    cfg = load_config_text(config.read_text())
+    assert cfg.hand.passes == 5
+    assert cfg.gpio.divider_ratio == pytest.approx(out["selftest"]["divider_ratio"])
+
+
+def test_the_command_names_the_miswired_part_and_exits_3(tmp_path):
+    result = selftest_cli(tmp_path, "selftest", "--yes", "--json", "--sim-miswire",
+                          "dead_beam")
+    assert result.exit_code == 3
+    out = json.loads(result.stdout)
+    failed = [s for s in out["selftest"]["steps"] if s["outcome"] == "fail"]
+    assert [s["part"] for s in failed] == ["card beam"]
+    assert out["written_to"] is None  # a simulated machine writes no config of its own
+    text = selftest_cli(tmp_path, "selftest", "--yes", "--sim-miswire", "dead_beam").output
+    assert "FAIL beam" in text and "check: the IR emitter" in text
+
+
+def test_the_command_refuses_a_machine_without_gpio_pins(tmp_path):
+    from click.testing import CliRunner
+
+    from shuffler_cli.main import cli
+
+    result = CliRunner().invoke(cli, ["--device", "sim", "selftest", "--yes"],
+                                env={"SHUFFLER_STATE_DIR": str(tmp_path), "SHUFFLER_CONFIG": ""})
+    assert result.exit_code == 2 and "--device gpio" in result.output
