@@ -49,9 +49,10 @@ def hand_summary(h: dict[str, Any]) -> str:
     done = h["passes_done"]
     mode = "coin flips" if h["mode"] == "coin" else "planned"
     if h["completed"]:
+        distance = distance_text(h["distance"], h.get("distance_exact", True))
         deck = f"; deck {h['deck']} is ready" if h.get("deck") else ""
         return (f"hand {h['number']}: dealt by {h['dealer']}; {done} of {h['passes']} "
-                f"passes done ({mode}, {distance_text(h['distance'])}); "
+                f"passes done ({mode}, {distance}); "
                 f"{h['next_dealer']} deals next{deck}")
     return (f"hand {h['number']}: stopped after {done} of {h['passes']} passes; "
             f"{h['dealer']} still deals; run `shuffler hand` to finish it")

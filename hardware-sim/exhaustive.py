@@ -1,9 +1,10 @@
-"""Exact distributions by walking every random choice of the planned-mode sampler.
+"""Exact distributions by walking every random choice of the planners.
 
 The sampler makes every choice through ``planning._weighted_index`` and
 ``planning._uniform_index``; :func:`enumerate_outcomes` replaces both for the
 duration of the walk and returns each outcome of ``run()`` with its exact
-probability. For small packs only: the walk visits every reachable order.
+probability. :func:`coin_outcomes` follows coin passes over every coin. For
+small packs only: the walk visits every reachable order.
 """
 
 from __future__ import annotations
@@ -11,12 +12,35 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Hashable
 from fractions import Fraction
+from itertools import product
 from math import factorial
 
 from shuffler import planning
+from shuffler.mechanics import Feed, Pile
+
+from .study import Imperfections, deal_with_doubles
 
 
-def enumerate_outcomes(run: Callable[[], Hashable]) -> dict[Hashable, Fraction]:
+class ScriptedRandom:
+    """A random source for :func:`enumerate_outcomes` whose every draw is enumerated:
+    coin flips (``getrandbits``) as well as indices."""
+
+    def __init__(self, pick: Callable[[list[int], object], int]) -> None:
+        self._pick = pick
+
+    def getrandbits(self, k: int, /) -> int:
+        return self._pick([1] * 2**k, self)
+
+    def randrange(self, start: int, stop: int | None = None, /) -> int:
+        low, high = (0, start) if stop is None else (start, stop)
+        return low + self._pick([1] * (high - low), self)
+
+
+def enumerate_outcomes(run: Callable[..., Hashable], *, scripted_rng: bool = False
+                       ) -> dict[Hashable, Fraction]:
+    """Every outcome of ``run()`` with its exact probability. With ``scripted_rng``,
+    ``run`` is called with a :class:`ScriptedRandom` whose draws are enumerated too
+    (for coin passes, which flip with ``getrandbits``)."""
     outcomes: dict[Hashable, Fraction] = defaultdict(Fraction)
     pending: list[list[int]] = [[]]
     saved = planning._weighted_index, planning._uniform_index
@@ -40,7 +64,7 @@ def enumerate_outcomes(run: Callable[[], Hashable]) -> dict[Hashable, Fraction]:
 
             planning._weighted_index = pick
             planning._uniform_index = lambda m, rng, pick=pick: pick([1] * m, rng)
-            outcomes[run()] += prob[0]
+            outcomes[run(ScriptedRandom(pick)) if scripted_rng else run()] += prob[0]
     finally:
         planning._weighted_index, planning._uniform_index = saved
     assert sum(outcomes.values()) == 1
@@ -52,3 +76,26 @@ def total_variation(outcomes: dict[Hashable, Fraction], n: int) -> Fraction:
     u = Fraction(1, factorial(n))
     seen = sum((abs(p - u) for p in outcomes.values()), Fraction(0))
     return (seen + u * (factorial(n) - len(outcomes))) / 2
+
+
+def coin_outcomes(n: int, passes: int, feed: Feed,
+                  flaws: Imperfections) -> dict[Hashable, Fraction]:
+    """The exact law of the final order after ``passes`` coin passes with scheduled
+    ``flaws`` (``double_at``, ``unseen_at``, ``wrong_at``), pass by pass over every
+    coin: a double feed deals one label fewer; an unseen stacking is either pile."""
+    law: dict[Hashable, Fraction] = {tuple(range(n)): Fraction(1)}
+    for j in range(passes):
+        doubles = {i for p, i in flaws.double_at if p == j}
+        piles = [Pile.RIGHT] if j in flaws.wrong_at else [Pile.LEFT]
+        if j in flaws.unseen_at:
+            piles = [Pile.LEFT, Pile.RIGHT]
+        units = n - len({i for i in doubles if i + 1 < n})
+        share = Fraction(1, 2**units * len(piles))
+        after: dict[Hashable, Fraction] = defaultdict(Fraction)
+        for pack, p in law.items():
+            for labels in product((0, 1), repeat=units):
+                for pile in piles:
+                    order, _ = deal_with_doubles(pack, labels, feed, pile, doubles)
+                    after[tuple(order)] += p * share
+        law = after
+    return law

@@ -19,7 +19,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from shuffler.mechanics import Feed, Pile, deal_pass, feed_order, stack
-from shuffler.planning import Mode, PackTracker, make_planner
+from shuffler.planning import Mode, PackTracker, Planner, make_planner
+
+from .dealer import DealerHabit
 
 
 @dataclass(frozen=True)
@@ -32,11 +34,13 @@ class Imperfections:
     wrong_at: frozenset[int] = frozenset()  # passes stacked wrongly, unnoticed
     unseen_at: frozenset[int] = frozenset()  # passes whose stacking the sensors miss
     double_at: frozenset[tuple[int, int]] = frozenset()  # (pass, fed index) double feeds
+    habit: DealerHabit = DealerHabit.INSTRUCTED  # the dealer's habit, as --sim-dealer
 
     @property
     def any(self) -> bool:
         return bool(self.double_feed_rate or self.unseen_stack_rate or self.wrong_unnoticed_rate
-                    or self.wrong_at or self.unseen_at or self.double_at)
+                    or self.wrong_at or self.unseen_at or self.double_at
+                    or self.habit is not DealerHabit.INSTRUCTED)
 
 
 def deal_with_doubles(pack: Sequence[int], labels: Sequence[int], feed: Feed, on_top: Pile,
@@ -59,9 +63,20 @@ def deal_with_doubles(pack: Sequence[int], labels: Sequence[int], feed: Feed, on
     return stack((piles[0][::-1], piles[1][::-1]), on_top), counted
 
 
+def _chance(rng: random.Random, rate: float) -> bool:
+    return bool(rate) and rng.random() < rate
+
+
 def simulate_hand(n: int, passes: int, mode: Mode, rng: random.Random,
                   feed: Feed = Feed.TOP, flaws: Imperfections | None = None) -> list[int]:
     """One hand of ``passes`` passes from the order 0..n−1; returns the final order."""
+    return play_hand(n, passes, mode, rng, feed, flaws)[0]
+
+
+def play_hand(n: int, passes: int, mode: Mode, rng: random.Random,
+              feed: Feed = Feed.TOP, flaws: Imperfections | None = None
+              ) -> tuple[list[int], Planner]:
+    """:func:`simulate_hand`, also returning the planner (for the distance it reports)."""
     flaws = flaws or Imperfections()
     planner = make_planner(mode, passes, rng)
     tracker = PackTracker(n, feed)
@@ -71,9 +86,12 @@ def simulate_hand(n: int, passes: int, mode: Mode, rng: random.Random,
         on_top, seen = plan.on_top, plan.on_top
         doubles: set[int] = set()
         if flaws.any:
-            if j in flaws.unseen_at or rng.random() < flaws.unseen_stack_rate:
+            if flaws.habit is DealerHabit.OTHER:  # seen by the sensors
+                on_top = seen = on_top.other
+            if (flaws.habit is DealerHabit.BOTH or j in flaws.unseen_at
+                    or _chance(rng, flaws.unseen_stack_rate)):
                 on_top, seen = Pile(rng.randrange(2)), None
-            elif j in flaws.wrong_at or rng.random() < flaws.wrong_unnoticed_rate:
+            elif j in flaws.wrong_at or _chance(rng, flaws.wrong_unnoticed_rate):
                 on_top = on_top.other
             if flaws.double_feed_rate:
                 doubles = {i for i in range(n) if rng.random() < flaws.double_feed_rate}
@@ -82,7 +100,7 @@ def simulate_hand(n: int, passes: int, mode: Mode, rng: random.Random,
         # the controller sees only the count and the pile sensors
         tracker.after_pass(plan, counted, seen)
         planner.observe(j, plan, counted, seen)
-    return pack
+    return pack, planner
 
 
 def simulate_hands(n: int, passes: int, mode: Mode, trials: int, rng: random.Random,

@@ -52,6 +52,7 @@ class HandReport:
     completed: bool = False
     tracking: bool = True  # the controller still knows where every card is
     distance: Fraction | None = None  # total variation from uniform that holds
+    distance_exact: bool = True  # False: ``distance`` is only an upper bound
     resumed_at: int | None = None  # the pass an interrupted hand resumed at
     deck: str | None = None  # with two decks in turn: "A" or "B", the one shuffled
 
@@ -143,7 +144,8 @@ class HandRunner:
             if stop:
                 break
         report.tracking = tracker.known and tracker.from_start
-        report.distance = self.planner.distance(cards, len(report.records))
+        report.distance = self.planner.distance(cards, first + len(report.records))
+        report.distance_exact = self.planner.exact
         report.completed = first + len(report.records) == passes and not (
             report.fault and report.fault.kind not in CONTINUABLE
         )

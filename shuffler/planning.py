@@ -127,28 +127,55 @@ class Planner(Protocol):
         """What the pass did: the count and the stacking the sensors saw (None: unseen)."""
 
     def distance(self, cards: int, passes_done: int) -> Fraction | None:
-        """Total variation from uniform that holds now (None: cannot say)."""
+        """Total variation from uniform that holds after pass ``passes_done`` (counted
+        from the start of the hand): exact if :attr:`exact`, else an upper bound;
+        None: nothing can be said."""
+
+    @property
+    def exact(self) -> bool:
+        """Whether :meth:`distance` is the distance itself rather than a bound."""
 
 
 class CoinPlanner:
     """The plain machine: a fair coin per card, whatever the pack looks like.
 
-    Robust to anything the dealer does: every pass is a fresh inverse riffle.
+    Every fault-free pass is a fresh inverse riffle, independent of the order it
+    finds and of the stacking (the other pile on top only swaps the coin's faces),
+    so neither a lost track nor an unseen stacking costs anything. A pass with a
+    count mismatch (a double feed) is some other random permutation. Independent
+    random permutations before and after a run of m ideal passes cannot bring the
+    pack nearer to uniform than those m passes leave it, so the distance is at most
+    that of the longest run of fault-free passes.
     """
 
     mode = Mode.COIN
 
     def __init__(self, rng: RandomSource | None = None) -> None:
         self.rng = rng or system_random()
+        self._first: int | None = None  # the first pass this planner dealt (0 unless resumed)
+        self._run = self._best = 0  # fault-free passes in a row: now, and the longest
+        self._faulty = False
 
     def plan(self, index: int, cards: int, tracker: PackTracker) -> PassPlan:
+        if self._first is None:
+            self._first = index
         return coin_plan(cards, self.rng)
 
     def observe(self, index: int, plan: PassPlan, counted: int, stacking: Pile | None) -> None:
-        pass
+        if counted != plan.cards:
+            self._faulty, self._run = True, 0
+        else:
+            self._run += 1
+            self._best = max(self._best, self._run)
+
+    @property
+    def exact(self) -> bool:
+        return not self._faulty and not self._first
 
     def distance(self, cards: int, passes_done: int) -> Fraction | None:
-        return tv_coin(cards, passes_done)
+        if self.exact:
+            return tv_coin(cards, passes_done)
+        return tv_coin(cards, self._best)
 
 
 # -- planned mode ---------------------------------------------------------------
@@ -243,10 +270,17 @@ class PlannedPlanner:
     gives each card the k-bit code of its run and deals pass j by bit j, handing
     the labels to cards where the tracker says they are. With 2^k >= n every
     card gets its own code, and the result is exactly uniform whichever pile the
-    dealer puts on top, so long as the sensors saw it. Otherwise a stacking
-    other than planned re-plans the remaining passes from the known order, and a
-    lost track (count mismatch, unseen stacking) re-plans them from where the
-    cards now lie, whatever that is.
+    dealer puts on top, so long as the sensors saw it. With fewer passes the codes
+    assume a stacking for every pass: a stacking other than the one assumed
+    re-plans the remaining passes from the known order, assuming from then on the
+    habit the dealer showed (the pile the light asks for, or the other one), so a
+    dealer who always does the other thing costs one pass, not the hand. A lost
+    track (count mismatch, unseen stacking) re-plans the remaining passes from
+    where the cards now lie, whatever that is.
+
+    The distance after a re-plan is that of the passes planned since (an upper
+    bound: what came before is an independent permutation, which cannot move the
+    pack further from uniform).
     """
 
     mode = Mode.PLANNED
@@ -256,18 +290,24 @@ class PlannedPlanner:
         self.passes = passes
         self.rng = rng or system_random()
         self.on_top = on_top
+        self.contrary = False  # the dealer puts the other pile on top than the light asks
         self._codes: list[int] | None = None  # code by card id; never logged or stored
         self._first = 0  # the pass the codes start at
         self._span = passes  # how many passes the codes cover
         self._distinct = False
-        self._bound_from: int | None = 0  # passes the guaranteed distance is computed from
+        self._start: int | None = None  # the first pass this planner dealt (0 unless resumed)
+        self._bound_from: int | None = None  # passes the guaranteed distance is computed from
         self._unknown = False
+
+    def expected_stacking(self) -> Pile:
+        """The pile the dealer is expected to put on top (the light shows ``on_top``)."""
+        return self.on_top.other if self.contrary else self.on_top
 
     def _draw(self, index: int, tracker: PackTracker) -> None:
         order = tracker.order if tracker.known else tracker.rebase()
         assert order is not None
         n, k = len(order), self.passes - index
-        mask, reverse_ties = code_mask(k, tracker.feed, (self.on_top,) * k)
+        mask, reverse_ties = code_mask(k, tracker.feed, (self.expected_stacking(),) * k)
         base = order[::-1] if reverse_ties else order
         perm = sample_arrangement(n, 2**k, self.rng)
         self._distinct = 2**k >= n
@@ -279,6 +319,8 @@ class PlannedPlanner:
         self._first, self._span = index, k
 
     def plan(self, index: int, cards: int, tracker: PackTracker) -> PassPlan:
+        if self._start is None:
+            self._start = self._bound_from = index
         if self._codes is None or not tracker.known or index >= self._first + self._span:
             self._draw(index, tracker)
         assert self._codes is not None and tracker.order is not None
@@ -289,21 +331,31 @@ class PlannedPlanner:
 
     def observe(self, index: int, plan: PassPlan, counted: int, stacking: Pile | None) -> None:
         last = index == self.passes - 1
+        expected = self.expected_stacking()
+        if stacking is not None:
+            self.contrary = stacking is not plan.on_top  # the habit the dealer shows
         if counted != plan.cards:
             self._codes = None
             if last:
                 self._unknown = True
             self._bound_from = index + 1
-        elif not last and (stacking is None or (stacking is not plan.on_top
+        elif not last and (stacking is None or (stacking is not expected
                                                  and not self._distinct)):
             # (the last stacking only relabels the final order: it costs nothing)
             self._codes = None
             self._bound_from = index + 1
 
+    @property
+    def exact(self) -> bool:
+        return not self._unknown and self._bound_from == 0
+
     def distance(self, cards: int, passes_done: int) -> Fraction | None:
-        """TVmin for the passes planned from the last point the controller knew the pack."""
+        """TVmin for the passes planned from the last point the controller knew the pack;
+        None while the passes planned together are not all done."""
         if self._unknown or self._bound_from is None:
             return None
+        if self._codes is not None and passes_done < self._first + self._span:
+            return None  # half a plan: its passes alone are not uniform over anything
         return tv_planned(cards, max(0, passes_done - self._bound_from))
 
 

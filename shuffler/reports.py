@@ -79,6 +79,7 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "completed": hand.completed,
         "tracking": hand.tracking,
         "distance": None if hand.distance is None else float(hand.distance),
+        "distance_exact": hand.distance_exact,
         "resumed_at": hand.resumed_at,
         "deck": hand.deck,
         "fault": fault.to_dict() if fault else None,
@@ -122,4 +123,4 @@ def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
 def battery_dict(controller: PassController, config: Config, cards: int) -> dict[str, Any]:
     est = controller.battery_estimate(cards)
     return est.to_dict() | {"chemistry": config.battery.chemistry, "cards": cards,
-                            "passes_per_hand": config.hand.passes}
+                            "passes_per_hand": config.hand.passes_for(cards)}

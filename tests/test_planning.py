@@ -100,18 +100,41 @@ def test_an_unnoticed_wrong_stacking_breaks_exactness(monkeypatch):
     assert total_variation(outcomes, n) == Fraction(1, 2)
 
 
+def run_planned(n, k, stackings, feed=Feed.TOP, seed=4):
+    """A planned hand whose dealer stacks as ``stackings`` (all seen); returns the
+    final order and the planner."""
+    tracker, planner = PackTracker(n, feed), PlannedPlanner(k, random.Random(seed))
+    pack = list(range(n))
+    for j in range(k):
+        plan = planner.plan(j, n, tracker)
+        pack = deal_pass(pack, plan.labels, feed, stackings[j])
+        tracker.after_pass(plan, n, stackings[j])
+        planner.observe(j, plan, n, stackings[j])
+    assert tracker.order == pack
+    return tuple(pack), planner
+
+
 def test_a_noticed_wrong_stacking_with_shared_codes_replans_the_rest():
     n, k = 24, 4
-    tracker, planner = PackTracker(n, Feed.TOP), PlannedPlanner(k, random.Random(4))
-    plan = planner.plan(0, n, tracker)
-    tracker.after_pass(plan, n, Pile.RIGHT)
-    planner.observe(0, plan, n, Pile.RIGHT)
-    for j in range(1, k):
-        plan = planner.plan(j, n, tracker)
-        tracker.after_pass(plan, n, Pile.LEFT)
-        planner.observe(j, plan, n, Pile.LEFT)
+    # against the light once: the rest is re-planned for a dealer who does the other thing
+    _, planner = run_planned(n, k, [Pile.RIGHT] * k)
+    assert planner.contrary and not planner.exact
     assert planner.distance(n, k) == tv_planned(n, 3)  # three passes planned from a known order
-    assert runs(tracker.order) <= 2 * 2**3  # one pass before, three after
+    # a dealer who went against the light once and then follows it costs one more pass
+    final, planner = run_planned(n, k, [Pile.RIGHT, Pile.LEFT, Pile.LEFT, Pile.LEFT])
+    assert planner.distance(n, k) == tv_planned(n, 2) and not planner.contrary
+    assert runs(final) <= 2 * 2 * 2**2  # two passes before, two after
+
+
+@pytest.mark.parametrize(("n", "k"), [(5, 2), (6, 2), (7, 2)])
+def test_a_dealer_who_always_does_the_other_thing_costs_at_most_one_pass(n, k):
+    """By exhaustion: the true distance with the contrary dealer against the one reported."""
+    follows = enumerate_outcomes(lambda: run_planned(n, k, [Pile.LEFT] * k)[0])
+    contrary = enumerate_outcomes(lambda: run_planned(n, k, [Pile.RIGHT] * k)[0])
+    _, planner = run_planned(n, k, [Pile.RIGHT] * k)
+    reported = planner.distance(n, k)
+    assert total_variation(follows, n) == tv_planned(n, k)
+    assert total_variation(contrary, n) <= reported == tv_planned(n, k - 1)
 
 
 def test_a_lost_track_reports_the_distance_that_still_holds():
