@@ -30,6 +30,7 @@ from .device import FaultLimits
 from .errors import ConfigError
 from .files import read_limited
 from .mechanics import Feed
+from .mixing import default_passes
 from .pinmap import PIN_ROLES, SPI0_PINS, default_pins, divider_ratio
 from .planning import Mode
 
@@ -44,10 +45,20 @@ DEVICE_KINDS = ("sim", "sim-gpio", "sim-serial", "sim-avr", "gpio")  # plus "ser
 
 @dataclass(frozen=True)
 class HandConfig:
-    passes: int = 4
+    #: passes a hand as configured; None: ``default_passes`` of the load
+    passes_setting: int | None = None
     cards: int = 24
     mode: Mode = Mode.PLANNED
     touch_timeout_s: float = 300.0  # between passes, how long to wait for the dealer
+
+    @property
+    def passes(self) -> int:
+        """Passes a hand of the configured load."""
+        return self.passes_for(self.cards)
+
+    def passes_for(self, cards: int) -> int:
+        """Passes a hand of ``cards`` cards: as configured, else ``default_passes(cards)``."""
+        return self.passes_setting or default_passes(cards)
 
 
 @dataclass(frozen=True)
@@ -390,7 +401,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
 
     h = sub("hand")
     hand = HandConfig(
-        passes=h.int("passes", 4, 1, 30),
+        passes_setting=h.int("passes", None, 1, 30),
         cards=h.int("cards", 24, 1, MAX_CARDS),
         mode=h.choice("mode", Mode.PLANNED, {md.value: md for md in Mode}),
         touch_timeout_s=h.num("touch_timeout_s", 300.0, 1, 86400),

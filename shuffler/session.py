@@ -110,7 +110,8 @@ class Session:
     def do_hand(self, passes: int | None = None, cards: int | None = None,
                 mode: str | None = None, on_event: Event = _quiet) -> dict[str, Any]:
         pending = pending_hand(self.controller.store.load())
-        of = pending["passes"] if pending else (passes or self.config.hand.passes)
+        load = cards or self.config.hand.cards
+        of = pending["passes"] if pending else (passes or self.config.hand.passes_for(load))
         if pending:
             on_event({"event": "resume", "number": pending["number"],
                       "at_pass": pending["done"] + 1, "of": of})
@@ -123,8 +124,8 @@ class Session:
 
     def _hand(self, passes, cards, mode, of, on_event: Event):
         return play_hand(
-            self.controller, self.config, passes=passes or self.config.hand.passes,
-            cards=cards or self.config.hand.cards,
+            self.controller, self.config, cards=cards or self.config.hand.cards,
+            passes=passes or self.config.hand.passes_for(cards or self.config.hand.cards),
             mode=Mode(mode) if mode else self.config.hand.mode, rng=self.rng,
             on_pass_start=lambda n, of: on_event({"event": "pass_start", "number": n, "of": of}),
             on_card=lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
