@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from itertools import accumulate
+
+from gpiozero.pins.mock import PinState
 
 from .gpio_rig import GpioRig
 
@@ -32,7 +33,7 @@ class LoosePin:
         self.clear_states()
 
     def clear_states(self) -> None:
-        self.states = [(0.0, self.state)]
+        self.states = [PinState(0.0, self.state)]
 
     def drive_high(self) -> None:
         self.state = 1.0
@@ -101,6 +102,14 @@ class RigBuilder:
         if pin.function == "input":
             pin.drive_high() if high else pin.drive_low()
 
+    def _sense(self, role: str, covered: bool) -> None:
+        """A presence sensor sees a card or not (the rig knows its polarity when it says)."""
+        set_sensor = getattr(self.rig, "set_sensor", None)
+        if set_sensor is not None:
+            set_sensor(role, covered, bounce=False)
+        else:
+            self._level(role, not covered)  # the sensors pull low while covered
+
     def _clear(self, *roles: str) -> None:
         for role in roles:
             if role in self.rig.pins:
@@ -110,43 +119,33 @@ class RigBuilder:
         verb, _, what = action.partition(":")
         if action == "clear":
             for role in ("tray", "pile_left", "pile_right"):
-                self._level(role, True)
+                self._sense(role, False)
         elif verb == "touch":
             self._level("touch", True)
             threading.Timer(self.HOLD, self._level, ("touch", False)).start()
         elif verb in ("cover", "uncover"):
-            self._level(what, verb == "uncover")  # the sensors pull low while covered
+            self._sense(what, verb == "cover")
         elif action == "card:beam":
             self._level("beam", False)
         elif action == "card:beam-out":
             self._level("beam", True)
-        elif action == "watch:motor":
+        elif action.startswith("watch:motor"):
             self._clear("motor", "motor_backward")
         elif verb == "watch" and what.startswith("flap"):
             self._clear("diverter")
         elif action == "listen:buzzer":
             self._clear("buzzer")
 
-    def _first_active(self, role: str) -> float | None:
-        """Seconds from the last clear to the pin's first going active, if it did."""
+    def _went_active(self, role: str) -> bool:
+        """The pin was driven on since the step began watching it."""
         pin = self.rig.pins.get(role)
-        if pin is None:
-            return None
-        states = list(pin.states)
-        times = accumulate(float(s[0]) for s in states)
-        for at, state in zip(times, states, strict=True):
-            if float(state[1]) > 0.05:
-                return at
-        return None
+        return pin is not None and any(float(s.state) > 0.05 for s in pin.states)
 
     def ask(self, question: str, text: str, choices: dict[str, str]) -> str | None:
-        if question == "motor":
-            forward, backward = self._first_active("motor"), self._first_active(
-                "motor_backward")
-            if forward is None and backward is None:
-                return "n"
-            return "f" if backward is None or (forward is not None and forward <= backward) \
-                else "b"
+        if question.startswith("motor"):
+            if self._went_active("motor"):
+                return "f"
+            return "b" if self._went_active("motor_backward") else "n"
         if question.startswith("flap"):
             if len(self.rig.pins["diverter"].states) < 2:
                 return "n"
@@ -156,7 +155,7 @@ class RigBuilder:
                   if value > 0.5]
             return on[0] if len(on) == 1 else ("o" if not on else "x")
         if question == "buzzer":
-            return "y" if self._first_active("buzzer") is not None else "n"
+            return "y" if self._went_active("buzzer") else "n"
         return None
 
     def measure(self, question: str, text: str) -> float | None:

@@ -242,33 +242,34 @@ class SelfTest:
     # -- outputs -------------------------------------------------------------------------
     def motor(self) -> StepResult:
         part = "feed motor (DRV8833)" if self.bench.can_reverse else "feed motor (MOSFET)"
-        self.builder.act("watch:motor", "Hands clear of the roller: it turns forward for half "
-                         "a second" + (", then backward." if self.bench.can_reverse else "."))
-        try:
-            self.bench.run_motor(0.6, 0.5)
-            self.clock.sleep(0.2)
-            if self.bench.can_reverse:
-                self.bench.run_motor(-0.6, 0.5)
-        finally:
-            self.bench.run_motor(0.0, 0.0)
-        answer = self.builder.ask("motor", "Which way did the roller turn first?",
-                                  {"f": "forward (feeding a card)", "b": "backward",
-                                   "n": "not at all"})
         pins = f"{where('motor')}" + (f" and {where('motor_backward')}"
                                       if self.bench.can_reverse else "")
-        if answer is None:
-            return StepResult("motor", part, Outcome.SKIP, "no answer")
-        if answer == "f":
-            return StepResult("motor", part, Outcome.PASS, "forward, then backward"
-                              if self.bench.can_reverse else "forward")
-        if answer == "b":
-            return StepResult("motor", part, Outcome.FAIL, "the roller turned backward when "
-                              "driven forward", "the motor's two leads are reversed: swap "
-                              "them at AOUT1/AOUT2 (or swap motor and motor_backward in "
-                              "[pins])")
-        return StepResult("motor", part, Outcome.FAIL, "the roller did not turn",
-                          f"9 V at the driver's VM (SW1 on, C1 polarity), nSLEEP pulled up "
-                          f"to 3V3 by R3, {pins}, the motor's leads at AOUT1/AOUT2")
+        dead = (f"9 V at the driver's VM (SW1 on, C1 polarity), nSLEEP pulled up to 3V3 by "
+                f"R3, {pins}, the motor's leads at AOUT1/AOUT2")
+        runs = [("forward", 0.6)] + ([("backward", -0.6)] if self.bench.can_reverse else [])
+        choices = {"f": "forward (feeding a card)", "b": "backward", "n": "not at all"}
+        for way, speed in runs:
+            self.builder.act(f"watch:motor:{way}", f"Hands clear of the roller: it turns "
+                             f"{way} for half a second.")
+            try:
+                self.bench.run_motor(speed, 0.5)
+            finally:
+                self.bench.run_motor(0.0, 0.0)
+            answer = self.builder.ask(f"motor:{way}", "Which way did the roller turn?",
+                                      choices)
+            if answer is None:
+                return StepResult("motor", part, Outcome.SKIP, "no answer")
+            if answer == "n":
+                which = f"{where('motor_backward')} (AIN2)" if way == "backward" else dead
+                return StepResult("motor", part, Outcome.FAIL,
+                                  f"the roller did not turn {way}", which)
+            if answer != way[0]:
+                return StepResult("motor", part, Outcome.FAIL, f"driven {way}, the roller "
+                                  f"turned {choices[answer].split()[0]}",
+                                  "the motor's two leads are reversed: swap them at "
+                                  "AOUT1/AOUT2 (or swap motor and motor_backward in [pins])")
+            self.clock.sleep(0.2)
+        return StepResult("motor", part, Outcome.PASS, " then ".join(w for w, _ in runs))
 
     def flap(self) -> StepResult:
         part = "diverter (servo)"
