@@ -411,7 +411,8 @@ def run_fuzz_cli(examples: int, seed: int) -> Section:
         outcome, out = invoke_cli(["--no-service", *args], env)
         section.add(outcome, " ".join(args), cmdline(["--no-service", *args]), out)
 
-    one()
+    with contextlib.chdir(folder):  # relative paths (--orders 24, --state-dir x) land here
+        one()
     return section
 
 
