@@ -34,6 +34,7 @@ from shuffler.device import (
     feed_fault,
     stall_fault,
 )
+from shuffler.engine import HALT_MESSAGES
 from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.logs import get_logger
 from shuffler.mechanics import Feed, Pile
@@ -274,8 +275,9 @@ class SerialDevice(ShufflerDevice):
         return PassReport(expected, done.counted, (done.left, done.right), done.ms / 1000,
                           fault, volts, done.tray_empty, done.retries)
 
-    @staticmethod
-    def _fault_of(done: PassDone, card: int, expected: int, volts: float | None) -> Fault | None:
+    def _fault_of(self, done: PassDone, card: int, expected: int,
+                  volts: float | None) -> Fault | None:
+        """The same fault, in the same words, as the pass engine gives on any backend."""
         code = done.fault
         if code is FaultCode.NONE:
             return None
@@ -284,13 +286,12 @@ class SerialDevice(ShufflerDevice):
             return feed_fault(kind, card, done.counted, expected)
         if code is FaultCode.LOW_BATTERY:
             return stall_fault(card, done.counted, expected, volts or 0.0)
-        if code is FaultCode.LINK_LOST:
-            return link_lost_fault("no heartbeat reached the machine", card)
         if code is FaultCode.TIMEOUT:
-            return Fault(FaultKind.TIMEOUT, f"The pass ran past {done.ms / 1000:.0f} s; the "
-                         "machine stopped the motor.", card)
-        return Fault(_kind(code), f"The pass was stopped at card {card} of {expected} "
-                     f"({done.counted} dealt); put every card back in the tray.", card)
+            return Fault(FaultKind.TIMEOUT, "The pass ran longer than "
+                         f"{self.limits.max_pass_seconds:.0f} s; the motor was stopped.", card)
+        kind = _kind(code)
+        return Fault(kind, HALT_MESSAGES.get(kind, f"The machine stopped the pass ({code.name})."),
+                     card)
 
     def _rehandshake(self) -> None:
         with contextlib.suppress(LinkLostError):
