@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import random
 import secrets
+from fractions import Fraction
 from pathlib import Path
 
 import click
 
-from hardware_sim.study import Imperfections, reading_order, simulate_hand
+from hardware_sim.dealer import DealerHabit
+from hardware_sim.faults import parse_fault_specs
+from hardware_sim.study import Imperfections, play_hand, reading_order
 from shuffler.cards import MAX_CARDS, play_euchre_hand
 from shuffler.errors import BadInputError
 from shuffler.mechanics import Feed
 from shuffler.mixing import (
     MAX_PASSES,
+    default_passes,
     guesses_coin,
     guesses_planned,
     harmonic,
@@ -80,6 +84,26 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
     app.emit(obj, "\n".join(lines))
 
 
+def _sim_options(app, cards: int, seed: int | None) -> tuple[int | None, DealerHabit, set[int]]:
+    """The global --sim-* options, honoured or refused: --sim-seed is the seed,
+    --sim-dealer the dealer's habit, --sim-fault double:CARD a double feed at that card
+    of every hand's first pass; jams, misfeeds and the battery stop a device's pass and
+    are refused. (--sim-speed holds trivially: simulate runs on no clock at all.)"""
+    sim = app.sim
+    if sim.seed is not None and seed is not None and sim.seed != seed:
+        raise BadInputError(f"--seed {seed} and --sim-seed {sim.seed}: give one seed")
+    plan = parse_fault_specs(sim.faults)
+    if plan.jams or plan.misfeeds or plan.battery_volts is not None:
+        raise BadInputError("--sim-fault: simulate studies the order of the pack; only "
+                            "double:CARD applies (jams, misfeeds and the battery stop a pass: "
+                            "try them with `shuffler hand`)")
+    beyond = sorted(c for c in plan.doubles if c >= cards)
+    if beyond:
+        raise BadInputError(f"--sim-fault double:{beyond[0]}: a double feed takes card "
+                            f"{beyond[0]} and the next, and the load is {cards} cards")
+    return (seed if seed is not None else sim.seed), DealerHabit(sim.habit), plan.doubles
+
+
 def _euchre_labels(rng: random.Random):
     """A gathered euchre pack: trick number and printed suit per starting position."""
     hand = play_euchre_hand(rng)
@@ -90,10 +114,10 @@ def _euchre_labels(rng: random.Random):
 
 
 @click.command()
-@click.option("--cards", type=click.IntRange(2, MAX_CARDS), default=None,
-              help="cards in the load, 2 or more: one card has no order to test (default 24)")
+@click.option("--cards", type=click.IntRange(1, MAX_CARDS), default=None,
+              help="cards in the load (default 24)")
 @click.option("--passes", type=click.IntRange(1, MAX_PASSES), default=None,
-              help="passes a hand (default: enough for exactly random in planned mode)")
+              help="passes a hand (default: default_passes, exactly random in planned mode)")
 @click.option("--mode", type=click.Choice([m.value for m in Mode]), default="planned",
               show_default=True)
 @click.option("--trials", type=click.IntRange(1, 10**7), default=10_000, show_default=True)
@@ -117,19 +141,25 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
     n = cards or (24 if start == "euchre" else app.config.hand.cards)
     if start == "euchre" and n != 24:
         raise click.UsageError(f"--start euchre takes the 24-card euchre pack, not {n} cards")
-    k = passes or max(1, (n - 1).bit_length())
+    k = passes or default_passes(n)
+    seed, habit, doubles = _sim_options(app, n, seed)
     seed = secrets.randbits(32) if seed is None else seed
     feed_side = Feed(feed) if feed else app.config.mechanism.feed
-    flaws = Imperfections(double_rate, unseen_rate, wrong_rate)
+    flaws = Imperfections(double_rate, unseen_rate, wrong_rate, habit=habit,
+                          double_at=frozenset((0, card - 1) for card in doubles))
     rng = random.Random(seed)
     battery = Battery(n, lambda order: reading_order(order, k, feed_side))
     lines: list[str] = []
+    reported: set[tuple[Fraction | None, bool]] = set()
     for _ in range(trials):
         labels = _euchre_labels(rng) if start == "euchre" else (None, None)
-        order = simulate_hand(n, k, Mode(mode), rng, feed_side, flaws)
+        order, planner = play_hand(n, k, Mode(mode), rng, feed_side, flaws)
+        reported.add((planner.distance(n, k), planner.exact))
         battery.add(order, *labels)
         if orders:
             lines.append(" ".join(map(str, order)))
+    worst = None if any(d is None for d, _ in reported) else max(d for d, _ in reported)
+    exact = all(e for _, e in reported) and worst is not None
     if orders:
         try:
             atomic_write(Path(orders), ("\n".join(lines) + "\n").encode())
@@ -140,17 +170,26 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
     obj = {"cards": n, "passes": k, "mode": mode, "trials": trials, "start": start,
            "seed": seed, "feed": feed_side.value, "alpha": ALPHA,
            "imperfections": {"double_rate": double_rate, "unseen_rate": unseen_rate,
-                             "wrong_rate": wrong_rate},
+                             "wrong_rate": wrong_rate, "dealer": habit.value,
+                             "double_cards": sorted(doubles)},
            "distance": float(distance),
+           "reported_distance": None if worst is None else float(worst),
+           "reported_exact": exact,
            "tests": [r.to_dict() for r in results],
            "passed": all(r.passed for r in results)}
     for t in obj["tests"]:
         t.pop("histogram", None)
     text = [f"{trials} hands of {k} {mode} passes on {n} cards ({start} start, seed {seed}); "
             f"ideal machine: {distance_text(distance)}"]
+    if flaws.any:
+        text.append(f"with the imperfections, the controller reported: "
+                    f"{distance_text(worst, exact)}")
     for r in results:
         verdict = "pass" if r.passed else "FAIL"
         line = f"  {r.name:<22} statistic {r.statistic:>10.2f}   p = {r.p:<8.3g} {verdict}"
+        if "runs_distance" in r.detail:
+            line += (f"   runs law {r.detail['runs_distance']:.3g} from random (a lower bound, "
+                     "up to sampling noise)")
         if "standard_error" in r.detail:  # simulated: the mean with its standard error
             line += (f"   mean {r.detail['mean']:.3f} ± {r.detail['standard_error']:.3f} "
                      f"(random: {r.detail['uniform_mean']:.3f})")

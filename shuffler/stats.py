@@ -128,11 +128,16 @@ def runs_test(runs: Sequence[int], n: int) -> TestResult:
     hist = [0] * (n + 1)
     for r in runs:
         hist[r] += 1
-    expected = [p * trials for p in uniform_runs_law(n)]
+    law = uniform_runs_law(n)
+    expected = [p * trials for p in law]
     stat, df = chi2_binned(hist, expected)
     mean = sum(runs) / trials
+    # the distance between the runs laws is at most the distance between the orders' laws:
+    # its estimate is a lower bound on the true distance, up to sampling noise
+    runs_distance = sum(abs(h / trials - p) for h, p in zip(hist, law, strict=True)) / 2
     return TestResult("runs", stat, df, chi2_sf(stat, df),
-                      {"mean": mean, "uniform_mean": (n + 1) / 2, "histogram": hist})
+                      {"mean": mean, "uniform_mean": (n + 1) / 2, "runs_distance": runs_distance,
+                       "histogram": hist})
 
 
 def position_test(orders: Iterable[Sequence[int]], n: int) -> TestResult:

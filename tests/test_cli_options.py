@@ -232,7 +232,6 @@ def test_a_bad_state_folder_is_exit_2_named(env):
     (["--sim-speed", "inf", "pass"], "--sim-speed"),
     (["mixing", "--target", "nan"], "--target"),
     (["simulate", "--trials", "10", "--orders", "/proc/x/orders.txt"], "--orders"),
-    (["simulate", "--cards", "1"], "--cards"),
     (["--state-dir", "a\0b", "status"], "--state-dir"),
     (["--socket", "/tmp/" + "s" * 5000, "status"], "--socket"),
     (["--config", "x\0y", "status"], "--config"),
@@ -244,7 +243,8 @@ def test_bad_option_values_are_exit_2_naming_the_option(env, args, option):
 
 
 @pytest.mark.parametrize("command", [["pass"], ["hand", "--passes", "2"], ["battery"],
-                                     ["mixing", "--passes", "3", "--trials", "10"]])
+                                     ["mixing", "--passes", "3", "--trials", "10"],
+                                     ["simulate", "--trials", "10"]])
 def test_one_card_works_everywhere_it_makes_sense(env, command):
     result = invoke(env, *FAST, command[0], "--cards", "1", *command[1:])
     assert result.exit_code == 0, result.output

@@ -141,3 +141,59 @@ def test_simulated_coin_passes_follow_the_bayer_diaconis_runs_law(n, k, feed):
     assert chi2_sf(stat, df) > 0.001
     mean = sum(r * c for r, c in enumerate(hist)) / trials
     assert mean == pytest.approx(float(expected_runs_coin(n, k)), abs=0.15)
+
+
+def simulate_json(*args):
+    result = CliRunner().invoke(cli, ["--json", *args])
+    return result.exit_code, (json.loads(result.stdout) if result.stdout else None), result
+
+
+@pytest.mark.parametrize("passes", [4, 5])
+def test_a_dealer_who_always_stacks_the_other_way(passes):
+    """24 cards, --sim-dealer other: the distance the controller reports against the
+    evidence of the battery (exhaustion for small packs: test_planning.py)."""
+    from shuffler.mixing import tv_planned
+
+    code, other, _ = simulate_json("--sim-dealer", "other", "simulate", "--cards", "24",
+                                   "--passes", str(passes), "--trials", "2000", "--seed", "1")
+    assert code == 0 and other["imperfections"]["dealer"] == "other"
+    runs = next(t for t in other["tests"] if t["name"] == "runs")
+    if passes == 4:
+        # one pass of mixing lost, no more: reported as the bound of three planned passes
+        assert other["reported_distance"] == float(tv_planned(24, 3))
+        assert other["reported_exact"] is False
+        # the true distance is at least what the runs law shows (up to noise): far more
+        # than 0.0021, within the reported bound
+        assert 0.1 < runs["runs_distance"] <= other["reported_distance"]
+        assert not other["passed"]
+    else:
+        # the default, 5 passes: exact whatever the dealer does, and the battery agrees
+        assert other["reported_distance"] == 0 and other["reported_exact"] is True
+        assert other["passed"], other["tests"]
+    _, follows, _ = simulate_json("simulate", "--cards", "24", "--passes", str(passes),
+                                  "--trials", "200", "--seed", "1")
+    assert follows["reported_distance"] == float(tv_planned(24, passes))
+    assert follows["reported_exact"] is True
+
+
+def test_simulate_honours_the_sim_options_or_refuses_them():
+    base = ["simulate", "--cards", "8", "--trials", "300"]
+    _, seeded, _ = simulate_json("--sim-seed", "4", *base)
+    _, plain, _ = simulate_json(*base, "--seed", "4")
+    assert seeded == plain and seeded["seed"] == 4
+    code, _, result = simulate_json("--sim-seed", "4", *base, "--seed", "5")
+    assert code == 2 and "--sim-seed" in result.stderr
+    _, doubled, _ = simulate_json("--sim-fault", "double:2", *base, "--seed", "4",
+                                  "--mode", "coin")
+    assert doubled["imperfections"]["double_cards"] == [2]
+    assert doubled["reported_exact"] is False and doubled["tests"] != plain["tests"]
+    for bad in (["--sim-fault", "jam:3"], ["--sim-fault", "battery:6.5"],
+                ["--sim-fault", "double:8"]):
+        code, _, result = simulate_json(*bad, *base)
+        assert code == 2, (bad, result.output)
+        assert bad[0] in result.stderr
+
+
+def test_simulate_takes_one_card():
+    code, data, _ = simulate_json("simulate", "--cards", "1", "--trials", "20", "--seed", "1")
+    assert code == 0 and data["passed"] and data["distance"] == 0
