@@ -110,8 +110,8 @@ class App:
     def service(self) -> ServiceClient | None:
         """The running service; None when there is none (or told to work in-process).
         A socket that is there but cannot be used is an error, never a silent fallback."""
-        if not self.use_service:
-            return None
+        if not self.use_service or not os.path.lexists(self.socket):
+            return None  # no socket: no service (nothing to import for it either)
         from shuffler.client import ServiceClient
 
         client = ServiceClient.reach(self.socket)
@@ -127,6 +127,15 @@ class App:
         if client := self.service():
             return client.request(cmd, on_event, **args)
         return local(self.session(load or self.config.hand.cards))
+
+    def read(self, cmd: str, local: Callable[[PassController, Config], dict[str, Any]], *,
+             load: int | None = None, **args: Any) -> dict[str, Any]:
+        """A query that moves nothing (status, battery): the service's answer, or
+        ``local(controller, config)`` on the device opened here without a whole session,
+        so a quick look imports only what it needs."""
+        if client := self.service():
+            return client.request(cmd, None, **args)
+        return local(self.controller(self.open(load or self.config.hand.cards)), self.config)
 
     def session(self, cards: int) -> Session:
         from shuffler.backends import plan_source
@@ -151,8 +160,7 @@ class App:
         SHUFFLER_CHECK_SCHEMAS is set) with --json, else ``text``."""
         if self.json:
             out = {"schema": SCHEMA, **obj}
-            ctx = click.get_current_context(silent=True)
-            check_json(out, ctx.command.name if ctx and ctx.command.name else "?")
+            check_json(out, top_command())
             click.echo(json.dumps(out))
         elif text is not None:
             click.echo(text, color=self.color)
@@ -161,6 +169,15 @@ class App:
         """A line for the dealer on stderr, ``shuffler:`` in red when colour is on."""
         click.echo(click.style("shuffler:", fg="red", bold=True) + " " + message, err=True,
                    color=self.color)
+
+
+def top_command() -> str:
+    """The name of the command running under ``shuffler`` (``score`` for ``score add``):
+    its JSON schema's name."""
+    ctx = click.get_current_context(silent=True)
+    while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
+        ctx = ctx.parent
+    return ctx.info_name if ctx is not None and ctx.info_name else "?"
 
 
 def check_json(obj: dict[str, Any], name: str) -> None:

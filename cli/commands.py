@@ -97,10 +97,12 @@ def status(app: App) -> None:
       shuffler status
       shuffler status --json        for a script (docs/json.md)
     """
+    from shuffler.reports import status_dict
+
     from . import render
 
     def body() -> int:
-        result = app.ask("status", load=None, local=lambda s: s.status())
+        result = app.read("status", status_dict)
         app.emit(result, render.status_text(result, app.color))
         return EXIT_OK
 
@@ -118,10 +120,13 @@ def battery(app: App, cards: int | None) -> None:
       shuffler battery
       shuffler battery --cards 32
     """
+    from shuffler.reports import battery_dict
+
     from . import render
 
     def body() -> int:
-        result = app.ask("battery", load=cards, cards=cards, local=lambda s: s.battery(cards))
+        result = app.read("battery", lambda c, config: battery_dict(
+            c, config, cards or config.hand.cards), load=cards, cards=cards)
         app.emit(result, render.battery_text(result))
         return EXIT_OK
 

@@ -1,0 +1,74 @@
+"""Benchmark: how long the CLI takes to start, against bare ``import click, structlog``.
+
+Whole processes, as a user runs them, each timed from spawn to exit; the median of
+``--runs`` runs (interleaved, so a busy machine slows all three alike). Prints a table,
+then one JSON object. The goal (issue 13): each command at most 1.2x the baseline.
+
+    .venv/bin/python benchmarks/bench_startup.py [--runs 21]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+GOAL = 1.2
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                          check=False)
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed: {proc.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    py = sys.executable
+    shuffler = str(Path(py).with_name("shuffler"))
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "SHUFFLER_STATE_DIR": str(Path(tmp) / "state"),
+               "SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(Path(tmp) / "none.sock")}
+        env.pop("SHUFFLER_CHECK_SCHEMAS", None)
+        cases = {
+            "baseline: python -c 'import click, structlog'":
+                [py, "-c", "import click, structlog"],
+            "shuffler --help": [shuffler, "--help"],
+            "shuffler --json status": [shuffler, "--json", "status"],
+        }
+        for cmd in cases.values():  # warm the disk cache and write the state once
+            timed(cmd, env)
+        times: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(args.runs):
+            for name, cmd in cases.items():
+                times[name].append(timed(cmd, env))
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    base = next(iter(medians.values()))
+    print(f"{'command':<46} {'median ms':>10} {'x baseline':>11}")
+    rows = []
+    for name, m in medians.items():
+        ratio = m / base
+        print(f"{name:<46} {m * 1000:>10.1f} {ratio:>11.2f}")
+        rows.append({"command": name, "median_ms": round(m * 1000, 2),
+                     "ratio": round(ratio, 3), "runs": args.runs})
+    ok = all(r["ratio"] <= GOAL for r in rows)
+    print(f"goal: every command at most {GOAL}x the baseline: {'met' if ok else 'NOT met'}")
+    print(json.dumps({"benchmark": "startup", "goal_ratio": GOAL, "met": ok,
+                      "python": sys.version.split()[0], "rows": rows}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
