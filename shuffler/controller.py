@@ -7,6 +7,8 @@ The device owns what must happen at once (stopping the motor).
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -46,6 +48,11 @@ def count_fault(report: PassReport) -> Fault | None:
             f"has more than {report.expected}. Set --cards to the real count.",
         )
     return None
+
+
+def takes_on_tick(device: ShufflerDevice) -> bool:
+    """Whether the device's ``run_pass`` calls back while it runs (the engine's contract)."""
+    return "on_tick" in inspect.signature(device.run_pass).parameters
 
 
 class PassController:
@@ -97,20 +104,25 @@ class PassController:
             raise LowBatteryError(f"{figures}{why} Change the 9 V battery; nothing was started.")
 
     def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None,
-                 passes_after: int = 0, context: dict[str, Any] | None = None) -> PassReport:
+                 passes_after: int = 0, context: dict[str, Any] | None = None, *,
+                 on_tick: Callable[[], None] | None = None) -> PassReport:
         """Run ``plan``; ``passes_after`` more passes must also fit in the battery.
 
         The pass is marked in flight in the state before the motor starts, and on
         completion goes to the audit log (with ``context``: hand, pass, mode) and the
         counters, so a crash at any point loses nothing and counts nothing twice. When
         the audit log or the state cannot be written the motor never starts.
+        ``on_tick`` goes to a device that takes it (called while the pass runs).
         """
         self.check_ready(plan.cards, 1 + passes_after)
         self.audit.check_writable()
         entry = self._begin(plan.cards, context or {})
         self.device.show(Status(Signal.RUNNING))
         try:
-            report = self.device.run_pass(plan, on_card)
+            if on_tick is not None and takes_on_tick(self.device):
+                report = self.device.run_pass(plan, on_card, on_tick=on_tick)
+            else:
+                report = self.device.run_pass(plan, on_card)
         finally:
             self.device.stop()
         report = replace(report, fault=count_fault(report))

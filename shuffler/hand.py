@@ -7,6 +7,7 @@ and touch for the next pass. The two pile sensors tell which pile went on top
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -29,6 +30,11 @@ from .planning import Mode, PackTracker, Planner, RandomSource, make_planner
 from .state import State
 
 log = get_logger("shuffler.hand")
+
+#: seconds of device time between ``on_tick`` calls while the hand waits for the dealer
+TICK = 0.1
+#: seconds after a pass ends during which a touch is the dealer restacking, not a start
+RESTACK_LOCKOUT = 0.5
 
 #: faults after which the hand goes on (the pass finished, only degraded)
 CONTINUABLE = frozenset({FaultKind.COUNT_MISMATCH})
@@ -91,9 +97,12 @@ class HandRunner:
         on_card: Callable[[int, int], None] | None = None,
         on_pass_done: Callable[[PassRecord], None] | None = None,
         on_stack: Callable[[Status], None] | None = None,
+        on_tick: Callable[[], None] | None = None,
     ) -> HandReport:
         """``on_stack`` hears what the status LED is about to ask the dealer (which pile
-        on top), before the dealer does it."""
+        on top), before the dealer does it. ``on_tick()`` is called while a pass runs (by
+        a device that does so) and at least every :data:`TICK` seconds while the hand
+        waits for the dealer."""
         seats = self.config.table.seats
         state = self.controller.store.load()
         dealer = dealer_index(state, self.config)
@@ -124,7 +133,9 @@ class HandRunner:
             plan = self.planner.plan(index, cards, tracker)
             context = {"hand": report.number, "pass": number, "mode": self.planner.mode.value}
             result = self.controller.run_pass(plan, on_card, passes_after=passes - number,
-                                              context=context)
+                                              context=context, on_tick=on_tick)
+            ended = self._now()
+            self._ignore_touches("the pass was running")
             stop = result.fault is not None and result.fault.kind not in CONTINUABLE
             last = number == passes
             stacking = None
@@ -134,7 +145,7 @@ class HandRunner:
                 if on_stack:
                     on_stack(ask)
                 self.device.show(ask)
-                stacking = self._await_restack(number, passes, wait_touch=not last)
+                stacking = self._await_restack(number, passes, not last, ended, on_tick)
             tracker.after_pass(plan, result.counted, stacking)
             self.planner.observe(index, plan, result.counted, stacking)
             record = PassRecord(number, result, stacking)
@@ -169,26 +180,54 @@ class HandRunner:
         )
         return report
 
-    def _await_restack(self, done: int, of: int, wait_touch: bool) -> Pile | None:
-        """Collect pile lifts; between passes also wait for the touch that starts the next."""
-        lifts: list[InputEvent] = []
-        timeout = self.config.hand.touch_timeout_s
-        while True:
-            if wait_touch:
-                ev = self.device.wait_event(timeout)
-                if ev is None:
-                    raise DeviceTimeoutError(
-                        f"No touch within {timeout:.0f} s after pass {done} of {of}: the hand "
-                        "stops here. Run the hand again when ready."
-                    )
+    def _now(self) -> float:
+        """Device time when the device keeps a clock (its events are stamped in it)."""
+        clock = getattr(self.device, "clock", None)
+        return clock.now() if clock is not None else time.monotonic()
+
+    def _ignore_touches(self, why: str) -> list[InputEvent]:
+        """Drop the touches queued so far (they never start a pass); keep the rest."""
+        kept = []
+        for ev in self.device.drain_events():
+            if ev.kind is EventKind.TOUCH:
+                log.debug("touch ignored", why=why)
             else:
-                events = self.device.drain_events()
-                lifts.extend(e for e in events if e.kind is EventKind.PILE_LIFTED)
-                break
+                kept.append(ev)
+        return kept
+
+    def _await_restack(self, done: int, of: int, wait_touch: bool, ended: float,
+                       on_tick: Callable[[], None] | None = None) -> Pile | None:
+        """Collect pile lifts; between passes also wait for the touch that starts the next.
+        A touch within :data:`RESTACK_LOCKOUT` seconds of the pass's end (the dealer is
+        still restacking) or with the tray empty starts nothing."""
+        lifts = [e for e in self._ignore_touches("the dealer is restacking")
+                 if e.kind is EventKind.PILE_LIFTED] if not wait_touch else []
+        timeout = self.config.hand.touch_timeout_s
+        since = self._now()
+        while wait_touch:
+            left = timeout - (self._now() - since)
+            if left <= 0:
+                raise DeviceTimeoutError(
+                    f"No touch within {timeout:.0f} s after pass {done} of {of}: the hand "
+                    "stops here. Run the hand again when ready."
+                )
+            ev = self.device.wait_event(min(TICK, left))
+            if on_tick is not None:
+                on_tick()
+            if ev is None:
+                continue
             if ev.kind is EventKind.PILE_LIFTED:
                 lifts.append(ev)
             elif ev.kind is EventKind.TOUCH:
-                break
+                if self._now() - ended < RESTACK_LOCKOUT:
+                    log.debug("touch ignored", why="the dealer is restacking")
+                elif not self.device.health().tray_loaded:
+                    log.warning("touch ignored: the tray is empty; put the pack in the tray, "
+                                "then touch", after_pass=done)
+                else:
+                    break
+        if wait_touch:
+            self._ignore_touches("a second touch for the same pass")
         stacking = stacking_from_lifts(lifts, self.config.mechanism.both_window_s)
         log.debug("restacked", after_pass=done, on_top=stacking.name if stacking else None)
         return stacking

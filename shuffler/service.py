@@ -30,7 +30,6 @@ import signal
 import socket
 import socketserver
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,9 +37,11 @@ from typing import Any
 
 from . import __version__
 from .cards import MAX_CARDS
+from .clock import Clock, RealClock
 from .device import EventKind, Signal, Status
 from .errors import BadInputError, ShufflerError
 from .faces import Faces, signal_tee
+from .hand import RESTACK_LOCKOUT
 from .lock import MachineLock
 from .logs import get_logger
 from .planning import Mode
@@ -148,8 +149,12 @@ class Service:
     SNAPSHOT_EVERY = 2.0  # seconds between status refreshes while idle
 
     def __init__(self, session: Session, socket_path: Path, *, group: str | None = None,
-                 max_clients: int = 32, lock: MachineLock | None = None) -> None:
+                 max_clients: int = 32, lock: MachineLock | None = None,
+                 clock: Clock | None = None, watchdog: float | None = None) -> None:
         self.session = session
+        self.clock = clock or RealClock()
+        #: seconds between watchdog pings (half of systemd's WatchdogSec); None: no watchdog
+        self.watchdog = watchdog if watchdog is not None else watchdog_interval()
         # one owner of the machine: the CLI passes the lock it took before opening the device
         self.lock = lock or MachineLock(session.controller.store.folder)
         self.socket_path = Path(socket_path)
@@ -160,8 +165,10 @@ class Service:
         self.stopping = threading.Event()
         self.snapshot: dict[str, Any] = {}
         self._server: socketserver.UnixStreamServer | None = None
-        self._last_snapshot = 0.0
-        self._last_ping = 0.0
+        self._last_snapshot = -1e9
+        self._last_ping = -1e9
+        self._job_ended = -1e9  # when the last pass or hand ended (the touch lock-out)
+        self.notice: str | None = None  # why the last touch started nothing
         self.listeners: list[Callable[[str, Any], None]] = []
         signal_tee(self)
         self.faces = Faces(self)
@@ -193,34 +200,32 @@ class Service:
         self.faces.start()
         sd_notify("READY=1\nSTATUS=waiting for a touch")
         log.info("serving", socket=str(self.socket_path), device=self.session.device.info.kind)
-        watchdog = watchdog_interval()
         try:
             while not self.stopping.is_set():
-                try:
-                    job = self.jobs.get(timeout=0.05)
-                except queue.Empty:
-                    job = None
-                if job is not None:
-                    self._run_job(job)
-                else:
-                    self._idle()
-                if watchdog and time.monotonic() - self._last_ping >= watchdog:
-                    self._ping()
+                self.step(0.05)
         finally:
             self.close()
 
+    def step(self, wait: float) -> None:
+        """One turn of the deciding loop: a client's job, or the dealer's touch, then the
+        watchdog. ``wait`` is how long (real time) to wait for a job."""
+        try:
+            job = self.jobs.get(timeout=wait)
+        except queue.Empty:
+            job = None
+        if job is not None:
+            self._run_job(job)
+        else:
+            self._idle()
+        self.tick(health=True)
+
     def _idle(self) -> None:
         for ev in self.session.device.drain_events():
-            if ev.kind is EventKind.TOUCH and self.claim.acquire(blocking=False):
-                log.info("touch: starting a pass of the hand")
-                job = Job({"cmd": "hand", "cards": None, "passes": None, "mode": None})
-                try:
-                    self._execute(job)
-                finally:
-                    self.claim.release()
+            if ev.kind is EventKind.TOUCH:
+                self._touched()
             elif ev.kind is EventKind.LONG_PRESS:
                 self._long_press()
-        if time.monotonic() - self._last_snapshot >= self.SNAPSHOT_EVERY:
+        if self.clock.now() - self._last_snapshot >= self.SNAPSHOT_EVERY:
             self.refresh()
 
     def _long_press(self) -> None:
@@ -243,15 +248,42 @@ class Service:
             self.claim.release()
             self.refresh()
 
-    def _ping(self) -> None:
-        """Pet the watchdog only while the device answers: a hung device gets restarted."""
-        try:
-            self.session.device.health()
-        except Exception:
-            log.error("device health check failed: not pinging the watchdog")
+    def _touched(self) -> None:
+        """The dealer's touch between hands: the next pass of the hand, unless the dealer
+        is still restacking, the tray is empty, or a client's job holds the machine."""
+        if self.clock.now() - self._job_ended < RESTACK_LOCKOUT:
+            log.debug("touch ignored", why="the dealer is restacking")
             return
+        if not self.session.device.health().tray_loaded:
+            self.notice = "touch ignored: the tray is empty; load the cards, then touch"
+            log.warning(self.notice)
+            sd_notify(f"STATUS={self.notice}")
+            self.refresh()
+            return
+        if not self.claim.acquire(blocking=False):
+            log.debug("touch ignored", why="a client's request holds the machine")
+            return
+        log.info("touch: starting a pass of the hand")
+        try:
+            self._execute(Job({"cmd": "hand", "cards": None, "passes": None, "mode": None}))
+        finally:
+            self.claim.release()
+
+    def tick(self, health: bool = False) -> None:
+        """Pet systemd's watchdog when it is due, from the deciding loop only: between
+        jobs (and only while the device answers its health check, so a hung device gets
+        restarted), and from inside a pass or a hand's wait for a touch through
+        ``on_tick``. A loop wedged anywhere stops the pings."""
+        if not self.watchdog or self.clock.now() - self._last_ping < self.watchdog:
+            return
+        if health:
+            try:
+                self.session.device.health()
+            except Exception:
+                log.error("device health check failed: not pinging the watchdog")
+                return
         sd_notify("WATCHDOG=1")
-        self._last_ping = time.monotonic()
+        self._last_ping = self.clock.now()
 
     def _run_job(self, job: Job) -> None:
         final: dict[str, Any] = {"ok": False, "error": {"kind": "internal",
@@ -271,6 +303,7 @@ class Service:
             job.replies.put(msg)
             self.publish("event", msg)
 
+        self.notice = None
         try:
             result = self._run(req, put)
             self.publish("result", result)
@@ -282,14 +315,17 @@ class Service:
             log.exception("request failed")
             return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}}
         finally:
+            self._job_ended = self.clock.now()
+            self.session.device.drain_events()  # touches made while it ran start nothing
             self.refresh()
 
     def _run(self, req: dict[str, Any], put: Callable[[dict[str, Any]], None]) -> dict:
         cmd, s = req["cmd"], self.session
         if cmd == "pass":
-            return s.do_pass(req["cards"], req["mode"], on_event=put)
+            return s.do_pass(req["cards"], req["mode"], on_event=put, on_tick=self.tick)
         if cmd == "hand":
-            return s.do_hand(req["passes"], req["cards"], req["mode"], on_event=put)
+            return s.do_hand(req["passes"], req["cards"], req["mode"], on_event=put,
+                             on_tick=self.tick)
         if cmd == "score":
             if req["makers"] is None:
                 return s.score()
@@ -314,13 +350,13 @@ class Service:
     def refresh(self) -> None:
         """Status and battery for clients, taken between passes (never during one)."""
         try:
-            self.snapshot = {"status": self.session.status(),
+            self.snapshot = {"status": {**self.session.status(), "notice": self.notice},
                              "battery": self.session.battery()}
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
         else:
             self.publish("status", self.snapshot["status"])
-        self._last_snapshot = time.monotonic()
+        self._last_snapshot = self.clock.now()
 
     # -- the socket ---------------------------------------------------------------------
     def _listen(self) -> None:

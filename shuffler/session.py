@@ -33,6 +33,7 @@ from .score import Game
 from .scorebook import ScoreBook
 
 Event = Callable[[dict[str, Any]], None]
+Tick = Callable[[], None]
 
 
 def _quiet(event: dict[str, Any]) -> None:
@@ -94,7 +95,7 @@ class Session:
         return self.controller.device
 
     def do_pass(self, cards: int | None = None, mode: str | None = None,
-                on_event: Event = _quiet) -> dict[str, Any]:
+                on_event: Event = _quiet, on_tick: Tick | None = None) -> dict[str, Any]:
         cards = cards or self.config.hand.cards
         planner = make_planner(Mode(mode) if mode else self.config.hand.mode, 1, self.rng)
         on_event({"event": "pass_start", "number": 1, "of": 1})
@@ -102,13 +103,15 @@ class Session:
         with motor_off_on_exit(self.device):
             report = self.controller.run_pass(
                 plan, lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
-                context={"mode": planner.mode.value})
+                context={"mode": planner.mode.value}, on_tick=on_tick)
         result = pass_dict(report)
         return {"device": self.device.info.to_dict(), "pass": result,
                 "exit": exit_code(result["fault"])}
 
     def do_hand(self, passes: int | None = None, cards: int | None = None,
-                mode: str | None = None, on_event: Event = _quiet) -> dict[str, Any]:
+                mode: str | None = None, on_event: Event = _quiet,
+                on_tick: Tick | None = None) -> dict[str, Any]:
+        """A hand; ``on_tick()`` is called while it runs, also while it waits for a touch."""
         pending = pending_hand(self.controller.store.load())
         load = cards or self.config.hand.cards
         of = pending["passes"] if pending else (passes or self.config.hand.passes_for(load))
@@ -116,13 +119,13 @@ class Session:
             on_event({"event": "resume", "number": pending["number"],
                       "at_pass": pending["done"] + 1, "of": of})
         with motor_off_on_exit(self.device):
-            hand = self._hand(passes, cards, mode, of, on_event)
+            hand = self._hand(passes, cards, mode, of, on_event, on_tick)
         result = hand_dict(hand)
         self.controller.update(lambda s: setattr(s, "last_hand", last_hand(result)))
         return {"device": self.device.info.to_dict(), "hand": result,
                 "exit": exit_code(result["fault"])}
 
-    def _hand(self, passes, cards, mode, of, on_event: Event):
+    def _hand(self, passes, cards, mode, of, on_event: Event, on_tick: Tick | None):
         return play_hand(
             self.controller, self.config, cards=cards or self.config.hand.cards,
             passes=passes or self.config.hand.passes_for(cards or self.config.hand.cards),
@@ -131,7 +134,8 @@ class Session:
             on_card=lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
             on_stack=lambda st: on_event(stack_event(st)),
             on_pass_done=lambda r: on_event({"event": "pass", "pass": record_dict(r),
-                                             "of": of}))
+                                             "of": of}),
+            on_tick=on_tick)
 
     def do_clear(self) -> dict[str, Any]:
         had = self.controller.latched_fault()
