@@ -2,25 +2,53 @@
 
 Readable key=value lines on a terminal, JSON lines with ``json=True`` (the
 service under systemd). Never log a plan.
+
+Under systemd (stderr is the journal's stream: ``JOURNAL_STREAM`` names it) the
+default level is info, so the journal gets one ``pass`` line per pass, and every
+line starts with its syslog priority (``<6>`` info, ``<4>`` warning, ...), which
+journald strips and keeps: ``journalctl -u shuffler -p warning`` shows the faults.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 
 import structlog
 
+#: syslog priorities by structlog method name, for journald's ``<N>`` line prefix
+PRIORITY = {"debug": 7, "info": 6, "warning": 4, "warn": 4, "error": 3, "exception": 3,
+            "critical": 2}
+
+
+def under_journal(stream=None) -> bool:
+    """Whether ``stream`` (stderr) is connected to journald, as systemd says in
+    ``JOURNAL_STREAM=device:inode``."""
+    stream = stream or sys.stderr
+    try:
+        device, inode = (int(x) for x in os.environ.get("JOURNAL_STREAM", "").split(":"))
+        st = os.fstat(stream.fileno())
+    except (ValueError, OSError, AttributeError):
+        return False
+    return (st.st_dev, st.st_ino) == (device, inode)
+
+
+def _journal_priority(logger, method_name: str, rendered: str) -> str:
+    return f"<{PRIORITY.get(method_name, 6)}>{rendered}"
+
 
 def configure(verbosity: int = 0, json: bool = False, colors: bool | None = None) -> None:
-    """0: warnings and errors; 1: info; 2 or more: debug. Colours: on a terminal unless
-    ``colors`` says otherwise."""
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    """0: warnings and errors (info under systemd); 1: info; 2 or more: debug.
+    Colours: on a terminal unless ``colors`` says otherwise."""
+    journal = under_journal()
+    quiet = logging.INFO if journal else logging.WARNING
+    level = quiet if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     renderer = (
         structlog.processors.JSONRenderer()
         if json
         else structlog.dev.ConsoleRenderer(
-            colors=sys.stderr.isatty() if colors is None else colors)
+            colors=sys.stderr.isatty() if colors is None and not journal else bool(colors))
     )
     structlog.configure(
         processors=[
@@ -28,6 +56,7 @@ def configure(verbosity: int = 0, json: bool = False, colors: bool | None = None
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,
+            *([_journal_priority] if journal else []),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),

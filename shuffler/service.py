@@ -306,9 +306,13 @@ class Service:
         self.notice = None
         try:
             result = self._run(req, put)
+            fault = (result.get("pass") or result.get("hand") or {}).get("fault")
+            if fault:  # journald: faults at warning (the pass lines are info)
+                log.warning("fault", kind=fault["kind"], message=fault["message"])
             self.publish("result", result)
             return {"ok": True, "result": result}
         except ShufflerError as e:
+            log.warning("refused", cmd=req["cmd"], kind=error_kind(e), message=str(e))
             return error_reply(e)
         except Exception as e:  # a bug: the machine stops, the service goes on
             self.session.device.stop()

@@ -106,11 +106,7 @@ def run(service: Service, cmd: str, watch=None, **args) -> dict:
     if watch is not None:
         put = job.replies.put
         job.replies.put = lambda msg: (watch(msg), put(msg))  # type: ignore[method-assign]
-    service._execute(job)
-    replies = []
-    while not job.replies.empty():
-        replies.append(job.replies.get())
-    return replies[-1]
+    return service._execute(job)
 
 
 def sim(cls=SimDevice, clock=None, cards: int = 24) -> SimDevice:
