@@ -79,7 +79,8 @@ def motor_off_on_exit(device) -> Iterator[None]:
 def stack_event(status: Status) -> dict[str, Any]:
     """Between passes: which pile goes on top, in the words the page uses too."""
     last = status.next_pass is None
-    return {"event": "stack", "on_top": status.on_top.name.lower() if status.on_top else None,
+    return {"event": "stack",
+            "on_top": status.on_top.name.lower() if status.on_top is not None else None,
             "next_pass": status.next_pass, "of": status.of,
             "prompt": stack_prompt(status.on_top, last)}
 
