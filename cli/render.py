@@ -66,8 +66,7 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
     lines = [f"device: {dev['name']} ({dev['kind']}), feed from the {dev['feed']}",
              f"health: {health}",
              f"fault: {s['fault']['message'] if s['fault'] else 'none'}",
-             f"battery: {b['volts']:.2f} V, {b['percent']:.0f}%, {b['state']}, about "
-             f"{b['passes_left']} passes left",
+             battery_line(b),
              f"counters: {c['hands']} hands, {c['passes']} passes, {c['cards']} cards, "
              f"{c['jams']} jams, {c['interrupted']} interrupted",
              f"dealer: {s['dealer']}"]
@@ -82,7 +81,19 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
     return "\n".join(lines)
 
 
+NOT_MEASURED = "battery: not measured (no battery monitor: [gpio] adc_channel = false)"
+
+
+def battery_line(b: dict[str, Any]) -> str:
+    if b.get("measured") is False:
+        return NOT_MEASURED
+    return (f"battery: {b['volts']:.2f} V, {b['percent']:.0f}%, {b['state']}, about "
+            f"{b['passes_left']} passes left")
+
+
 def battery_text(b: dict[str, Any]) -> str:
+    if b.get("measured") is False:
+        return NOT_MEASURED
     low, high = b["passes_left_range"]
     text = (f"battery: {b['volts']:.2f} V {'under load' if b['under_load'] else 'at rest'}, "
             f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n"

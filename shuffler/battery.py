@@ -183,12 +183,22 @@ class Estimate:
     hands_left: int
     state: str
     learned: bool  # False: no history yet, the charge per card is the curve's default
+    measured: bool = True  # False: no battery monitor; the figures above mean nothing
 
     def to_dict(self) -> dict:
+        if not self.measured:
+            return {"volts": None, "under_load": False, "percent": None, "passes_left": None,
+                    "passes_left_range": None, "hands_left": None, "state": "not_measured",
+                    "learned": False, "measured": False}
         return {"volts": round(self.volts, 3), "under_load": self.under_load,
                 "percent": round(self.percent, 1), "passes_left": self.passes_left,
                 "passes_left_range": list(self.passes_left_range),
-                "hands_left": self.hands_left, "state": self.state, "learned": self.learned}
+                "hands_left": self.hands_left, "state": self.state, "learned": self.learned,
+                "measured": True}
+
+
+#: a machine built without a battery monitor ([gpio] adc_channel = false)
+NOT_MEASURED = Estimate(0.0, False, 0.0, 0, (0, 0), 0, "not_measured", False, False)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,8 @@ class PassController:
         the charge each recorded pass used."""
         cfg = self.battery_config
         reading = self.device.battery()
+        if not reading.measured:
+            return batt.NOT_MEASURED
         history = [batt.PassRecord(int(c), q) for c, q in self.store.load().battery]
         return batt.estimate(reading.volts, reading.under_load, history, cards=cards,
                              passes_per_hand=self.passes_per_hand, chemistry=cfg.chemistry,
@@ -92,6 +94,8 @@ class PassController:
         if fault is not None:
             raise FaultLatchedError(f"A {fault.kind.value} fault is latched: {fault.message}")
         est = self.battery_estimate(cards)
+        if not est.measured:
+            return  # no monitor: the builder chose to watch the motor slow down instead
         critical = self.battery_config.critical_volts
         where = "under load" if est.under_load else "at rest"
         figures = (f"Battery {est.volts:.2f} V {where}, {est.percent:.0f}% "

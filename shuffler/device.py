@@ -79,6 +79,7 @@ class PassReport:
 class BatteryReading:
     volts: float
     under_load: bool
+    measured: bool = True  # False: no battery monitor fitted (volts means nothing)
 
 
 @dataclass(frozen=True)

@@ -357,7 +357,8 @@ class GpioDevice(ShufflerDevice):
         return self.adc.value * self.gpio.adc_vref * self.gpio.divider_ratio
 
     def battery(self) -> BatteryReading:
-        return BatteryReading(round(self._volts(), 3), under_load=self.motor_on)
+        return BatteryReading(round(self._volts(), 3), under_load=self.motor_on,
+                              measured=self.adc is not None)
 
     def health(self) -> Health:
         if self._closed:

@@ -122,3 +122,31 @@ def test_the_simulated_battery_sags_under_load_and_recovers_at_rest():
     dipped = b.volts(False)
     b.rest(60)
     assert dipped < b.volts(False) <= rest
+
+
+def test_a_machine_without_a_battery_monitor_runs_and_says_it_is_not_measured(tmp_path):
+    """[gpio] adc_channel = false on sim-gpio: a hand runs (nothing is refused for a 0 V
+    reading), and status and battery say the battery is not measured."""
+    import json
+
+    from click.testing import CliRunner
+
+    from shuffler_cli.main import cli
+
+    config = tmp_path / "shuffler.toml"
+    config.write_text("[gpio]\nadc_channel = false\n")
+    env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
+           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
+
+    def run(*args: str):
+        return CliRunner().invoke(cli, ["--device", "sim-gpio", "--config", str(config),
+                                        *args], env=env, catch_exceptions=False)
+
+    hand = run("--json", "hand", "--passes", "2")
+    assert hand.exit_code == 0, hand.output
+    assert [p["counted"] for p in json.loads(hand.stdout)["hand"]["pass_reports"]] == [24, 24]
+    status = json.loads(run("--json", "status").stdout)
+    assert status["battery"]["measured"] is False
+    assert status["battery"]["state"] == "not_measured" and status["battery"]["volts"] is None
+    assert "battery: not measured" in run("status").output
+    assert "not measured" in run("battery").output
