@@ -9,7 +9,8 @@ An order is a list of starting positions (0 = top) read top first. The tests:
 - **guesser**: a guesser who knows the starting order and sees each card after
   guessing it names the smallest unseen card above the last one shown (it
   follows rising sequences); on a uniform pack any guesser scores H_n on
-  average, so a score above that is evidence of order.
+  average, so a score above that is evidence of order. After coin or planned
+  passes no guesser does better (``shuffler.mixing.guessing_row``).
 """
 
 from __future__ import annotations

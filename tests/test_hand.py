@@ -129,3 +129,22 @@ def test_a_hand_left_waiting_for_a_touch_resumes_after_the_passes_done(sim, tmp_
     dev.mechanism.restack(Pile.LEFT)
     hand, *_ = run_hand(sim, tmp_path, device=dev)
     assert hand.completed and hand.resumed_at == 2 and len(hand.records) == 3
+
+
+@pytest.mark.parametrize(("passes", "distance", "exact"), [(4, 3, False), (5, 5, True)])
+def test_a_dealer_who_always_stacks_the_other_way_costs_at_most_one_pass(
+        sim, tmp_path, passes, distance, exact):
+    from shuffler.mixing import tv_planned
+
+    hand, *_ = run_hand(sim, tmp_path, habit="other", planned=True, passes=passes)
+    assert hand.completed and [r.stacking for r in hand.records] == [Pile.RIGHT] * passes
+    assert hand.distance == tv_planned(24, distance) and hand.distance_exact is exact
+
+
+def test_coin_mode_after_a_double_feed_reports_a_bound(sim, tmp_path):
+    from shuffler.mixing import tv_coin
+
+    hand, *_ = run_hand(sim, tmp_path, faults=["double:3"])  # in the first of 4 passes
+    assert hand.distance == tv_coin(24, 3) and hand.distance_exact is False
+    clean, *_ = run_hand(sim, tmp_path)
+    assert clean.distance == tv_coin(24, 4) and clean.distance_exact is True
