@@ -78,9 +78,10 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
     lines.append(f"a random pack lets a guesser name {float(harmonic(n)):.3f} cards on average "
                  "(the guessing columns: the best guesser's expected score, exact)")
     for mode in ("planned", "coin"):
-        k = rec[mode]
-        lines.append(f"recommended ({mode}): " + (f"{k} passes to get below {target}"
-                                                  if k is not None else "more than 30 passes"))
+        needed = rec[mode]
+        lines.append(f"recommended ({mode}): " + (f"{needed} passes to get below {target}"
+                                                  if needed is not None else
+                                                  "more than 30 passes"))
     app.emit(obj, "\n".join(lines))
 
 
