@@ -16,6 +16,14 @@ Protocol (version 1), one JSON object per line each way::
        {"cmd": "undo"} | {"cmd": "new_game", "first_dealer": "East"}
     <- {"event": "card", "counted": 3, "expected": 24}               while a pass runs
     <- {"ok": true, "result": {...}}  or  {"ok": false, "error": {"kind": "busy", ...}}
+
+Limits, each answered with an error reply and never a traceback: ``[service]
+max_clients`` connections at once (the listen backlog holds that many arriving together;
+one more is told ``too_many_clients``), a connection idle for :data:`IDLE_SECONDS` is told
+``idle`` and closed, a line longer than :data:`MAX_LINE` bytes is ``too_long`` (then
+closed), nesting deeper than :data:`MAX_DEPTH` is ``too_deep``. A second service on the
+same socket is refused (``already_running``, exit 2); an existing path is replaced only
+when it is a socket nobody answers on.
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ import queue
 import signal
 import socket
 import socketserver
+import stat
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +63,9 @@ SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
 COMMANDS = ("status", "battery", "pass", "hand", "clear", "stop", "score", "undo", "new_game")
 #: requests that run in the deciding loop, one at a time
 CLAIMED = ("pass", "hand", "clear", "score", "undo", "new_game")
-MAX_LINE = 64 * 1024
+MAX_LINE = 64 * 1024  # bytes in one request line
+MAX_DEPTH = 4  # nesting of a request: a flat object is 1; deeper is never a request
+IDLE_SECONDS = 60.0  # a connection that sends nothing for this long is closed
 log = get_logger("shuffler.service")
 
 
@@ -102,8 +114,34 @@ def _int(req: dict, key: str, lo: int, hi: int) -> int | None:
     return value
 
 
+def _depth(line: bytes) -> int:
+    """The deepest nesting of brackets and braces outside strings, without parsing
+    (the parser recurses: a deep enough line would exhaust the stack)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for byte in line:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif byte == 0x5C:  # backslash
+                escaped = True
+            elif byte == 0x22:  # quote
+                in_string = False
+        elif byte == 0x22:
+            in_string = True
+        elif byte in (0x5B, 0x7B):  # [ {
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
 def parse_request(line: bytes) -> dict[str, Any]:
     """Check one request line; the error says what is wrong with it."""
+    if _depth(line) > MAX_DEPTH:
+        raise RequestError(f"nested deeper than {MAX_DEPTH} levels: a request is one flat "
+                           "JSON object", "too_deep")
     try:
         req = json.loads(line)
     except (ValueError, UnicodeDecodeError):
@@ -150,7 +188,8 @@ class Service:
 
     def __init__(self, session: Session, socket_path: Path, *, group: str | None = None,
                  max_clients: int = 32, lock: MachineLock | None = None,
-                 clock: Clock | None = None, watchdog: float | None = None) -> None:
+                 clock: Clock | None = None, watchdog: float | None = None,
+                 idle_seconds: float = IDLE_SECONDS) -> None:
         self.session = session
         self.clock = clock or RealClock()
         #: seconds between watchdog pings (half of systemd's WatchdogSec); None: no watchdog
@@ -160,6 +199,8 @@ class Service:
         self.socket_path = Path(socket_path)
         self.group = group
         self.clients = threading.BoundedSemaphore(max_clients)
+        self.clients_max = max_clients
+        self.idle_seconds = idle_seconds
         self.jobs: queue.Queue[Job] = queue.Queue()
         self.claim = threading.Lock()  # held while a pass, hand or clear runs
         self.stopping = threading.Event()
@@ -364,29 +405,35 @@ class Service:
 
     # -- the socket ---------------------------------------------------------------------
     def _listen(self) -> None:
+        self._bind()
+        assert self._server is not None
+        threading.Thread(target=self._server.serve_forever, name="socket", daemon=True).start()
+
+    def _bind(self) -> None:
+        """Make the listening socket. An existing path is removed only when it is a socket
+        nobody answers on (left by a crash); anything else is refused and left alone."""
         path = self.socket_path
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise BadInputError(f"{path.parent}: cannot create the socket's folder: "
                                 f"{e.strerror or e}") from None
-        if path.exists() or path.is_symlink():
-            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            try:
-                probe.connect(str(path))
-                raise ShufflerError(f"{path}: another service is already listening")
-            except OSError:
-                path.unlink()  # left by a crash
-            finally:
-                probe.close()
+        _remove_stale_socket(path)
         service = self
 
         class Handler(socketserver.StreamRequestHandler):
+            timeout = service.idle_seconds  # reads give up after this: an idle client goes
+
             def handle(self) -> None:
                 service._client(self.rfile, self.wfile)
 
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
+            # a burst of every client at once waits to be accepted, not refused
+            request_queue_size = self.clients_max
+
+            def handle_error(self, request, client_address) -> None:
+                log.error("a client connection failed", error=repr(sys.exc_info()[1]))
 
         old = os.umask(0o117)  # the socket is born 0660
         try:
@@ -400,7 +447,6 @@ class Service:
             raise BadInputError(f"{path}: cannot listen there: {e.strerror or e}") from None
         finally:
             os.umask(old)
-        threading.Thread(target=self._server.serve_forever, name="socket", daemon=True).start()
 
     def _client(self, rfile, wfile) -> None:
         def send(obj: dict[str, Any]) -> None:
@@ -415,7 +461,13 @@ class Service:
             send({"shuffler": __version__, "protocol": PROTOCOL, "schema": SCHEMA,
                   "device": self.session.device.info.kind})
             while not self.stopping.is_set():
-                line = rfile.readline(MAX_LINE + 1)
+                try:
+                    line = rfile.readline(MAX_LINE + 1)
+                except TimeoutError:
+                    send(error_reply(RequestError(
+                        f"no request for {self.idle_seconds:g} s: closing the connection",
+                        "idle")))
+                    return
                 if not line:
                     return  # the client went away (half a line is simply dropped)
                 if len(line) > MAX_LINE:
@@ -430,7 +482,7 @@ class Service:
                     send(error_reply(e))
                     continue
                 self._answer(req, send)
-        except (BrokenPipeError, ConnectionResetError):
+        except OSError:  # the client went away mid-reply, or timed out on a write
             return
         finally:
             self.clients.release()
@@ -473,6 +525,34 @@ class Service:
             self._server = None
             self.socket_path.unlink(missing_ok=True)
         self.lock.release()
+
+
+def _remove_stale_socket(path: Path) -> None:
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise BadInputError(f"{path}: cannot use it as the socket: {e.strerror or e}") from None
+    if not stat.S_ISSOCK(mode):
+        raise BadInputError(f"{path}: exists and is not a socket; not touching it (choose "
+                            "another --socket, or remove it yourself)")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(2)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        path.unlink(missing_ok=True)  # a socket nobody answers on: left by a crash
+        return
+    finally:
+        probe.close()
+    raise ServiceRunningError(f"{path}: a shuffler service is already running there")
+
+
+class ServiceRunningError(BadInputError):
+    """A second ``serve`` on the same socket (exit 2: it is the command that is wrong)."""
+
+    kind = "already_running"
 
 
 def error_reply(error: ShufflerError, exit_code: int | None = None) -> dict[str, Any]:

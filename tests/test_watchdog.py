@@ -91,12 +91,13 @@ class SlowDealer(SimDevice):
         return super().wait_event(timeout)
 
 
-def serve(tmp_path: Path, device: SimDevice, clock: VirtualClock) -> Service:
+def serve(tmp_path: Path, device: SimDevice, clock: VirtualClock, **options) -> Service:
+    """A service on ``device`` (not yet running), its watchdog due every 15 s."""
     config = Config()
     controller = PassController(device, StateStore(tmp_path / "state"), config.battery,
                                 config.hand.passes)
     return Service(Session(controller, config, random.Random(1)), tmp_path / "s.sock",
-                   clock=clock, watchdog=WATCHDOG_SEC / 2)
+                   clock=clock, watchdog=WATCHDOG_SEC / 2, **options)
 
 
 def run(service: Service, cmd: str, watch=None, **args) -> dict:

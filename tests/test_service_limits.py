@@ -1,0 +1,147 @@
+"""The control socket's limits (#17): idle clients, bursts, deep or huge requests, a second
+service, a socket path that is not a socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from hardware_sim import SimDevice
+from shuffler.clock import VirtualClock
+from shuffler.service import Service
+from tests.test_watchdog import serve, sim
+
+
+@pytest.fixture
+def running(tmp_path, monkeypatch):
+    """A service in this process (its loop on a thread), on a real socket."""
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    started: list[tuple[Service, threading.Thread]] = []
+
+    def start(**options) -> Service:
+        service = serve(tmp_path / f"s{len(started)}", sim(SimDevice, VirtualClock()),
+                        VirtualClock(), **options)
+        loop = threading.Thread(target=service.run, daemon=True)
+        loop.start()
+        deadline = time.monotonic() + 20
+        while service._server is None:
+            assert time.monotonic() < deadline and loop.is_alive(), "the service did not start"
+            time.sleep(0.01)
+        started.append((service, loop))
+        return service
+
+    yield start
+    for service, loop in started:
+        service.stopping.set()
+        loop.join(10)
+
+
+def connect(service: Service) -> tuple[socket.socket, dict]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    sock.connect(str(service.socket_path))
+    return sock, json.loads(sock.makefile("rb").readline())
+
+
+def ask(sock: socket.socket, line: bytes) -> dict:
+    sock.sendall(line)
+    return json.loads(sock.makefile("rb").readline())
+
+
+def test_idle_connections_time_out_and_free_their_places(running):
+    service = running(max_clients=3, idle_seconds=0.5)
+    idle = [connect(service) for _ in range(3)]
+    assert all("protocol" in greeting for _, greeting in idle)
+    _, refused = connect(service)
+    assert refused["error"]["kind"] == "too_many_clients"
+    for sock, _ in idle:  # each is told why, then closed
+        assert json.loads(sock.makefile("rb").readline())["error"]["kind"] == "idle"
+        assert sock.recv(1) == b""
+    sock, greeting = connect(service)
+    assert "protocol" in greeting
+    assert ask(sock, b'{"cmd": "status"}\n')["ok"]
+
+
+def test_a_burst_of_every_client_at_once_waits_in_the_backlog(tmp_path):
+    service = serve(tmp_path, sim(SimDevice, VirtualClock()), VirtualClock(), max_clients=32)
+    service._bind()  # listening, but nobody accepts yet: every connection must queue
+    socks = []
+    try:
+        for _ in range(32):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            socks.append(sock)
+            assert sock.connect_ex(str(service.socket_path)) == 0, f"refused at {len(socks)}"
+    finally:
+        for sock in socks:
+            sock.close()
+        assert service._server is not None
+        service._server.server_close()
+
+
+@pytest.mark.parametrize("line", [b"[" * 50_000 + b"\n",
+                                  b'{"cmd": "status", "x": [[[[[[[[1]]]]]]]]}\n'])
+def test_deep_nesting_is_a_clear_error_and_no_traceback(running, capfd, line):
+    service = running()
+    sock, _ = connect(service)
+    reply = ask(sock, line)
+    assert reply["ok"] is False and reply["error"]["kind"] == "too_deep"
+    assert "nested deeper" in reply["error"]["message"]
+    assert ask(sock, b'{"cmd": "status"}\n')["ok"]  # the connection goes on
+    assert "Traceback" not in capfd.readouterr().err
+
+
+def cli(tmp_path, *args: str, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "SHUFFLER_CONFIG": ""}
+    env.pop("NOTIFY_SOCKET", None)
+    return subprocess.Popen([sys.executable, "-m", "cli", *args], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
+
+
+def test_a_regular_file_at_the_socket_path_is_refused_and_kept(tmp_path):
+    precious = tmp_path / "notes.txt"
+    precious.write_text("the dealer's notes\n")
+    proc = cli(tmp_path, "--state-dir", str(tmp_path / "s"), "--socket", str(precious), "serve")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "is not a socket" in err and "Traceback" not in err
+    assert precious.read_text() == "the dealer's notes\n"
+
+
+def test_a_stale_socket_is_replaced(tmp_path):
+    path = tmp_path / "s.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()  # the file stays, nobody listens: what a crash leaves
+    proc = cli(tmp_path, "--state-dir", str(tmp_path / "s"), "--socket", str(path), "serve")
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, proc.stderr.read()
+                time.sleep(0.05)
+            finally:
+                probe.close()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=30)
+    assert proc.returncode == 0
+
+
+def test_a_second_service_on_the_same_socket_says_one_is_running(tmp_path, running):
+    first = running()
+    proc = cli(tmp_path, "--state-dir", str(tmp_path / "other"), "--socket",
+               str(first.socket_path), "serve")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and "already running" in err and "Traceback" not in err
+    assert connect(first)[1]["protocol"] == 1  # the first one is untouched
