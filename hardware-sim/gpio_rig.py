@@ -1,29 +1,35 @@
 """A rig that drives gpiozero's mock pins from the simulated mechanism.
 
-``MockFactory(pin_class=MockPWMPin)`` supplies the pins; :class:`MockMCP3008`
-(built on ``MockSPIDevice``) answers the battery monitor's SPI reads with the
-simulated battery's volts through the divider; a thread watches the motor pins
-and, while the motor runs forward, moves cards across the beam at the
-mechanism's rate, landing each on the pile the diverter points to as the card
-passes it. The simulated dealer watches the status LED: when it shows which pile
-to put on top, the dealer lifts the piles (the pile sensors see it), loads the
-tray and touches the sensor.
+``MockFactory`` supplies the pins (:class:`RigFactory`, whose pins stamp their
+changes with the rig's clock); :class:`MockMCP3008` (built on ``MockSPIDevice``)
+answers the battery monitor's SPI reads with the simulated battery's volts
+through the divider. The rig runs on an :class:`~shuffler.clock.EventClock`:
+whenever the device waits, the rig looks at the motor pins and, while the motor
+runs forward at full speed, moves cards across the beam at the mechanism's rate,
+landing each on the pile the diverter points to as the card passes it. Time
+moves only through those waits, so a pass is the same however busy the host is
+(give the clock a ``speed`` to watch it in real time). The simulated dealer
+watches the status LED: when it shows which pile to put on top, the dealer lifts
+the piles (the pile sensors see it), loads the tray and touches the sensor.
+:class:`SensorNoise` adds 50 µs glitches and contact bounce to the inputs.
 
     >>> rig = GpioRig.for_cards(24)
-    >>> from shuffler.gpio import GpioDevice
-    >>> dev = GpioDevice(rig.gpio, pin_factory=rig.factory)
-    >>> rig.start()
+    >>> dev = RiggedGpioDevice(rig)
     >>> dev.tray.is_active
     True
-    >>> rig.stop(); dev.close()
+    >>> from shuffler.planning import coin_plan
+    >>> import random
+    >>> dev.run_pass(coin_plan(24, random.Random(1))).counted
+    24
+    >>> dev.close()
 """
 
 from __future__ import annotations
 
 import random
-import threading
-import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import ClassVar
 
 from gpiozero import Device
 from gpiozero.pins.mock import (
@@ -33,9 +39,11 @@ from gpiozero.pins.mock import (
     MockSPIClockPin,
     MockSPIDevice,
     MockSPISelectPin,
+    PinState,
 )
 
 from shuffler.cards import Card, standard_pack
+from shuffler.clock import EventClock
 from shuffler.config import GpioConfig
 from shuffler.device import DeviceInfo, Signal
 from shuffler.gpio import COLOURS, GpioDevice
@@ -45,6 +53,45 @@ from .battery import SimBattery
 from .dealer import DealerHabit, SimDealer
 from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
+
+
+class RigPin(MockPWMPin):
+    """A mock pin that stamps its changes with the rig's clock, not the host's."""
+
+    def _change_state(self, value):
+        if self._state != value:
+            t = self._factory.ticks()
+            self._state = value
+            self.states.append(PinState(t - self._last_change, value))
+            self._last_change = t
+            return True
+        return False
+
+    def clear_states(self):
+        self._last_change = self._factory.ticks()
+        self.states = [PinState(0.0, self._state)]
+
+
+class RigFactory(MockFactory):
+    """gpiozero's mock factory on the rig's clock (edge times are device time)."""
+
+    def __init__(self, clock: EventClock) -> None:
+        self.clock = clock
+        super().__init__(pin_class=RigPin)
+
+    def ticks(self) -> float:  # type: ignore[override]
+        return self.clock.now()
+
+
+@dataclass(frozen=True)
+class SensorNoise:
+    """What real inputs add: a spike of ``glitch_s`` in the middle of every card
+    gap and every card (beam), and ``bounce`` extra flips ``bounce_s`` apart at every
+    change of the beam, touch and pile sensors."""
+
+    glitch_s: float = 0.0
+    bounce: int = 0
+    bounce_s: float = 0.0001
 
 
 class _ClockPin(MockSPIClockPin, MockPWMPin):
@@ -103,17 +150,17 @@ class MockMCP3008(MockSPIDevice):
 
 
 class GpioRig:
-    """The simulated machine behind mock pins. Time is real (sleep-based); the
-    mechanism's card rate sets the pace, so tests use fast rates and short limits."""
-
-    POLL = 0.0005  # seconds between looks at the motor and LED pins
+    """The simulated machine behind mock pins, on device time (see the module doc)."""
 
     def __init__(self, mechanism: Mechanism, gpio: GpioConfig | None = None,
-                 dealer: SimDealer | None = None) -> None:
+                 dealer: SimDealer | None = None, clock: EventClock | None = None,
+                 noise: SensorNoise | None = None) -> None:
         self.mechanism = mechanism
         self.gpio = gpio or GpioConfig()
         self.dealer = dealer or SimDealer()
-        self.factory = MockFactory(pin_class=MockPWMPin)
+        self.clock = clock or EventClock()
+        self.noise = noise or SensorNoise()
+        self.factory = RigFactory(self.clock)
         # gpiozero's software SPI bus insists on a default factory existing
         if Device.pin_factory is None:
             Device.pin_factory = self.factory
@@ -121,22 +168,27 @@ class GpioRig:
         self.adc = (MockMCP3008(self.factory, self._adc_volts, self.gpio.adc_vref)
                     if self.gpio.adc_channel is not None else None)
         self.landed: list[tuple[object, Pile]] = []  # every card and the pile it fell on
-        self.motor_off_at: list[float] = []  # when the forward pin went low
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._was_forward = False
+        self.motor_off_at: list[float] = []  # when the motor left full forward speed
+        self._forward = False  # what the rig saw at its last look
+        self._epoch = 0  # bumped when the roller stops: a card short of the beam stays put
+        self._busy = False  # a card is on its way (or the roller slips on nothing)
+        self._in_beam = False  # a card (moving or stuck) blocks the beam
+        self._retry_due = False  # a card failed to feed: backing out or refeeding retries
+        self._failing = False  # since a failed card: a restart is a retry, not a new pass
+        self._first = True
         self._restacked = False
 
     @classmethod
-    def for_cards(cls, n: int, *, card_rate: float = 200.0, faults: FaultPlan | None = None,
+    def for_cards(cls, n: int, *, card_rate: float = 5.0, faults: FaultPlan | None = None,
                   gpio: GpioConfig | None = None, habit: DealerHabit = DealerHabit.INSTRUCTED,
                   rng: random.Random | None = None, battery: SimBattery | None = None,
-                  spec: MechanismSpec | None = None) -> GpioRig:
+                  spec: MechanismSpec | None = None, clock: EventClock | None = None,
+                  noise: SensorNoise | None = None) -> GpioRig:
         faults = faults or FaultPlan()
         battery = (battery or SimBattery()).starting_at(faults.battery_volts)
-        spec = spec or MechanismSpec(card_rate=card_rate, spinup=0.0)
+        spec = spec or MechanismSpec(card_rate=card_rate)
         mech: Mechanism[Card] = Mechanism(standard_pack(n), spec, battery, faults)
-        return cls(mech, gpio, SimDealer(habit, rng or random.Random()))
+        return cls(mech, gpio, SimDealer(habit, rng or random.Random()), clock, noise)
 
     # -- what the pins say ----------------------------------------------------------
     def _state(self, role: str) -> float:
@@ -154,8 +206,12 @@ class GpioRig:
         pin = self.pins["diverter"]
         if self.gpio.diverter_kind == "solenoid":
             return Pile(int(bool(pin.state)))
-        # servo: 1-2 ms pulses in a 20 ms frame; the centre is 1.5 ms
-        return Pile.RIGHT if float(pin.state) > 0.075 else Pile.LEFT
+        # servo: pulses in a 20 ms frame; the centre (1.5 ms) divides left from right
+        centre = self.gpio.servo_pulse_ms(0.0) / 20.0
+        return Pile.RIGHT if float(pin.state) > centre else Pile.LEFT
+
+    def servo_pulse_ms(self) -> float:
+        return float(self.pins["diverter"].state) * 20.0
 
     def led(self) -> tuple[float, float, float]:
         return (self._state("led_red"), self._state("led_green"), self._state("led_blue"))
@@ -166,101 +222,136 @@ class GpioRig:
         return self.mechanism.battery.volts(self.forward()) / self.gpio.divider_ratio
 
     # -- driving the inputs ------------------------------------------------------------
+    ACTIVE_HIGH: ClassVar[dict[str, str]] = {
+        "touch": "touch_active_high", "beam": "beam_active_high", "tray": "tray_active_high",
+        "pile_left": "piles_active_high", "pile_right": "piles_active_high"}
+
     def _drive(self, role: str, high: bool) -> None:
         pin = self.pins[role]
         if pin.function == "input":
             pin.drive_high() if high else pin.drive_low()
 
+    def set_sensor(self, role: str, active: bool, bounce: bool = True) -> None:
+        """Make sensor ``role`` active (beam blocked, tray or pile covered, touched),
+        with the configured polarity, bouncing if the noise says so."""
+        high = active == getattr(self.gpio, self.ACTIVE_HIGH[role])
+        flips = self.noise.bounce if bounce else 0
+        now = self.clock.now()
+        for k in range(flips):  # settles after ``flips`` short flips
+            level = high if k % 2 == 0 else not high
+            self.clock.at(now + k * self.noise.bounce_s,
+                          lambda r=role, v=level: self._drive(r, v))
+        if flips:
+            self.clock.at(now + flips * self.noise.bounce_s, lambda: self._drive(role, high))
+        else:
+            self._drive(role, high)
+
+    def _glitch(self, at: float, role: str, active: bool) -> None:
+        if self.noise.glitch_s:
+            self.clock.at(at, lambda: self.set_sensor(role, active, bounce=False))
+            self.clock.at(at + self.noise.glitch_s,
+                          lambda: self.set_sensor(role, not active, bounce=False))
+
     def _sensors(self) -> None:
         m = self.mechanism
-        self._drive("tray", not m.tray)  # sensors pull low while covered
-        self._drive("pile_left", not m.piles[Pile.LEFT])
-        self._drive("pile_right", not m.piles[Pile.RIGHT])
+        self.set_sensor("tray", bool(m.tray))
+        self.set_sensor("pile_left", bool(m.piles[Pile.LEFT]))
+        self.set_sensor("pile_right", bool(m.piles[Pile.RIGHT]))
 
     def touch(self, hold: float = 0.05) -> None:
-        self._drive("touch", True)
-        time.sleep(hold)
-        self._drive("touch", False)
+        self.set_sensor("touch", True)
+        self.clock.at(self.clock.now() + hold, lambda: self.set_sensor("touch", False))
 
     # -- the loop ------------------------------------------------------------------
     def start(self) -> None:
-        """Set the sensors and start moving; call after the device has claimed its pins."""
-        self._drive("beam", True)
-        self._drive("touch", False)
+        """Set the sensors and start watching; call after the device has claimed its pins."""
+        self.set_sensor("beam", False, bounce=False)
+        self.set_sensor("touch", False, bounce=False)
         self._sensors()
-        self._thread = threading.Thread(target=self._run, name="gpio-rig", daemon=True)
-        self._thread.start()
+        self.clock.watch(self._look)
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(2)
+        self.clock.unwatch(self._look)
         if Device.pin_factory is self.factory:
             Device.pin_factory = None  # leave no mock pins behind for a real device
 
-    def _sleep_running(self, seconds: float) -> bool:
-        """Sleep while the motor runs forward; False if it stopped first."""
-        end = time.monotonic() + seconds
-        while (left := end - time.monotonic()) > 0:
-            if not self.forward():
-                return False
-            time.sleep(min(left, self.POLL))
-        return self.forward()
-
-    def _run(self) -> None:
-        first = True
-        while not self._stop.is_set():
-            if not self.forward():
-                if self._was_forward:
-                    self.motor_off_at.append(time.monotonic())
-                self._was_forward = False
-                first = True
-                self._watch_led()
-                time.sleep(self.POLL)
-                continue
+    def _look(self) -> None:
+        """Whenever time is about to move: react to what the device did to the pins."""
+        now = self.clock.now()
+        forward = self.forward()
+        if forward and not self._forward:
             m = self.mechanism
-            if not self._was_forward and not (m.piles[0] or m.piles[1]):
+            if self._retry_due:
+                self._retry()
+            elif not (m.piles[0] or m.piles[1] or self._failing):
                 m.start_pass()  # the motor starts on a full tray: a new pass
                 self._restacked = False
-            self._was_forward = True
-            transit = self.mechanism.next_transit(first=first)
-            first = False
-            if transit.kind is TransitKind.CARD:
-                self._card(transit)
-            elif transit.kind is TransitKind.JAM:
-                self._jam(transit)
-            else:  # misfeed, stall, empty tray: nothing reaches the beam
-                self._wait_for_stop()
-                if transit.kind is TransitKind.MISFEED:
-                    self.mechanism.retry(0.0)
+            self._first = True
+        elif not forward and self._forward:
+            self.motor_off_at.append(now)
+            self._epoch += 1
+            self._busy = False
+        if self.backward() and self._retry_due:
+            self._retry()
+        self._forward = forward
+        if forward:
+            self._feed()
+        else:
+            self._watch_led()
 
-    def _card(self, transit: Transit) -> None:
-        if not self._sleep_running(transit.gap):
+    def _retry(self) -> None:
+        """Backing out (or refeeding) frees a stuck card and gives a slipping one its retry."""
+        self._retry_due = False
+        self.mechanism.retry(0.0)
+        if self._in_beam:
+            self._in_beam = False
+            self.set_sensor("beam", False)
+
+    def _feed(self) -> None:
+        if self._busy:
             return
-        self._drive("beam", False)
-        time.sleep(transit.blocked / 2)
-        pile = self.diverter_pile()  # the card meets the diverter
-        time.sleep(transit.blocked / 2)
+        now, epoch = self.clock.now(), self._epoch
+        transit = self.mechanism.next_transit(first=self._first)
+        self._first, self._busy = False, True
+        if transit.kind is TransitKind.CARD:
+            self.clock.at(now + transit.gap, lambda: self._card_enters(transit, epoch))
+            self._glitch(now + transit.gap / 2, "beam", True)
+        elif transit.kind is TransitKind.JAM:
+            self._failing = True
+            if not self._in_beam:
+                self.clock.at(now + transit.gap, lambda: self._stuck(epoch))
+        elif transit.kind is TransitKind.MISFEED:
+            self._failing = self._retry_due = True
+        # a stall or an empty tray: nothing reaches the beam
+
+    def _stuck(self, epoch: int) -> None:
+        self._retry_due = True  # a stuck card (in the throat, taken from the tray)
+        if epoch == self._epoch:
+            self._in_beam = True
+            self.set_sensor("beam", True)
+
+    def _card_enters(self, transit: Transit, epoch: int) -> None:
+        if epoch != self._epoch:
+            return  # the roller stopped before this card reached the beam
+        now = self.clock.now()
+        self._in_beam = True
+        self.set_sensor("beam", True)
+        self._glitch(now + transit.blocked * 0.25, "beam", False)
+        met: list[Pile] = []
+        self.clock.at(now + transit.blocked / 2, lambda: met.append(self.diverter_pile()))
+        self.clock.at(now + transit.blocked, lambda: self._card_leaves(transit, met))
+
+    def _card_leaves(self, transit: Transit, met: list[Pile]) -> None:
+        pile = met[0]
         self.mechanism.land(transit, pile)
         self.landed.extend((card, pile) for card in self.mechanism.piles[pile][:transit.cards])
+        self._failing = False
         self._sensors()
-        self._drive("beam", True)
-
-    def _jam(self, transit: Transit) -> None:
-        self._sleep_running(transit.gap)
-        self._drive("beam", False)  # stuck in the throat
-        self._wait_for_stop()
-        deadline = time.monotonic() + 0.5
-        while not self.backward() and not self.forward() and time.monotonic() < deadline:
-            time.sleep(self.POLL)  # reversing (or a fresh start) frees the card
-        self.mechanism.retry(0.0)
-        self._drive("beam", True)
-
-    def _wait_for_stop(self) -> None:
-        while self.forward() and not self._stop.is_set():
-            time.sleep(self.POLL)
-        self.motor_off_at.append(time.monotonic())
-        self._was_forward = False
+        self._in_beam = False
+        self.set_sensor("beam", False)
+        self._busy = False
+        if self._forward and self.forward():
+            self._feed()
 
     def _watch_led(self) -> None:
         """The simulated dealer reads the LED between passes."""
@@ -276,6 +367,8 @@ class GpioRig:
         signal, pile = shown
         if signal is Signal.FAULT:  # as the message says: free the throat, gather every card
             self._restacked = True
+            self._in_beam = self._retry_due = self._failing = False
+            self.set_sensor("beam", False)
             self.mechanism.gather()
             self._sensors()
         elif signal is Signal.STACK and pile is not None:
@@ -292,24 +385,28 @@ class GpioRig:
         self._restacked = True
         lifts = self.dealer.lift_events(on_top, 0.0)
         gap = lifts[1].at - lifts[0].at
-        self._drive("pile_left" if on_top is Pile.LEFT else "pile_right", True)
-        time.sleep(gap)
-        self._drive("pile_right" if on_top is Pile.LEFT else "pile_left", True)
-        if gather:
-            self.mechanism.gather()
-        else:
-            self.mechanism.restack(on_top)
-        self._sensors()
-        if touch:
-            time.sleep(0.01)
-            self.touch()
+        first, second = ("pile_left", "pile_right") if on_top is Pile.LEFT else \
+            ("pile_right", "pile_left")
+        self.set_sensor(first, False)
+
+        def second_lift() -> None:
+            self.set_sensor(second, False)
+            if gather:
+                self.mechanism.gather()
+            else:
+                self.mechanism.restack(on_top)
+            self._sensors()
+            if touch:
+                self.clock.at(self.clock.now() + 0.01, self.touch)
+
+        self.clock.at(self.clock.now() + gap, second_lift)
 
 
 class RiggedGpioDevice(GpioDevice):
     """``--device sim-gpio``: the real GpioDevice on a rig it owns (and stops on close)."""
 
     def __init__(self, rig: GpioRig, **kwargs) -> None:
-        super().__init__(rig.gpio, pin_factory=rig.factory, **kwargs)
+        super().__init__(rig.gpio, pin_factory=rig.factory, clock=rig.clock, **kwargs)
         self.rig = rig
         self._info = DeviceInfo("sim-gpio", "GPIO backend on the simulated rig", self.info.feed,
                                 accepts_seed=True)

@@ -237,28 +237,26 @@ def _sim_avr(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
 
 
 def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
-    """The real GpioDevice on mock pins driven by the simulated mechanism. The rig runs
-    in real time, so the speed factor quickens the cards and shortens the limits to
-    match; the dealer keeps human timings (the pile sensors need them)."""
+    """The real GpioDevice on mock pins driven by the simulated mechanism, on the rig's
+    own clock paced ``speed`` times faster than real time (instant on a test's clock)."""
     from hardware_sim import DealerHabit, parse_fault_specs
     from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
     from hardware_sim.physics import MechanismSpec
 
-    mech, speed = config.mechanism, sim.speed
+    from .clock import EventClock
+
+    mech = config.mechanism
+    clock = sim.clock if isinstance(sim.clock, EventClock) else EventClock(speed=sim.speed)
     rig = GpioRig.for_cards(
         cards, faults=parse_fault_specs(sim.faults), gpio=config.gpio,
         habit=DealerHabit(sim.habit), rng=random.Random(sim.seed),
-        spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate * speed, spinup=0.0))
-    limits = mech.limits
-    scaled = replace(limits, jam_seconds=max(limits.jam_seconds / speed, 0.02),
-                     misfeed_seconds=max(limits.misfeed_seconds / speed, 0.04),
-                     reverse_seconds=max(limits.reverse_seconds / speed, 0.01))
+        spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate), clock=clock)
     if kept := os.environ.get("SHUFFLER_KEPT_PINS"):  # tests: levels outlive a SIGKILL
         from hardware_sim.kept_pins import keep_levels
 
         outputs = ("motor", "motor_backward", "diverter", "buzzer")
         keep_levels(rig.factory, kept, [n for r, n in config.gpio.pins().items() if r in outputs])
-    return RiggedGpioDevice(rig, limits=scaled, feed=mech.feed)
+    return RiggedGpioDevice(rig, limits=mech.limits, feed=mech.feed)
 
 
 def plan_source(device: ShufflerDevice, seed: int | None) -> RandomSource:

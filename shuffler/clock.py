@@ -7,14 +7,35 @@
 
 from __future__ import annotations
 
+import heapq
+import itertools
+import math
+import queue
 import threading
 import time
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Clock(Protocol):
     def now(self) -> float: ...
     def sleep(self, seconds: float) -> None: ...
+
+
+def wait(clock: Clock, q: queue.Queue[T], timeout: float | None) -> T | None:
+    """The next item of ``q``, or None after ``timeout`` seconds of ``clock`` time.
+
+    On an :class:`EventClock` the wait moves simulated time (and whatever is
+    scheduled on it); on any other clock it is a plain blocking get.
+    """
+    if isinstance(clock, EventClock):
+        return clock.wait(q, timeout)
+    try:
+        return q.get(timeout=timeout)
+    except queue.Empty:
+        return None
 
 
 class RealClock:
@@ -65,3 +86,75 @@ class VirtualClock:
         if seconds > 0:
             with self._lock:
                 self._now += seconds
+
+
+class EventClock(VirtualClock):
+    """Virtual time for a simulated machine that acts on its own (the GPIO rig).
+
+    Parts of the simulation put timed actions on the clock (:meth:`at`) and add
+    watchers (:meth:`watch`) that look at the pins whenever time is about to move.
+    Time moves only in :meth:`sleep` and :meth:`wait`, through each action in
+    order, so a run is the same however busy the host is. With ``speed`` set,
+    every step also waits its share of real time (for a person to watch).
+    """
+
+    def __init__(self, start: float = 0.0, speed: float | None = None) -> None:
+        super().__init__(start)
+        self.speed = speed
+        self._actions: list[tuple[float, int, Callable[[], None]]] = []
+        self._order = itertools.count()
+        self._watchers: list[Callable[[], None]] = []
+        self._moving = threading.RLock()
+
+    def at(self, when: float, action: Callable[[], None]) -> None:
+        heapq.heappush(self._actions, (when, next(self._order), action))
+
+    def watch(self, watcher: Callable[[], None]) -> None:
+        self._watchers.append(watcher)
+
+    def unwatch(self, watcher: Callable[[], None]) -> None:
+        if watcher in self._watchers:
+            self._watchers.remove(watcher)
+
+    def _look(self) -> None:
+        for watcher in list(self._watchers):
+            watcher()
+
+    #: with ``speed`` set, time moves in slices this long so a wait sees other threads
+    SLICE = 0.02
+
+    def _step(self, limit: float) -> bool:
+        """Move towards ``limit``: run the next action due by then, or move time on.
+        False once time stands at ``limit`` (or cannot move: nothing is scheduled)."""
+        self._look()
+        limit_here = min(limit, self._now + self.SLICE) if self.speed else limit
+        if not self._actions or self._actions[0][0] > limit_here:
+            if math.isfinite(limit_here):
+                self._move(limit_here)
+            return limit_here < limit
+        when, _, action = heapq.heappop(self._actions)
+        self._move(max(when, self._now))
+        action()
+        return True
+
+    def _move(self, to: float) -> None:
+        if self.speed and to > self._now and math.isfinite(to):
+            time.sleep((to - self._now) / self.speed)
+        self._now = max(self._now, to)
+
+    def sleep(self, seconds: float) -> None:
+        with self._moving:
+            end = self._now + max(seconds, 0.0)
+            while self._step(end):
+                pass
+
+    def wait(self, q: queue.Queue[T], timeout: float | None) -> T | None:
+        with self._moving:
+            end = self._now + (timeout if timeout is not None else math.inf)
+            while q.empty():
+                if not self._step(end):
+                    break
+            try:
+                return q.get_nowait()
+            except queue.Empty:
+                return None

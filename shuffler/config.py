@@ -85,10 +85,19 @@ class MechanismConfig:
     card_rate: float = 5.0
     both_window_s: float = 0.15  # pile lifts closer than this: "both at once"
     limits: FaultLimits = field(default_factory=FaultLimits)
+    #: seconds the diverter flap takes from one side to the other (an SG90 at 5 V
+    #: turns 60 degrees in about 0.1 s); it must fit between two cards
+    flap_travel_s: float = 0.1
+
+    @property
+    def card_interval(self) -> float:
+        return 1.0 / self.card_rate
 
 
 #: the MCP3008 on SPI0 (SPI0_PINS, from shuffler.pinmap) takes four pins when fitted
 _PIN = default_pins()  # the defaults below come from the one pin map
+#: pins the kernel's PWM overlays can drive (channel 0: GPIO12/18, channel 1: GPIO13/19)
+HARDWARE_PWM = {12: 0, 18: 0, 13: 1, 19: 1}
 OPTIONAL_PINS = ("motor_backward", "led_red", "led_green", "led_blue", "buzzer")
 
 
@@ -109,13 +118,32 @@ class GpioConfig:
     led_blue: int | None = _PIN["led_blue"]
     buzzer: int | None = _PIN["buzzer"]
     motor_kind: str = "motor"  # "motor": H-bridge, can reverse; "pwm": one pin, cannot
-    diverter_kind: str = "servo"  # "servo" (AngularServo) or "solenoid"
+    motor_pwm_hz: int = 10_000  # the driver's PWM input (DRV8833/TB6612 take up to 50 kHz+)
+    #: "servo" (pulses from the pin factory), "hardware_servo" (kernel PWM through
+    #: rpi-hardware-pwm on GPIO12/13/18/19: no jitter) or "solenoid"
+    diverter_kind: str = "servo"
     servo_angle: float = 30.0  # degrees either side of centre
+    servo_min_pulse_ms: float = 0.5  # the servo's pulse at -90 degrees
+    servo_max_pulse_ms: float = 2.5  # and at +90 degrees (SG90: 0.5 to 2.5 ms)
     adc_channel: int | None = 0  # MCP3008 channel of the battery divider; None: no monitor
     divider_ratio: float = round(divider_ratio(), 2)  # (R_top + R_bottom) / R_bottom
     adc_vref: float = 3.3
     touch_debounce_s: float = 0.3
     soft_start_s: float = 0.1
+    #: beam glitch filter: a level counts once it has held this long (an IR slot
+    #: gate switches in tens of microseconds; a card blocks it for tens of ms)
+    beam_glitch_s: float = 0.001
+    beam_min_blocked_s: float = 0.005  # shorter than this blocked is not a card
+    # which level means "active" (beam blocked, tray or pile covered, touched)
+    touch_active_high: bool = True  # TTP223: high while touched
+    beam_active_high: bool = False  # open-drain receiver: low while blocked
+    tray_active_high: bool = False  # TCRT5000 board: low while covered
+    piles_active_high: bool = False
+
+    def servo_pulse_ms(self, angle: float) -> float:
+        """The pulse width for ``angle`` degrees (-90..90) on this servo."""
+        lo, hi = self.servo_min_pulse_ms, self.servo_max_pulse_ms
+        return lo + (hi - lo) * (angle + 90.0) / 180.0
 
     def pins(self) -> dict[str, int]:
         """Every pin in use, by role."""
@@ -137,9 +165,12 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
                              or (o and v is False), lambda v: None if v is False else v)
     p.done()
     values["motor_kind"] = g.choice("motor", d.motor_kind, {"motor": "motor", "pwm": "pwm"})
+    values["motor_pwm_hz"] = g.int("motor_pwm_hz", d.motor_pwm_hz, 100, 100_000)
     values["diverter_kind"] = g.choice("diverter", d.diverter_kind,
-                                       {"servo": "servo", "solenoid": "solenoid"})
+                                       {k: k for k in ("servo", "hardware_servo", "solenoid")})
     values["servo_angle"] = g.num("servo_angle", d.servo_angle, 5, 90)
+    values["servo_min_pulse_ms"] = g.num("servo_min_pulse_ms", d.servo_min_pulse_ms, 0.3, 1.5)
+    values["servo_max_pulse_ms"] = g.num("servo_max_pulse_ms", d.servo_max_pulse_ms, 1.5, 3.0)
     values["adc_channel"] = g.get("adc_channel", d.adc_channel,
                                   "an MCP3008 channel from 0 to 7, or false (no monitor)",
                                   lambda v: (type(v) is int and 0 <= v <= 7) or v is False,
@@ -148,7 +179,15 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
     values["adc_vref"] = g.num("adc_vref", d.adc_vref, 1.0, 5.5)
     values["touch_debounce_s"] = g.num("touch_debounce_s", d.touch_debounce_s, 0.0, 5.0)
     values["soft_start_s"] = g.num("soft_start_s", d.soft_start_s, 0.0, 2.0)
+    values["beam_glitch_s"] = g.num("beam_glitch_s", d.beam_glitch_s, 0.0, 0.05)
+    values["beam_min_blocked_s"] = g.num("beam_min_blocked_s", d.beam_min_blocked_s, 0.0, 0.5)
+    for sensor in ("touch", "beam", "tray", "piles"):
+        key = f"{sensor}_active_high"
+        values[key] = g.get(key, getattr(d, key), "true or false", lambda v: type(v) is bool)
     g.done()
+    if values["diverter_kind"] == "hardware_servo" and values["diverter"] not in HARDWARE_PWM:
+        p.fail("diverter", "a PWM-capable pin (GPIO12, 13, 18 or 19) for "
+               '[gpio] diverter = "hardware_servo"', values["diverter"])
     cfg = GpioConfig(**values)
     seen: dict[int, str] = {}
     for role, pin in cfg.pins().items():
@@ -396,8 +435,15 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         card_rate=m.num("card_rate", 5.0, 0.5, 1000),
         both_window_s=m.num("both_window_s", 0.15, 0.0, 5),
         limits=limits,
+        flap_travel_s=m.num("flap_travel_s", MechanismConfig.flap_travel_s, 0.0, 2.0),
     )
     m.done()
+    if mechanism.flap_travel_s >= mechanism.card_interval:
+        raise ConfigError(
+            f"{source}: [mechanism] flap_travel_s: the diverter flap takes "
+            f"{mechanism.flap_travel_s * 1000:.0f} ms to switch, but at card_rate "
+            f"{mechanism.card_rate:g} a card comes every {mechanism.card_interval * 1000:.0f} ms:"
+            " it cannot switch between two cards (lower card_rate or fit a faster flap)")
 
     h = sub("hand")
     hand = HandConfig(

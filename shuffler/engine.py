@@ -280,3 +280,40 @@ class PassEngine:
                                  at - self._start, fault, self._min_volts,
                                  not self.tray_loaded, self.retries)
         return [*out, Done(self.report, fault is not None and fault.kind.latches)]
+
+
+class EdgeFilter:
+    """A glitch filter for one input: a level counts only once it has held ``hold``
+    seconds, and is then reported with the time it began. A 50 µs spike, or contact
+    bounce that settles within ``hold``, never reaches the engine.
+
+    >>> f = EdgeFilter(0.001, level=False)
+    >>> f.feed(True, 1.0), f.feed(False, 1.00005)   # a 50 µs glitch
+    ([], [])
+    >>> f.feed(True, 2.0), f.poll(2.0005), f.poll(2.001)
+    ([], [], [(True, 2.0)])
+    """
+
+    def __init__(self, hold: float, level: bool) -> None:
+        self.hold, self.level = hold, level
+        self._pending: tuple[bool, float] | None = None
+
+    @property
+    def deadline(self) -> float:
+        """When the level now pending will have held long enough (inf: none pending)."""
+        return math.inf if self._pending is None else self._pending[1] + self.hold
+
+    def feed(self, level: bool, at: float) -> list[tuple[bool, float]]:
+        out = self.poll(at)
+        if level == self.level:
+            self._pending = None  # back where it was: what came before was a glitch
+        elif self._pending is None:
+            self._pending = (level, at)
+        return out + self.poll(at)
+
+    def poll(self, at: float) -> list[tuple[bool, float]]:
+        if self._pending is None or at < self._pending[1] + self.hold:
+            return []
+        edge, self._pending = self._pending, None
+        self.level = edge[0]
+        return [edge]

@@ -8,9 +8,13 @@ an IR beam at the gate on a ``DigitalInputDevice`` counted by its edges; tray an
 pile presence sensors; the battery through a divider into an ``MCP3008``;
 optionally an ``RGBLED`` and a ``Buzzer``.
 
-The beam's callbacks (gpiozero's thread) only queue timestamped edges; the
-pass loop in the caller's thread decides everything. The motor is off on every
-way out of a pass, on :meth:`close`, and at interpreter exit.
+The pass itself is :class:`~shuffler.engine.PassEngine`'s: this module only
+turns pins into engine events and engine commands into pins. The sensors'
+callbacks (gpiozero's thread) only queue timestamped edges; the beam's pass a
+glitch filter; the pass loop in the caller's thread feeds the engine. The motor
+is off on every way out of a pass, on :meth:`stop` (from any thread: a stop
+during a pass ends it, reported as ``stopped``), on :meth:`close`, and at
+interpreter exit.
 
     >>> from gpiozero.pins.mock import MockFactory, MockPWMPin
     >>> from shuffler.config import GpioConfig
@@ -25,8 +29,10 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import math
 import queue
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 
@@ -42,15 +48,14 @@ from gpiozero import (
     PWMOutputDevice,
 )
 
-from .clock import Clock, RealClock
-from .config import GpioConfig
+from .clock import Clock, RealClock, wait
+from .config import HARDWARE_PWM, GpioConfig
 from .device import (
     BatteryReading,
     CardCallback,
     DeviceInfo,
     EventKind,
     Fault,
-    FaultKind,
     FaultLimits,
     Health,
     InputEvent,
@@ -59,10 +64,9 @@ from .device import (
     Signal,
     Status,
     TickCallback,
-    feed_fault,
-    stall_fault,
 )
-from .engine import TICK_SECONDS
+from .engine import Card, Command, Divert, Done, EdgeFilter, PassEngine, Tick
+from .engine import Motor as MotorCommand
 from .errors import DeviceError, FaultLatchedError
 from .mechanics import Feed, Pile
 from .planning import PassPlan
@@ -99,19 +103,22 @@ class LatencyLog:
 
 class _BatteryMonitor:
     """Reads the battery while the motor runs, off the card-by-card path (an ADC read
-    must never delay the diverter)."""
+    must never delay the diverter). On a real clock it has its own thread; on a
+    simulated clock the pass loop asks it (:meth:`due`), since time moves only there."""
 
     INTERVAL = 0.02
 
     def __init__(self, device: GpioDevice) -> None:
         self.device = device
         self.latest: float | None = None
-        self.lowest: float | None = None
+        self.fresh = False
+        self.inline = not isinstance(device.clock, RealClock)
+        self.next_read = device.clock.now()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="battery-monitor", daemon=True)
 
     def start(self) -> None:
-        if self.device.adc is not None:
+        if self.device.adc is not None and not self.inline:
             self._thread.start()
 
     def stop(self) -> None:
@@ -119,13 +126,54 @@ class _BatteryMonitor:
         if self._thread.is_alive():
             self._thread.join(1)
 
+    @property
+    def deadline(self) -> float:
+        return self.next_read if self.inline and self.device.adc is not None else math.inf
+
+    def take(self, now: float) -> float | None:
+        """A reading under load not yet handed on, if there is one."""
+        if self.inline and self.device.adc is not None and now >= self.next_read:
+            self.next_read = now + self.INTERVAL
+            self._read()
+        if not self.fresh:
+            return None
+        self.fresh = False
+        return self.latest
+
+    def _read(self) -> None:
+        if self.device.motor_on:
+            self.latest, self.fresh = self.device._volts(), True
+
     def _run(self) -> None:
         while not self._stop.is_set():
-            if self.device.motor_on:
-                v = self.device._volts()
-                self.latest = v
-                self.lowest = v if self.lowest is None else min(self.lowest, v)
+            self._read()
             self._stop.wait(self.INTERVAL)
+
+
+class _HardwareServo:
+    """The diverter servo on the kernel's hardware PWM (``rpi-hardware-pwm``, the
+    ``pi`` extra): pulses timed by the PWM block, with no jitter from Python."""
+
+    FRAME_HZ = 50
+
+    def __init__(self, pin: int, chip: int = 0) -> None:
+        try:
+            from rpi_hardware_pwm import HardwarePWM
+        except ImportError:
+            raise DeviceError('[gpio] diverter = "hardware_servo" needs rpi-hardware-pwm: '
+                              "pip install 'shuffler[pi]'") from None
+        try:
+            self.pwm = HardwarePWM(pwm_channel=HARDWARE_PWM[pin], hz=self.FRAME_HZ, chip=chip)
+        except Exception as e:  # the overlay is missing: the library names what to add
+            raise DeviceError(f"cannot open hardware PWM for GPIO{pin}: {e} (add "
+                              "dtoverlay=pwm-2chan to /boot/firmware/config.txt)") from None
+        self.pwm.start(0)
+
+    def pulse(self, ms: float) -> None:
+        self.pwm.change_duty_cycle(ms * self.FRAME_HZ / 10)  # percent of the 20 ms frame
+
+    def close(self) -> None:
+        self.pwm.stop()
 
 
 class GpioDevice(ShufflerDevice):
@@ -142,29 +190,34 @@ class GpioDevice(ShufflerDevice):
         self._info = DeviceInfo("gpio", name, feed)
         self._fault: Fault | None = None
         self._lock = threading.RLock()
-        self._edges: queue.Queue[tuple[str, float]] = queue.Queue()
+        #: (what, level, device time, host perf_counter) from the pins' callbacks
+        self._inputs: queue.Queue[tuple[str, bool, float, float]] = queue.Queue()
+        self._in_pass = False
+        self._stopping = False
         self._last_touch = -1e9
         self._closed = False
         self.latency = LatencyLog()
         self._parts: list = []
         pf = {"pin_factory": pin_factory}
+
+        def sensor(pin: int, active_high: bool) -> DigitalInputDevice:
+            # an active-low output needs a pull-up (open drain); active-high, a pull-down
+            return self._part(DigitalInputDevice(pin, pull_up=not active_high, **pf))
+
         try:
-            self.touch = self._part(Button(gpio.touch, pull_up=False, **pf))
+            self.touch = self._part(Button(gpio.touch, pull_up=not gpio.touch_active_high, **pf))
             if gpio.motor_kind == "motor":
                 self.motor = self._part(Motor(gpio.motor, gpio.motor_backward, pwm=True, **pf))
+                for half in (self.motor.forward_device, self.motor.backward_device):
+                    half.frequency = gpio.motor_pwm_hz
             else:
-                self.motor = self._part(PWMOutputDevice(gpio.motor, **pf))
-            if gpio.diverter_kind == "servo":
-                a = gpio.servo_angle
-                self.diverter = self._part(AngularServo(gpio.diverter, min_angle=-a,
-                                                        max_angle=a, initial_angle=-a, **pf))
-            else:
-                self.diverter = self._part(DigitalOutputDevice(gpio.diverter, **pf))
-            # receivers and presence sensors pull low when blocked or covered
-            self.beam = self._part(DigitalInputDevice(gpio.beam, pull_up=True, **pf))
-            self.tray = self._part(DigitalInputDevice(gpio.tray, pull_up=True, **pf))
-            self.piles = (self._part(DigitalInputDevice(gpio.pile_left, pull_up=True, **pf)),
-                          self._part(DigitalInputDevice(gpio.pile_right, pull_up=True, **pf)))
+                self.motor = self._part(PWMOutputDevice(gpio.motor, frequency=gpio.motor_pwm_hz,
+                                                        **pf))
+            self.diverter = self._make_diverter(pf)
+            self.beam = sensor(gpio.beam, gpio.beam_active_high)  # active: a card blocks it
+            self.tray = sensor(gpio.tray, gpio.tray_active_high)  # active: cards in the tray
+            self.piles = (sensor(gpio.pile_left, gpio.piles_active_high),
+                          sensor(gpio.pile_right, gpio.piles_active_high))
             self.adc = (self._part(MCP3008(channel=gpio.adc_channel, max_voltage=gpio.adc_vref,
                                            **pf))
                         if gpio.adc_channel is not None else None)
@@ -175,22 +228,42 @@ class GpioDevice(ShufflerDevice):
         except BaseException:
             self.close()
             raise
-        self.beam.when_activated = lambda: self._edges.put(("blocked", self.clock.now()))
-        self.beam.when_deactivated = lambda: self._edges.put(("cleared", self.clock.now()))
+        self._divert(0)
+        self.beam.when_activated = lambda: self._input("beam", True)
+        self.beam.when_deactivated = lambda: self._input("beam", False)
         self.touch.when_activated = self._touched
-        self.tray.when_activated = lambda: self._event(EventKind.TRAY_LOADED)
-        self.tray.when_deactivated = lambda: self._event(EventKind.TRAY_EMPTY)
-        for pile, sensor in zip(Pile, self.piles, strict=True):
-            sensor.when_deactivated = (lambda p=pile: self._event(EventKind.PILE_LIFTED, p))
+        self.tray.when_activated = lambda: self._tray(True)
+        self.tray.when_deactivated = lambda: self._tray(False)
+        for pile, part in zip(Pile, self.piles, strict=True):
+            part.when_deactivated = (lambda p=pile: self._event(EventKind.PILE_LIFTED, p))
         _OPEN_DEVICES.add(self)
         self.show(Status(Signal.READY))
+
+    def _make_diverter(self, pf: dict):
+        kind = self.gpio.diverter_kind
+        if kind == "solenoid":
+            return self._part(DigitalOutputDevice(self.gpio.diverter, **pf))
+        if kind == "hardware_servo":
+            return self._part(_HardwareServo(self.gpio.diverter))
+        # the servo's own range: the configured pulses span -90..90 degrees
+        return self._part(AngularServo(self.gpio.diverter, min_angle=-90, max_angle=90,
+                                       min_pulse_width=self.gpio.servo_min_pulse_ms / 1000,
+                                       max_pulse_width=self.gpio.servo_max_pulse_ms / 1000,
+                                       **pf))
 
     def _part(self, device):
         self._parts.append(device)
         return device
 
+    def _input(self, what: str, value: bool) -> None:
+        self._inputs.put((what, value, self.clock.now(), time.perf_counter()))
+
     def _event(self, kind: EventKind, pile: Pile | None = None) -> None:
         self.events.put(InputEvent(kind, self.clock.now(), pile))
+
+    def _tray(self, loaded: bool) -> None:
+        self._input("tray", loaded)
+        self._event(EventKind.TRAY_LOADED if loaded else EventKind.TRAY_EMPTY)
 
     def _touched(self) -> None:
         # mock pins ignore bounce_time, and touch modules chatter: lock out repeats
@@ -201,7 +274,10 @@ class GpioDevice(ShufflerDevice):
 
     # -- outputs ------------------------------------------------------------------
     def _motor(self, speed: float) -> None:
-        """Forward at ``speed`` (0..1), backward when negative, 0 stops."""
+        """Forward at ``speed`` (0..1), backward when negative, 0 stops. After a stop
+        nothing but 0 reaches the pins until the next pass."""
+        if self._stopping and speed:
+            return
         if isinstance(self.motor, Motor):
             if speed > 0:
                 self.motor.forward(speed)
@@ -220,26 +296,13 @@ class GpioDevice(ShufflerDevice):
         return bool(value) if not isinstance(value, tuple) else any(value)
 
     def _divert(self, pile: int) -> None:
+        a = self.gpio.servo_angle if pile else -self.gpio.servo_angle
         if isinstance(self.diverter, AngularServo):
-            a = self.gpio.servo_angle
-            self.diverter.angle = a if pile else -a
+            self.diverter.angle = a
+        elif isinstance(self.diverter, _HardwareServo):
+            self.diverter.pulse(self.gpio.servo_pulse_ms(a))
         else:
             self.diverter.value = pile
-
-    def _back_out(self) -> None:
-        """Reverse briefly so a stuck card leaves the throat (needs an H-bridge)."""
-        if isinstance(self.motor, Motor):
-            self._motor(-0.6)
-            self.clock.sleep(self.limits.reverse_seconds)
-            self._motor(0)
-
-    def _soft_start(self) -> None:
-        steps = 5
-        for i in range(1, steps):
-            self._motor(i / steps)
-            if self.gpio.soft_start_s:
-                self.clock.sleep(self.gpio.soft_start_s / steps)
-        self._motor(1.0)  # full speed: from here the loop must be listening
 
     # -- the contract ------------------------------------------------------------------
     @property
@@ -254,102 +317,77 @@ class GpioDevice(ShufflerDevice):
             if self._fault is not None:
                 raise FaultLatchedError(self._fault.message)
             self.show(Status(Signal.RUNNING))
+            self._stopping = False
             try:
-                report = self._run(plan, on_card, on_tick)
+                done = self._run(plan, on_card, on_tick)
             finally:
+                self._in_pass = False
                 self._motor(0)
-            if report.fault is not None and report.fault.kind.latches:
-                self._fault = report.fault
+            if done.latch:
+                self._fault = done.report.fault
                 self.show(Status(Signal.FAULT))
-            return report
+            return done.report
 
     def _run(self, plan: PassPlan, on_card: CardCallback | None,
-             on_tick: TickCallback | None) -> PassReport:
-        limits, clock, labels = self.limits, self.clock, plan.labels
-        expected = plan.cards
-        while not self._edges.empty():
-            self._edges.get_nowait()
-        piles = [0, 0]
-        counted = retries = retries_here = 0
-        fault: Fault | None = None
-        start = clock.now()
-        self._divert(labels[0])
+             on_tick: TickCallback | None) -> Done:
+        g, clock = self.gpio, self.clock
+        engine = PassEngine(plan.labels, self.limits, soft_start_s=g.soft_start_s,
+                            can_reverse=isinstance(self.motor, Motor),
+                            min_blocked=g.beam_min_blocked_s)
+        beam = EdgeFilter(g.beam_glitch_s, self.beam.is_active)
+        while not self._inputs.empty():
+            self._inputs.get_nowait()
+        self._in_pass = True
         monitor = _BatteryMonitor(self)
-        self._soft_start()
-        monitor.start()
-        try:
-            last_edge = clock.now()
-            blocked_at: float | None = None
-            stuck = False  # after a jam the next "cleared" edge is the card backing out
-            last_tick = clock.now()
-            while counted < expected:
-                now = clock.now()
-                if now >= last_tick + TICK_SECONDS:
-                    last_tick = now
-                    if on_tick:
-                        on_tick()
-                if now - start > limits.max_pass_seconds:
-                    self._motor(0)
-                    fault = Fault(FaultKind.TIMEOUT, "The pass ran longer than "
-                                  f"{limits.max_pass_seconds:.0f} s; the motor was stopped.",
-                                  counted + 1)
-                    break
-                if blocked_at is not None:
-                    wait = blocked_at + limits.jam_seconds - now
-                else:
-                    wait = last_edge + limits.misfeed_seconds - now
-                try:
-                    kind, at = self._edges.get(
-                        timeout=max(min(wait, last_tick + TICK_SECONDS - now), 0.0))
-                except queue.Empty:
-                    kind, at = "timeout", clock.now()
-                    if at < now + wait:  # only the on_tick call was due
-                        continue
-                if kind == "blocked":
-                    blocked_at = at
-                    continue
-                if kind == "cleared":
-                    if blocked_at is None or stuck:  # not a card: the jammed one backing out
-                        blocked_at, stuck, last_edge = None, False, max(last_edge, at)
-                        continue
-                    label = labels[counted]
-                    piles[label] += 1
-                    counted += 1
-                    blocked_at, last_edge, retries_here = None, at, 0
-                    if counted < expected:
-                        self._divert(labels[counted])
-                        self.latency.add(clock.now() - at)
+        out: list[Done] = []
+        edge_seen = 0.0  # host time the latest input arrived: for the latency log
+
+        def carry_out(commands: list[Command]) -> None:
+            counted = False
+            for cmd in commands:
+                if isinstance(cmd, MotorCommand):
+                    self._motor(cmd.speed)
+                elif isinstance(cmd, Divert):
+                    self._divert(cmd.pile)
+                    if counted:
+                        self.latency.add(time.perf_counter() - edge_seen)
+                elif isinstance(cmd, Card):
+                    counted = True
                     if on_card:
-                        on_card(counted, expected)
-                    if counted < expected and not self.tray.is_active:
-                        break  # the tray is empty: no more cards will come (a double feed)
-                    continue
-                # nothing happened in time: a card stuck in the beam, or none came
-                if blocked_at is None and not self.tray.is_active:
-                    break  # the tray ran out: fewer cards than planned
-                self._motor(0)  # at once
-                reading = monitor.latest
-                card = counted + 1
-                if blocked_at is None and reading and reading < limits.stall_volts:
-                    fault = stall_fault(card, counted, expected, reading)
-                    break
-                jammed = blocked_at is not None
-                if jammed:
-                    self._back_out()
-                kind_ = FaultKind.JAM if jammed else FaultKind.MISFEED
-                if retries_here >= limits.retries:
-                    fault = feed_fault(kind_, card, counted, expected)
-                    break
-                retries_here += 1
-                retries += 1
-                stuck = jammed
-                self._soft_start()
-                blocked_at, last_edge = None, clock.now()
+                        on_card(cmd.counted, cmd.expected)
+                elif isinstance(cmd, Tick) and on_tick:
+                    on_tick()
+                elif isinstance(cmd, Done):
+                    out.append(cmd)
+
+        try:
+            carry_out(engine.start(clock.now(), self.tray.is_active))
+            monitor.start()
+            while not engine.done:
+                due = min(engine.deadline, beam.deadline, monitor.deadline)
+                item = wait(clock, self._inputs, max(due - clock.now(), 0.0))
+                now = clock.now() if item else max(clock.now(), due)
+                commands: list[Command] = []
+                if item is not None:
+                    what, value, at, edge_seen = item
+                    if what == "beam":
+                        for level, edge_at in beam.feed(value, at):
+                            commands += engine.beam(level, edge_at)
+                    elif what == "tray":
+                        commands += engine.tray(value, at)
+                    else:
+                        commands += engine.stop(at)
+                for level, edge_at in beam.poll(now):
+                    commands += engine.beam(level, edge_at)
+                volts = monitor.take(now)
+                if volts is not None:
+                    commands += engine.volts(volts, now)
+                commands += engine.tick(now)
+                carry_out(commands)
         finally:
             self._motor(0)
             monitor.stop()
-        return PassReport(expected, counted, (piles[0], piles[1]), clock.now() - start, fault,
-                          monitor.lowest, not self.tray.is_active, retries)
+        return out[0]
 
     def _volts(self) -> float:
         if self.adc is None:
@@ -374,8 +412,14 @@ class GpioDevice(ShufflerDevice):
         return True
 
     def stop(self) -> None:
+        if self._in_pass:
+            self._stopping = True  # nothing turns the motor on again in this pass
+            self._input("stop", True)
         with contextlib.suppress(Exception):  # closed already: nothing can be running
             self._motor(0)
+
+    def wait_event(self, timeout: float | None = None) -> InputEvent | None:
+        return wait(self.clock, self.events, timeout)
 
     def close(self) -> None:
         self.stop()

@@ -16,8 +16,7 @@ from hardware_sim.gpio_rig import GpioRig
 from hardware_sim.virtual_mcu import VirtualMCU
 from shuffler.backends import AVR_PACKAGES, SimAvr, build_firmware, serial_on
 from shuffler.clock import ScaledClock, VirtualClock
-from shuffler.config import GpioConfig
-from shuffler.device import FaultLimits, ShufflerDevice
+from shuffler.device import ShufflerDevice
 from shuffler.errors import DeviceError
 from shuffler.gpio import GpioDevice
 
@@ -52,12 +51,10 @@ class SimHarness:
 
 class GpioHarness:
     """The real GpioDevice on gpiozero's mock pins, driven by the simulated mechanism
-    in real time: a fast card rate and short limits keep the tests quick."""
+    on the rig's device time: the Lotus's card rate and the default limits, instantly."""
 
     name = "gpio"
-    card_rate = 200.0
-    limits = FaultLimits(jam_seconds=0.05, misfeed_seconds=0.1, retries=2,
-                         reverse_seconds=0.02, max_pass_seconds=10)
+    card_rate = 5.0
 
     def __init__(self) -> None:
         self.rigs: dict[int, GpioRig] = {}
@@ -66,9 +63,8 @@ class GpioHarness:
              seed: int = 7) -> ShufflerDevice:
         rig = GpioRig.for_cards(cards, card_rate=self.card_rate,
                                 faults=parse_fault_specs(faults), habit=DealerHabit(habit),
-                                rng=random.Random(seed),
-                                gpio=GpioConfig(soft_start_s=0.01))
-        dev = GpioDevice(rig.gpio, pin_factory=rig.factory, limits=self.limits)
+                                rng=random.Random(seed))
+        dev = GpioDevice(rig.gpio, pin_factory=rig.factory, clock=rig.clock)
         rig.start()
         self.rigs[id(dev)] = rig
         self._open.append((rig, dev))
@@ -80,11 +76,12 @@ class GpioHarness:
     def piles(self, device: ShufflerDevice) -> tuple[list, list]:
         return self.rigs[id(device)].mechanism.piles
 
-    def settle(self, device: ShufflerDevice, timeout: float = 2.0) -> None:
+    def settle(self, device: ShufflerDevice, timeout: float = 5.0) -> None:
+        """Let the rig's dealer act on what the LED shows, in the rig's time."""
         rig = self.rigs[id(device)]
-        deadline = time.monotonic() + timeout
-        while not rig.settled() and time.monotonic() < deadline:
-            time.sleep(0.001)
+        deadline = rig.clock.now() + timeout
+        while not rig.settled() and rig.clock.now() < deadline:
+            rig.clock.sleep(0.01)
 
     def close(self) -> None:
         for rig, dev in self._open:
