@@ -95,8 +95,7 @@ def test_the_pass_time_limit_is_a_timeout_that_does_not_latch(request, backend):
     assert dev.health().ok and not dev.health().motor_on
 
 
-def test_stop_mid_pass_turns_the_motor_off_within_a_card_and_it_stays_off(request, backend):
-    serial_not_yet(request, backend)
+def test_stop_mid_pass_turns_the_motor_off_within_a_card_and_it_stays_off(backend):
     dev = backend.make(24)
     asked: list[float] = []
 
