@@ -81,6 +81,11 @@ COLOURS: dict[tuple[Signal, Pile | None], tuple[tuple[float, float, float], bool
     (Signal.FAULT, None): ((1, 0, 0), True),
     (Signal.OFF, None): ((0, 0, 0), False),
 }
+#: blinking (seconds on, off) and beeps (count, seconds on, off): low battery and a jam
+#: differ in both, so a dealer tells them apart without reading the colour (docs/guide.md)
+BLINKS = {Signal.LOW_BATTERY: (1.0, 1.0), Signal.FAULT: (0.12, 0.12)}
+BEEPS = {Signal.STACK: (1, 0.08, 0.12), Signal.LOW_BATTERY: (2, 0.6, 0.4),
+         Signal.FAULT: (5, 0.06, 0.06)}
 
 _OPEN_DEVICES: weakref.WeakSet[GpioDevice] = weakref.WeakSet()
 
@@ -437,10 +442,10 @@ class GpioDevice(ShufflerDevice):
         colour, blink = COLOURS.get(key, ((0, 0, 0), False))
         if self.led is not None:
             if blink:
-                self.led.blink(0.3, 0.3, on_color=colour, background=True)
+                on, off = BLINKS.get(status.signal, (0.3, 0.3))
+                self.led.blink(on, off, on_color=colour, background=True)
             else:
                 self.led.color = colour
-        if self.buzzer is not None and status.signal in (Signal.STACK, Signal.FAULT,
-                                                         Signal.LOW_BATTERY):
-            n = 1 if status.signal is Signal.STACK else 3
-            self.buzzer.blink(0.08, 0.12, n=n, background=True)
+        if self.buzzer is not None and status.signal in BEEPS:
+            n, on, off = BEEPS[status.signal]
+            self.buzzer.blink(on, off, n=n, background=True)

@@ -173,3 +173,47 @@ def test_the_command_refuses_a_machine_without_gpio_pins(tmp_path):
     result = CliRunner().invoke(cli, ["--device", "sim", "selftest", "--yes"],
                                 env={"SHUFFLER_STATE_DIR": str(tmp_path), "SHUFFLER_CONFIG": ""})
     assert result.exit_code == 2 and "--device gpio" in result.output
+
+
+def _on_spells(pin, since: int = 1) -> list[float]:
+    """How long the pin stayed on each time it came on (after its first ``since`` states)."""
+    spells, on_at, t = [], None, 0.0
+    for state in pin.states[since:]:
+        t += state.timestamp
+        if float(state.state) > 0.5 and on_at is None:
+            on_at = t
+        elif float(state.state) <= 0.5 and on_at is not None:
+            spells.append(t - on_at)
+            on_at = None
+    return spells
+
+
+def test_low_battery_and_a_jam_differ_in_blink_and_beeps():
+    """A dealer who cannot tell amber from red still tells them apart: low battery blinks
+    slowly with two long beeps, a jam flickers with five short ones."""
+    import time
+
+    from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+    from shuffler.device import Signal, Status
+    from shuffler.gpio import GpioDevice
+
+    factory = MockFactory(pin_class=MockPWMPin)
+    dev = GpioDevice(replace(GpioConfig(), adc_channel=None), pin_factory=factory)
+    try:
+        seen = {}
+        for signal, window in ((Signal.LOW_BATTERY, 2.4), (Signal.FAULT, 1.0)):
+            red, buzzer = factory.pin(GpioConfig().led_red), factory.pin(GpioConfig().buzzer)
+            red.clear_states()
+            buzzer.clear_states()
+            dev.show(Status(signal))
+            time.sleep(window)
+            seen[signal] = (_on_spells(buzzer), _on_spells(red))
+        (low_beeps, low_light), (jam_beeps, jam_light) = seen[Signal.LOW_BATTERY], \
+            seen[Signal.FAULT]
+        assert len(low_beeps) == 2 and min(low_beeps) > 0.4
+        assert len(jam_beeps) == 5 and max(jam_beeps) < 0.2
+        assert low_light and min(low_light) > 0.7  # a slow blink
+        assert len(jam_light) >= 3 and max(jam_light) < 0.3  # a fast flicker
+    finally:
+        dev.close()
