@@ -1,7 +1,8 @@
 """What an unnoticed wrong stacking, an unseen stacking and a double feed cost.
 
-Exact for small packs (every random choice of the planner enumerated), and by
-the statistical battery for 24 cards. Prints a table and, with --json, JSON.
+Exact for small packs (every random choice of the planner enumerated; for coin
+passes every coin, beside the distance the controller reports), and by the
+statistical battery for 24 cards (planned). Prints a table and, with --json, JSON.
 
     python benchmarks/study_faults.py [--json] [--trials 20000]
 """
@@ -13,8 +14,8 @@ import json
 import random
 from fractions import Fraction
 
-from hardware_sim.exhaustive import enumerate_outcomes, total_variation
-from hardware_sim.study import Imperfections, reading_order, simulate_hand
+from hardware_sim.exhaustive import coin_outcomes, enumerate_outcomes, total_variation
+from hardware_sim.study import Imperfections, play_hand, reading_order, simulate_hand
 from shuffler.mechanics import Feed, Pile
 from shuffler.planning import Mode
 from shuffler.stats import Battery
@@ -42,6 +43,14 @@ def exact(n: int, k: int, flaws: Imperfections) -> Fraction:
         for order, p in dist.items():
             total[order] = total.get(order, 0) + p / len(branches)
     return total_variation(total, n)
+
+
+def coin(n: int, k: int, flaws: Imperfections) -> tuple[Fraction, Fraction | None, bool]:
+    """Coin passes: the true distance (every coin enumerated) and what the controller
+    reports, (distance, exact)."""
+    true = total_variation(coin_outcomes(n, k, Feed.TOP, flaws), n)
+    _, planner = play_hand(n, k, Mode.COIN, random.Random(1), Feed.TOP, flaws)
+    return true, planner.distance(n, k), planner.exact
 
 
 def battery(n: int, k: int, flaws: Imperfections, trials: int, seed: int) -> dict:
@@ -72,17 +81,22 @@ def main() -> None:
         row = {"case": name}
         for n in (5, 6):
             row[f"tv_{n}_cards_3_passes"] = float(exact(n, 3, flaws))
+        true, reported, exact_report = coin(5, 3, flaws)
+        row["coin_5_cards_3_passes"] = {"true": float(true), "reported": float(reported or 1),
+                                        "reported_exact": exact_report}
         row["battery_24_cards_5_passes"] = battery(24, 5, flaws, args.trials, seed=1)
         rows.append(row)
     if args.json:
         print(json.dumps(rows, indent=2))
         return
-    print(f"{'case':<44} {'TV n=5':>7} {'TV n=6':>7}   24 cards, 5 passes: battery p (runs, "
-          "positions, guesser)")
+    print(f"{'case':<44} {'TV n=5':>7} {'TV n=6':>7}   coin n=5: true, reported   "
+          "24 cards, 5 passes: battery p (runs, positions, guesser)")
     for row in rows:
         ps = row["battery_24_cards_5_passes"]
+        c = row["coin_5_cards_3_passes"]
+        reported = f"{c['reported']:.3f}" if c["reported_exact"] else f"<= {c['reported']:.3f}"
         print(f"{row['case']:<44} {row['tv_5_cards_3_passes']:>7.3f} "
-              f"{row['tv_6_cards_3_passes']:>7.3f}   "
+              f"{row['tv_6_cards_3_passes']:>7.3f}   {c['true']:.3f}, {reported:<9}   "
               + ", ".join(f"{ps[t]:.2g}" for t in ("runs", "positions", "guesser")))
 
 

@@ -447,7 +447,8 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
 
     h = sub("hand")
     hand = HandConfig(
-        passes_setting=h.int("passes", None, 1, 30),
+        passes_setting=h.get("passes", None, "a whole number from 1 to 30",
+                             lambda v: type(v) is int and 1 <= v <= 30),
         cards=h.int("cards", 24, 1, MAX_CARDS),
         mode=h.choice("mode", Mode.PLANNED, {md.value: md for md in Mode}),
         touch_timeout_s=h.num("touch_timeout_s", 300.0, 1, 86400),

@@ -103,7 +103,7 @@ class TestResult:
 
 def chi2_binned(observed: Sequence[int], expected: Sequence[float]) -> tuple[float, int]:
     """χ² with neighbouring bins merged until each expects at least 5."""
-    bins: list[tuple[int, float]] = []
+    bins: list[tuple[float, float]] = []
     o_acc = e_acc = 0.0
     for o, e in zip(observed, expected, strict=True):
         o_acc += o
@@ -207,8 +207,8 @@ class Battery:
         self.table = [[0] * n for _ in range(n)]
         self.runs: list[int] = []
         self.scores: list[int] = []
-        self.mates: list[int] = []
-        self.same_suit: list[int] = []
+        self.mates: list[float] = []
+        self.same_suit: list[float] = []
 
     def add(self, order: Sequence[int], groups: Sequence[int] | None = None,
             suits: Sequence[object] | None = None) -> None:
