@@ -24,8 +24,8 @@ def cards_option(help_text: str = "cards in the load  [default: from the config,
 
 @click.command()
 @click.option("--passes", type=click.IntRange(1, 30), default=None,
-              help="passes in this hand, 1 to 30  [default: from the config; see "
-                   "docs/config.md]")
+              help="passes in this hand, 1 to 30  [default: the config's [hand] passes, "
+                   "else the fewest k with 2^k >= cards: 5 for 24 (docs/mixing.md)]")
 @cards_option()
 @mode_option()
 @click.pass_obj
