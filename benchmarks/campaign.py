@@ -616,6 +616,12 @@ def ask(sock: Path, line: bytes, seconds: float = 10) -> tuple[str, str]:
         conn.close()
 
 
+#: requests every socket run tries: deep, huge, not UTF-8, not an object, blank
+EDGE_REQUESTS = (b"[" * 100_000 + b"]" * 100_000 + b"\n", b'{"cmd": "' + b"x" * 2_000_000 + b'"}\n',
+                 b'{"cmd": "status", "x": "\xff\xfe"}\n', b"[]\n", b"\n", b"\x00\x01\n",
+                 b'{"cmd": "pass", "cards": 1e999}\n', b'{"cmd": "hand", "passes": -1}\n')
+
+
 def run_fuzz_socket(examples: int, seed: int) -> Section:
     from hypothesis import given
     from hypothesis import strategies as st
@@ -663,6 +669,9 @@ def run_fuzz_socket(examples: int, seed: int) -> Section:
 
         if child.poll() is None:
             one()
+        for line in EDGE_REQUESTS:  # always tried, whatever the generator drew
+            if child.poll() is None:
+                one.hypothesis.inner_test(line)
         alive = child.poll() is None and ask(sock, b'{"cmd": "status"}\n')[0] == "ok"
     if not alive:
         section.add("traceback", "status after the fuzzing", "", "the service stopped answering")

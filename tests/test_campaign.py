@@ -62,6 +62,7 @@ def test_the_matrix_would_see_a_lost_latch(campaign, monkeypatch):
     ("run_fuzz_config", 12, 2),  # config files, a FIFO, /dev/zero, a folder
     ("run_fuzz_serial", 150, 5),  # serial bytes and frames: decoded or dropped
     ("run_fuzz_cli", 8, 1),      # the command line: never a traceback
+    ("run_fuzz_socket", 12, 4),  # requests to a running `shuffler serve`, deep ones included
 ])
 def test_generated_inputs_are_ok_or_a_clean_error(campaign, fuzzer, examples, seed):
     section = getattr(campaign, fuzzer)(examples, seed=seed)
