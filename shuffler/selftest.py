@@ -196,8 +196,9 @@ class SelfTest:
         if self.bench.sensed()["touch"]:
             return StepResult("touch", PART["touch"], Outcome.FAIL,
                               f"{where('touch')} reads touched with no hand on it",
-                              CHECK["touch"] + "; a module powered from 5 V, or its "
-                              "jumper set for active-low")
+                              CHECK["touch"] + "; a module powered from 5 V, or one "
+                              "that reads low while touched: then set [gpio] "
+                              "touch_active_high = false")
         fail = (self._expect("touch", "touch", "Touch the sensor on the lid, then let go.",
                              True)
                 or self._expect("touch", "release", "Let go of the sensor.", False))
@@ -233,7 +234,8 @@ class SelfTest:
         if self.bench.sensed()["beam"]:
             return StepResult("beam", PART["beam"], Outcome.FAIL,
                               f"{where('beam')} reads blocked with no card in the gate",
-                              CHECK["beam"])
+                              CHECK["beam"] + "; a receiver that reads high while blocked "
+                              "needs [gpio] beam_active_high = true")
         fail = (self._expect("beam", "card:beam", "Push one card slowly through the gate, "
                              "across the beam.", True)
                 or self._expect("beam", "card:beam-out", "Pull it out of the beam.", False))
