@@ -115,16 +115,17 @@ def sim(cls=SimDevice, clock=None, cards: int = 24) -> SimDevice:
 
 
 def test_a_hand_longer_than_the_watchdog_keeps_being_pinged(tmp_path, clock):
-    service = serve(tmp_path, sim(SlowDealer, clock), clock)
+    service = serve(tmp_path, sim(SlowDealer, clock, cards=104), clock)
     start = clock.now()
-    answer = run(service, "hand", passes=4)
+    answer = run(service, "hand", passes=4, cards=104)  # passes of about 21 s each
     assert answer["ok"] and answer["result"]["hand"]["completed"]
     took = clock.now() - start
     assert took > 3 * SlowDealer.delay > WATCHDOG_SEC  # three long waits for a touch
     pings = [start, *clock.pings(), clock.now()]
     assert len(pings) > took / WATCHDOG_SEC
     gaps = [b - a for a, b in itertools.pairwise(pings)]
-    assert max(gaps) < WATCHDOG_SEC, gaps  # systemd would never have fired
+    # due every 15 s, and from inside a pass too (on_tick): never much later than due
+    assert max(gaps) < WATCHDOG_SEC / 2 + 0.5, gaps
 
 
 class Wedged(SimDevice):
