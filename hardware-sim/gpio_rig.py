@@ -258,6 +258,10 @@ class GpioRig:
         self.set_sensor("pile_left", bool(m.piles[Pile.LEFT]))
         self.set_sensor("pile_right", bool(m.piles[Pile.RIGHT]))
 
+    def long_press(self, hold: float = 2.2) -> None:
+        """The dealer holds the sensor (a clear), with contact bounce at both ends."""
+        self.touch(hold)
+
     def touch(self, hold: float = 0.05) -> None:
         self.set_sensor("touch", True)
         self.clock.at(self.clock.now() + hold, lambda: self.set_sensor("touch", False))

@@ -129,6 +129,7 @@ class GpioConfig:
     divider_ratio: float = round(divider_ratio(), 2)  # (R_top + R_bottom) / R_bottom
     adc_vref: float = 3.3
     touch_debounce_s: float = 0.3
+    long_press_s: float = 2.0  # a touch held this long clears a latched fault
     soft_start_s: float = 0.1
     #: beam glitch filter: a level counts once it has held this long (an IR slot
     #: gate switches in tens of microseconds; a card blocks it for tens of ms)
@@ -178,6 +179,7 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
     values["divider_ratio"] = g.num("divider_ratio", d.divider_ratio, 1.0, 20.0)
     values["adc_vref"] = g.num("adc_vref", d.adc_vref, 1.0, 5.5)
     values["touch_debounce_s"] = g.num("touch_debounce_s", d.touch_debounce_s, 0.0, 5.0)
+    values["long_press_s"] = g.num("long_press_s", d.long_press_s, 0.5, 10.0)
     values["soft_start_s"] = g.num("soft_start_s", d.soft_start_s, 0.0, 2.0)
     values["beam_glitch_s"] = g.num("beam_glitch_s", d.beam_glitch_s, 0.0, 0.05)
     values["beam_min_blocked_s"] = g.num("beam_min_blocked_s", d.beam_min_blocked_s, 0.0, 0.5)

@@ -200,6 +200,7 @@ class GpioDevice(ShufflerDevice):
         self._in_pass = False
         self._stopping = False
         self._last_touch = -1e9
+        self._pressed_at: float | None = None
         self._closed = False
         self.latency = LatencyLog()
         self._parts: list = []
@@ -237,6 +238,7 @@ class GpioDevice(ShufflerDevice):
         self.beam.when_activated = lambda: self._input("beam", True)
         self.beam.when_deactivated = lambda: self._input("beam", False)
         self.touch.when_activated = self._touched
+        self.touch.when_deactivated = self._released
         self.tray.when_activated = lambda: self._tray(True)
         self.tray.when_deactivated = lambda: self._tray(False)
         for pile, part in zip(Pile, self.piles, strict=True):
@@ -273,9 +275,17 @@ class GpioDevice(ShufflerDevice):
     def _touched(self) -> None:
         # mock pins ignore bounce_time, and touch modules chatter: lock out repeats
         now = self.clock.now()
+        if self._pressed_at is None:
+            self._pressed_at = now
         if now - self._last_touch >= self.gpio.touch_debounce_s:
             self._last_touch = now
             self._event(EventKind.TOUCH)
+
+    def _released(self) -> None:
+        """A press held for ``long_press_s`` of device time is the dealer's clear."""
+        pressed, self._pressed_at = self._pressed_at, None
+        if pressed is not None and self.clock.now() - pressed >= self.gpio.long_press_s:
+            self._event(EventKind.LONG_PRESS)
 
     # -- outputs ------------------------------------------------------------------
     def _motor(self, speed: float) -> None:

@@ -137,6 +137,18 @@ def test_a_chattering_touch_is_one_touch(rigged):
     assert len(touches) == 1
 
 
+def test_a_held_touch_is_a_long_press_and_a_tap_is_not(rigged):
+    dev = rigged(24)
+    dev.drain_events()
+    dev.rig.touch()
+    dev.rig.clock.sleep(1.0)
+    dev.rig.long_press(2.2)
+    dev.rig.clock.sleep(3.0)
+    kinds = [e.kind for e in dev.drain_events()]
+    assert kinds.count(EventKind.LONG_PRESS) == 1
+    assert kinds[-1] is EventKind.LONG_PRESS and kinds.count(EventKind.TOUCH) == 2
+
+
 @pytest.mark.parametrize(("motor", "diverter"), [("pwm", "solenoid"), ("motor", "servo")])
 def test_both_motor_and_diverter_kinds_deal_where_planned(rigged, motor, diverter):
     text = f'[gpio]\nmotor = "{motor}"\ndiverter = "{diverter}"\n'
