@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from typing import Any
 
 import structlog
 
@@ -34,7 +35,8 @@ def under_journal(stream=None) -> bool:
     return (st.st_dev, st.st_ino) == (device, inode)
 
 
-def _journal_priority(logger, method_name: str, rendered: str) -> str:
+def _journal_priority(logger: Any, method_name: str, rendered: Any) -> str:
+    """After the renderer: the line gets journald's ``<N>`` priority prefix."""
     return f"<{PRIORITY.get(method_name, 6)}>{rendered}"
 
 
