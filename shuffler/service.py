@@ -50,6 +50,7 @@ from .cards import MAX_CARDS
 from .clock import Clock, RealClock
 from .device import EventKind, Signal, Status
 from .errors import BadInputError, ShufflerError
+from .events import Event, Translator
 from .faces import Faces, signal_tee
 from .hand import RESTACK_LOCKOUT
 from .lock import MachineLock
@@ -219,8 +220,20 @@ class Service:
         """``callback(kind, body)`` for everything the service does, from its own
         threads: ``signal`` (a :class:`~shuffler.device.Status`), ``event`` (pass
         progress), ``result`` (a pass, hand or score result), ``status`` (the snapshot),
-        ``score``. Never a plan. A callback must not block; one that raises is logged."""
+        ``score``, ``battery``. Never a plan. A callback must not block; one that raises
+        is logged."""
         self.listeners.append(callback)
+
+    def subscribe_events(self, callback: Callable[[Event], None]) -> None:
+        """``callback(event)`` with the typed events of :mod:`shuffler.events`: pass
+        started, card counted, pass report, hand summary, state, fault and battery."""
+        translate = Translator()
+
+        def typed(kind: str, body: Any) -> None:
+            for event in translate(kind, body):
+                callback(event)
+
+        self.subscribe(typed)
 
     def publish(self, kind: str, body: Any) -> None:
         for callback in self.listeners:
@@ -401,6 +414,7 @@ class Service:
             log.warning("status refresh failed", error=str(e))
         else:
             self.publish("status", self.snapshot["status"])
+            self.publish("battery", self.snapshot["battery"])
         self._last_snapshot = self.clock.now()
 
     # -- the socket ---------------------------------------------------------------------
