@@ -33,7 +33,9 @@ def run(rate: float, passes: int = 10, cards: int = 104) -> dict:
     gpio = GpioConfig(soft_start_s=0.01, beam_glitch_s=min(0.001, 0.05 / rate),
                       beam_min_blocked_s=min(0.005, 0.2 / rate))
     rig = GpioRig.for_cards(cards, card_rate=rate, gpio=gpio, rng=random.Random(1))
-    dev = RiggedGpioDevice(rig, limits=FaultLimits(jam_seconds=0.05, misfeed_seconds=0.2))
+    # limits scaled to the rate (the first card also waits out the roller's spin-up)
+    dev = RiggedGpioDevice(rig, limits=FaultLimits(jam_seconds=2 / rate,
+                                                   misfeed_seconds=0.5 + 4 / rate))
     rng = random.Random(2)
     misrouted = counted = 0
     seconds = 0.0

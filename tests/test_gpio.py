@@ -281,3 +281,28 @@ def test_hardware_pwm_needs_a_pwm_pin_and_says_how_to_get_the_library():
     except ImportError:
         with pytest.raises(DeviceError, match=r"rpi-hardware-pwm.*shuffler\[pi\]"):
             GpioDevice(cfg, pin_factory=MockFactory(pin_class=MockPWMPin))
+
+
+def test_stop_from_another_thread_ends_the_pass_and_the_motor_stays_off():
+    """The service's stop comes from another thread while the pass waits on its clock
+    (here paced ten times faster than real time, as `--sim-speed 10`)."""
+    import threading
+
+    from shuffler.clock import EventClock
+
+    rig = GpioRig.for_cards(24, card_rate=RATE, rng=random.Random(3),
+                            clock=EventClock(speed=10.0))
+    dev = RiggedGpioDevice(rig, limits=LIMITS)
+    try:
+        stopper = threading.Timer(0.2, dev.stop)  # about 2 s into a 5 s pass
+        stopper.start()
+        report = dev.run_pass(coin_plan(24, random.Random(5)))
+        stopper.join()
+        assert report.fault is not None and report.fault.kind is FaultKind.STOPPED
+        assert 0 < report.counted < 24 and dev.health().ok
+        dealt = len(rig.landed)
+        rig.clock.sleep(3.0)  # past every limit: nothing refeeds
+        assert len(rig.landed) == dealt and not dev.motor_on
+        assert rig.pins["motor"].state == 0
+    finally:
+        dev.close()
