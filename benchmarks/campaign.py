@@ -37,6 +37,7 @@ import json
 import os
 import random
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -57,6 +58,15 @@ SHUFFLER = str(Path(sys.executable).with_name("shuffler"))
 #: gpio rig runs in real time: at 100 (500 cards a second) on a loaded machine it loses a
 #: beam edge now and then; at 40 (200 cards a second, as the gpio tests use) it does not
 SPEED = {"sim": 1e6, "sim-gpio": 40.0, "sim-serial": 200.0}
+
+
+#: every scratch folder of this run (workers are forked, so they share it); main removes it
+RUN_DIR = Path(tempfile.gettempdir()) / f"campaign-{os.getpid()}"
+
+
+def scratch(prefix: str) -> Path:
+    RUN_DIR.mkdir(exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=RUN_DIR))
 
 
 class Hang(BaseException):
@@ -363,7 +373,7 @@ def run_fuzz_cli(examples: int, seed: int) -> Section:
     from hypothesis import strategies as st
 
     section = Section("fuzz cli")
-    folder = Path(tempfile.mkdtemp(prefix="campaign-cli-"))
+    folder = scratch("campaign-cli-")
     digits = st.sampled_from(["1", "13", "24", "0", "-1", "999", "²", "١", "1e3", "nan", "",
                               "13:1", "13:x", " 7"])
     fault = st.builds(lambda k, d: f"{k}:{d}", st.sampled_from(
@@ -454,7 +464,7 @@ def run_fuzz_config(examples: int, seed: int) -> Section:
     from hypothesis import strategies as st
 
     section = Section("fuzz config")
-    folder = Path(tempfile.mkdtemp(prefix="campaign-config-"))
+    folder = scratch("campaign-config-")
     text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
     value = st.recursive(st.booleans() | st.integers(-2, 2**70) | st.integers(0, 110)
                          | st.floats() | text, lambda kids: st.lists(kids, max_size=3)
@@ -515,7 +525,7 @@ def run_fuzz_state(examples: int, seed: int) -> Section:
     from hypothesis import strategies as st
 
     section = Section("fuzz state")
-    folder = Path(tempfile.mkdtemp(prefix="campaign-state-"))
+    folder = scratch("campaign-state-")
     fields = st.sampled_from([*sorted(base_state()), "fault.kind", "fault.card", "hand.done",
                               "hand.mode", "battery.0", "unknown"])
     mutation = st.lists(st.tuples(fields, _json_values() | st.just("<delete>")), min_size=1,
@@ -627,7 +637,7 @@ def run_fuzz_socket(examples: int, seed: int) -> Section:
     from hypothesis import strategies as st
 
     section = Section("fuzz socket")
-    folder = Path(tempfile.mkdtemp(prefix="campaign-socket-"))
+    folder = scratch("campaign-socket-")
     cmds = st.sampled_from(["status", "battery", "pass", "hand", "clear", "stop", "score",
                             "undo", "new_game", "nope", ""]) | _json_values()
     keys = st.sampled_from(["cards", "passes", "mode", "makers", "tricks", "alone",
@@ -779,8 +789,11 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [(fn, a) for kind, fn, a in plan(profile)
             if not args.only or kind in args.only.split(",")]
     start = time.perf_counter()
-    with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        rows = list(pool.map(timed, *zip(*jobs, strict=True)))
+    try:
+        with ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+            rows = list(pool.map(timed, *zip(*jobs, strict=True)))
+    finally:
+        shutil.rmtree(RUN_DIR, ignore_errors=True)
     result = {"profile": profile, "seconds": round(time.perf_counter() - start, 1),
               "sections": rows,
               "total": {o: sum(r[o] for r in rows) for o in ("tried", *OUTCOMES)}}

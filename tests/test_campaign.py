@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ def campaign():
     spec.loader.exec_module(module)
     yield module
     sys.modules.pop("campaign", None)
+    shutil.rmtree(module.RUN_DIR, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
