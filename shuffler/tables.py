@@ -94,13 +94,17 @@ class TableBook:
 class TableWatcher:
     """A live subscription to every table under the config's prefix."""
 
-    def __init__(self, config: MqttConfig, client_id: str = "") -> None:
+    def __init__(self, config: MqttConfig, client_id: str = "",
+                 persistent: bool = False) -> None:
+        """``persistent`` (with a stable ``client_id``): the broker keeps the messages
+        published while the view is away, so it misses none across a broker restart."""
         from .telemetry import connect_client
 
         self.book = TableBook(config.prefix)
         self.subscribed = threading.Event()
         self.config = config
-        self._client = connect_client(config, client_id=client_id or None)
+        self._client = connect_client(config, client_id=client_id or None,
+                                      persistent=persistent)
         self._client.on_connect = self._on_connect
         self._client.on_message = lambda c, u, m: self.book.take(m.topic, m.payload)
 

@@ -237,9 +237,11 @@ def _guarded(callback: Callable[..., None]) -> Callable[..., None]:
     return run
 
 
-def connect_client(config: MqttConfig, client_id: str | None = None) -> Any:
+def connect_client(config: MqttConfig, client_id: str | None = None,
+                   persistent: bool = False) -> Any:
     """An MQTT client set up from the config (credentials read from their file now);
-    not connected yet."""
+    not connected yet. ``persistent``: the broker keeps the session (subscriptions and
+    QoS 1 messages) while this client is away; it needs a stable ``client_id``."""
     try:
         from paho.mqtt import client as mqtt
     except ImportError:
@@ -247,7 +249,7 @@ def connect_client(config: MqttConfig, client_id: str | None = None) -> Any:
                           "pip install 'shuffler[mqtt]' (paho-mqtt)") from None
     client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2,
                          client_id=client_id or f"shuffler-{config.table}",
-                         protocol=mqtt.MQTTv311)
+                         clean_session=not persistent, protocol=mqtt.MQTTv311)
     client.max_queued_messages_set(config.queue_limit)
     client.reconnect_delay_set(min_delay=1, max_delay=10)
     if config.username:

@@ -29,12 +29,14 @@ def free_port() -> int:
 
 class Broker:
     def __init__(self, folder: Path, *, users: dict[str, str] | None = None,
-                 acl: str | None = None) -> None:
+                 acl: str | None = None, persistent: bool = False) -> None:
         self.folder = folder
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         # as root, mosquitto would drop to its own user and lose the test's files
-        lines = [f"listener {self.port} 127.0.0.1", "persistence false",
+        keep = ["persistence true", f"persistence_location {folder}/", "autosave_interval 1"]
+        lines = [f"listener {self.port} 127.0.0.1",
+                 *(keep if persistent else ["persistence false"]),
                  f"user {getpass.getuser()}",
                  "log_dest stderr", "log_type error", "log_type warning"]
         if users:
