@@ -109,7 +109,9 @@ def test_a_room_of_tables_loses_nothing_when_the_broker_restarts(tmp_path):
                             and len(row.pass_ids) == status["counters"]["passes"]
                             and len(row.hand_ids) == status["counters"]["hands"]
                             and late.status.get("counters") == status["counters"])
-                wait_for(caught_up, 60, f"{name}: messages {watcher.book.rows.get(name)}")
+                wait_for(caught_up, 60, f"{name}: {status['counters']}; organiser "
+                         f"{watcher.book.rows.get(name)}; late view "
+                         f"{(view.book.rows.get(name) or object())!r}")
                 assert status["counters"]["hands"] == len(hands[name])
         finally:
             view.close()
