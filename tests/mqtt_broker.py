@@ -34,7 +34,9 @@ class Broker:
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         # as root, mosquitto would drop to its own user and lose the test's files
-        keep = ["persistence true", f"persistence_location {folder}/", "autosave_interval 1"]
+        # a room's broker: sessions on disk, and a deep queue for a slow organiser
+        keep = ["persistence true", f"persistence_location {folder}/", "autosave_interval 1",
+                "max_queued_messages 1000000"]
         lines = [f"listener {self.port} 127.0.0.1",
                  *(keep if persistent else ["persistence false"]),
                  f"user {getpass.getuser()}",
