@@ -285,7 +285,12 @@ class Service:
     def _long_press(self) -> None:
         """The dealer's clear: a latched fault goes once the machine sees itself clear;
         if it does not, the jam pattern answers (the fault stays)."""
-        if self.session.controller.latched_fault() is None:
+        try:
+            latched = self.session.controller.latched_fault()
+        except ShufflerError as e:  # a damaged state file: clear says what to do
+            log.warning("long press: cannot read the state", error=str(e))
+            return
+        if latched is None:
             log.debug("long press: no fault to clear")
             return
         if not self.claim.acquire(blocking=False):

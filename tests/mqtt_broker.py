@@ -71,9 +71,17 @@ class Broker:
         raise RuntimeError("mosquitto did not start")
 
     def kill(self) -> None:
+        """SIGKILL: what the broker held only in memory is gone."""
         if self.proc is not None:
             self.proc.kill()
             self.proc.wait()
+            self.proc = None
+
+    def terminate(self) -> None:
+        """SIGTERM: the broker closes its clients and saves its sessions first."""
+        if self.proc is not None:
+            self.proc.terminate()
+            self.proc.wait(20)
             self.proc = None
 
     def log(self) -> str:
