@@ -105,11 +105,21 @@ def cli(tmp_path, *args: str, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
 
+def finish(proc: subprocess.Popen) -> str:
+    """Its stderr once it exits; killed if it does not (a service that wrongly started)."""
+    try:
+        return proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 def test_a_regular_file_at_the_socket_path_is_refused_and_kept(tmp_path):
     precious = tmp_path / "notes.txt"
     precious.write_text("the dealer's notes\n")
     proc = cli(tmp_path, "--state-dir", str(tmp_path / "s"), "--socket", str(precious), "serve")
-    _, err = proc.communicate(timeout=60)
+    err = finish(proc)
     assert proc.returncode == 2 and "is not a socket" in err and "Traceback" not in err
     assert precious.read_text() == "the dealer's notes\n"
 
@@ -142,6 +152,6 @@ def test_a_second_service_on_the_same_socket_says_one_is_running(tmp_path, runni
     first = running()
     proc = cli(tmp_path, "--state-dir", str(tmp_path / "other"), "--socket",
                str(first.socket_path), "serve")
-    _, err = proc.communicate(timeout=60)
+    err = finish(proc)
     assert proc.returncode == 2 and "already running" in err and "Traceback" not in err
     assert connect(first)[1]["protocol"] == 1  # the first one is untouched
