@@ -172,7 +172,9 @@ def test_a_killed_service_goes_offline_within_its_keepalive_and_sorts_first(tmp_
         assert [r.name for r in watcher.book.sorted_rows()] == ["dead", "alive"]
     finally:
         watcher.close()
-        alive.stop()
+        for s in (dead, alive):
+            if s.proc and s.proc.poll() is None:
+                s.stop()
         broker.kill()
 
 
