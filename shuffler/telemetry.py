@@ -187,22 +187,23 @@ class Telemetry:
 
     # -- the MQTT client's thread -------------------------------------------------------
     def _on_connect(self, client, userdata, flags, reason_code, properties=None) -> None:
+        # Only the sender thread publishes: paho's publish from this callback races the
+        # sender's for paho's own locks (taken in opposite orders) and can deadlock.
         if reason_code.is_failure:
             log.warning("broker refused the connection", reason=str(reason_code))
             return
-        self.connected.set()
         log.info("broker connected", broker=f"{self.config.host}:{self.config.port}")
-        client.publish(self.topics.availability, "online", qos=1, retain=True)
-        if self.config.discovery:
-            for topic, body in discovery_messages(self.config, self.topics):
-                client.publish(topic, json.dumps(body), qos=1, retain=True)
         if self.config.remote_actions:
             client.subscribe(self.topics.command, qos=1)
+        first = [_Message(self.topics.availability, "online", 1, True)]
+        if self.config.discovery:
+            first += [_Message(topic, json.dumps(body), 1, True)
+                      for topic, body in discovery_messages(self.config, self.topics)]
         with self._wake:  # the retained state may have been lost with the broker
-            for msg in self._retained.values():
-                if msg not in self._queue:
-                    self._queue.append(msg)
+            again = [m for m in self._retained.values() if m not in self._queue]
+            self._queue.extendleft(reversed(first + again))
             self._wake.notify()
+        self.connected.set()
 
     def _on_disconnect(self, client, userdata, flags, reason_code, properties=None) -> None:
         if self.connected.is_set():
