@@ -169,10 +169,14 @@ def serve(app: App, cards: int | None) -> None:
       shuffler serve                              the configured device (systemd runs this)
       shuffler --socket /tmp/s.sock serve         the simulator, a socket of your own
     """
-    from shuffler.service import Service, install_signal_handlers
+    from shuffler.lock import MachineBusyError
+    from shuffler.service import Service, ServiceRunningError, install_signal_handlers
 
     def body() -> int:
-        session = app.session(cards or app.config.hand.cards)
+        try:
+            session = app.session(cards or app.config.hand.cards)
+        except MachineBusyError as e:  # a second serve: the command is what is wrong
+            raise ServiceRunningError(f"a shuffler service is already running: {e}") from None
         service = Service(session, app.socket, group=app.config.service.group,
                           max_clients=app.config.service.max_clients, lock=app.locks[0])
         install_signal_handlers(service)

@@ -63,3 +63,24 @@ def test_a_long_press_with_nothing_latched_starts_nothing(tmp_path):
         assert session.status()["counters"]["passes"] == 0
     finally:
         device.close()
+
+
+def test_a_second_serve_on_the_same_machine_says_one_is_running(tmp_path):
+    import subprocess
+
+    from .served import SHUFFLER
+    from .served import Service as Served
+
+    first = Served(tmp_path, name="first").start()
+    try:
+        second = subprocess.run(
+            [SHUFFLER, "--state-dir", str(first.state), "--socket",
+             str(tmp_path / "other.sock"), "serve"],
+            capture_output=True, text=True, timeout=60, check=False)
+        assert second.returncode == 2, second.stderr
+        assert "already running" in second.stderr and "Traceback" not in second.stderr
+        client = first.client()
+        assert client.request("status")["counters"]["passes"] == 0  # the first one goes on
+        client.close()
+    finally:
+        first.stop()
