@@ -46,10 +46,15 @@ class Faces:
             if new:
                 log.warning("dealer page pairing code (also `shuffler pair`)", code=code)
             self.web = WebServer(self, config.web.bind, config.web.port, code)
+        self.room: Any = None  # the tournament view, when the page and MQTT are both on
         if config.mqtt.enabled:
             from .telemetry import Telemetry
 
             self.telemetry = Telemetry(config.mqtt, on_command=self.remote_command)
+            if self.web is not None:
+                from .tables import TableWatcher
+
+                self.room = TableWatcher(config.mqtt, f"shuffler-{config.mqtt.table}-view")
 
     def start(self) -> None:
         try:
@@ -60,8 +65,12 @@ class Faces:
             self.web.start()
         if self.telemetry is not None:
             self.telemetry.start()
+        if self.room is not None:
+            self.room.start()
 
     def close(self) -> None:
+        if self.room is not None:
+            self.room.close()
         if self.web is not None:
             self.web.close()
         if self.telemetry is not None:
@@ -104,6 +113,12 @@ class Faces:
 
     def wait_panel(self, version: int, timeout: float) -> tuple[int, dict[str, Any]]:
         return self.board.wait(version, timeout)
+
+    def tables(self) -> list[dict[str, Any]]:
+        """Every table on the broker, problems first (empty without MQTT)."""
+        if self.room is None:
+            return []
+        return [row.to_dict() for row in self.room.book.sorted_rows()]
 
     def act(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
         if action == "pass":  # the page's button is the touch sensor, with all its rules

@@ -7,6 +7,7 @@ megabyte counts, and the page needs only a few routes and one event stream)::
     GET  /               the page (one HTML file, no external assets)
     GET  /api/panel      what the page shows, as JSON
     GET  /api/events     server-sent events: the panel each time it changes
+    GET  /api/tables     every table on the MQTT broker, problems first
     POST /api/<action>   clear, pass, score, undo, new_game (JSON body)
 
 Reading needs nothing. An action must be a JSON POST (an HTML form cannot send one
@@ -55,6 +56,10 @@ class PanelSource(Protocol):
 
     def act(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
         """Carry out an action; returns ``{"ok": ..., "result"|"error": ...}``."""
+        ...
+
+    def tables(self) -> list[dict[str, Any]]:
+        """Every table on the broker (the tournament view), or none."""
         ...
 
 
@@ -167,6 +172,8 @@ def _handler_for(web: WebServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
             elif path == "/api/panel":
                 self.send_json(HTTPStatus.OK, web.source.panel()[1])
+            elif path == "/api/tables":
+                self.send_json(HTTPStatus.OK, {"tables": web.source.tables()})
             elif path == "/api/events":
                 self.stream()
             elif path == "/favicon.ico":

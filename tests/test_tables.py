@@ -203,3 +203,38 @@ def test_the_view_without_a_broker_says_so(tmp_path):
     empty.write_text("")
     out = cli("--config", str(empty), "tables")
     assert out.returncode == 2 and "[mqtt] host" in out.stderr
+
+
+@needs_mosquitto
+def test_the_page_shows_every_table_problems_first(tmp_path):
+    import http.client
+
+    from .mqtt_broker import free_port
+
+    broker = Broker(tmp_path).start()
+    port = free_port()
+    page = Service(tmp_path, table_config(broker.port, "page", 5)
+                   + f"\n[web]\nenabled = true\nport = {port}\n", name="page")
+    other = Service(tmp_path, table_config(broker.port, "other", 5), name="other")
+
+    def rows():
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        conn.request("GET", "/api/tables")
+        body = json.loads(conn.getresponse().read())
+        conn.close()
+        return body["tables"]
+
+    try:
+        page.start()
+        other.start()
+        wait_for(lambda: {r["table"] for r in rows() if r["online"]} == {"page", "other"},
+                 20, "both tables on the page")
+        validate({"broker": "b", "connected": True, "tables": rows()}, "tables")
+        other.stop(signal.SIGKILL)
+        wait_for(lambda: rows()[0]["table"] == "other" and rows()[0]["state"] == "offline",
+                 20, "the dead table first")
+    finally:
+        for s in (page, other):
+            if s.proc and s.proc.poll() is None:
+                s.stop()
+        broker.kill()

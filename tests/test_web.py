@@ -30,6 +30,9 @@ class Recorder:
     def wait_panel(self, version, timeout):
         return self.board.wait(version, timeout)
 
+    def tables(self):
+        return []
+
     def act(self, action, body):
         self.actions.append((action, body))
         return {"ok": True, "result": {"done": action}}
