@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import random
 import re
 import shutil
@@ -26,6 +25,8 @@ from shuffler.backends import AVR_PACKAGES, FIRMWARE_DIR, SimAvr, build_firmware
 from shuffler.device import FaultKind, FaultLimits
 from shuffler.errors import DeviceError
 from shuffler.planning import coin_plan
+
+from .test_serial import reply
 
 try:
     build_firmware()
@@ -156,18 +157,7 @@ def test_every_pass_counts_right_on_a_noisy_line(chip, noise):
         assert dev.link.decoder.errors > 0 or dev.link.stats.retransmits > 0
 
 
-def next_of(link: Link, kind: type, timeout: float = 3.0):
-    """The next message of ``kind`` in the link's inbox, beating while waiting."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        link.beat()
-        try:
-            msg = link.inbox.get(timeout=0.05)
-        except queue.Empty:
-            continue
-        if isinstance(msg, kind):
-            return msg
-    raise AssertionError(f"no {kind.__name__}")
+next_of = reply  # the next message of a kind, heartbeats going meanwhile
 
 
 def test_no_pass_before_config_and_no_plan_left_in_ram_after_it():
