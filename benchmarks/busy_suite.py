@@ -21,11 +21,14 @@ import time
 BUSY = "while True: pass"
 
 
-def run_suite(pytest_args: list[str]) -> dict[str, object]:
+def run_suite(pytest_args: list[str], log: str | None) -> dict[str, object]:
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *pytest_args], capture_output=True, text=True, check=False)
     seconds = time.monotonic() - start
+    if log:
+        with open(log, "w", encoding="utf-8") as f:
+            f.write(proc.stdout + proc.stderr)
     tail = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
     counts = {k: int(n) for n, k in re.findall(r"(\d+) (passed|failed|skipped|error)", tail)}
     failures = re.findall(r"^FAILED (\S+)", proc.stdout, flags=re.M)
@@ -39,13 +42,17 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--busy", type=int, default=os.cpu_count() or 2,
                         help="busy loops beside the suite (default: one per core)")
+    parser.add_argument("--log-dir", help="keep each run's whole pytest output here")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments")
     args = parser.parse_args()
+    if args.log_dir:
+        os.makedirs(args.log_dir, exist_ok=True)
     loops = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(args.busy)]
     results = []
     try:
         for i in range(args.runs):
-            r = run_suite(args.pytest_args)
+            log = os.path.join(args.log_dir, f"run{i + 1}.txt") if args.log_dir else None
+            r = run_suite(args.pytest_args, log)
             results.append(r)
             print(f"run {i + 1}/{args.runs}: exit {r['exit']}, {r['passed']} passed, "
                   f"{r['failed']} failed, {r['seconds']} s {' '.join(r['failures'])}",
