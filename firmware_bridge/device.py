@@ -116,9 +116,9 @@ class SerialDevice(ShufflerDevice):
     def __init__(self, url: str, *, limits: FaultLimits | None = None, feed: Feed = Feed.TOP,
                  baudrate: int = 115200, card_rate: float = 5.0) -> None:
         super().__init__()
-        self.url, self.baudrate = url, baudrate
-        self.limits = limits or FaultLimits()
-        self.config = config_message(self.limits, card_rate)
+        self.url, self.baudrate, self.card_rate = url, baudrate, card_rate
+        self._limits = limits or FaultLimits()
+        self.config = config_message(self._limits, card_rate)
         self._feed = feed
         self._fault: Fault | None = None
         self._closed = False
@@ -146,6 +146,18 @@ class SerialDevice(ShufflerDevice):
             raise
         self._info = DeviceInfo("serial", f"shuffler on {self.url}", self._feed,
                                 firmware=self.hello.firmware)
+
+    @property
+    def limits(self) -> FaultLimits:
+        """The pass limits. Setting them sends them to the microcontroller at once (it
+        enforces them itself), and raises :class:`DeviceError` if it does not take them."""
+        return self._limits
+
+    @limits.setter
+    def limits(self, limits: FaultLimits) -> None:
+        config = config_message(limits, self.card_rate)  # validated before anything changes
+        self._limits, self.config = limits, config
+        self._configure()
 
     def _configure(self) -> None:
         reply = self._ask(self.config, StatusReply)

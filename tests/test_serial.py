@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 import serial
@@ -224,6 +225,15 @@ def test_a_wedged_host_looks_dead_and_the_microcontroller_stops_the_motor(machin
     assert 10 <= report.counted < 104 and not mcu.sim.health().motor_on
     assert mcu.silenced_at is not None
     assert SILENCE_MS / 1000 <= mcu.silenced_at - mcu.heard_before_silence < 0.75
+
+
+def test_new_limits_reach_the_microcontroller_at_once_and_bad_ones_change_nothing(machine):
+    mcu, dev = machine()
+    dev.limits = replace(dev.limits, max_pass_seconds=2.0, retries=1)
+    assert (mcu.config.max_pass_ms, mcu.config.retries) == (2000, 1)
+    with pytest.raises(DeviceError, match="cannot be given to the microcontroller"):
+        dev.limits = replace(dev.limits, jam_seconds=1e6)  # past the wire's 16 bits
+    assert dev.limits.max_pass_seconds == 2.0 and mcu.config.jam_ms == dev.config.jam_ms
 
 
 def test_a_different_major_protocol_is_refused():

@@ -19,8 +19,6 @@ from shuffler.device import FaultKind, PassReport
 from shuffler.planning import coin_plan
 from tests.conftest import BACKENDS, SimHarness
 
-SERIAL_NOT_YET = pytest.mark.xfail(
-    reason="sim-serial: virtual MCU not yet on the pass engine", strict=False)
 UNDER_TEST = ("sim", "gpio", "serial")
 
 
@@ -31,13 +29,6 @@ def backend(request):
     yield h
     if hasattr(h, "close"):
         h.close()
-
-
-def serial_not_yet(request, backend, *cases):
-    """Mark the serial cases that do not hold yet (the serial helper removes this)."""
-    case = request.node.callspec.params.get("case")
-    if backend.name == "serial" and (not cases or case in cases):
-        request.applymarker(SERIAL_NOT_YET)
 
 
 def now(backend, dev) -> float:
@@ -84,8 +75,7 @@ def test_each_fault_gives_the_same_report_and_latch_as_the_simulator(backend, ca
     assert not dev.health().motor_on
 
 
-def test_the_pass_time_limit_is_a_timeout_that_does_not_latch(request, backend):
-    serial_not_yet(request, backend)
+def test_the_pass_time_limit_is_a_timeout_that_does_not_latch(backend):
     dev = backend.make(104)
     dev.limits = replace(dev.limits, max_pass_seconds=2.0)
     report = dev.run_pass(coin_plan(104, random.Random(5)))
