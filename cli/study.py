@@ -159,7 +159,8 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
         battery.add(order, *labels)
         if orders:
             lines.append(" ".join(map(str, order)))
-    worst = None if any(d is None for d, _ in reported) else max(d for d, _ in reported)
+    known = [d for d, _ in reported if d is not None]
+    worst = max(known) if len(known) == len(reported) else None  # None: one is unknown
     exact = all(e for _, e in reported) and worst is not None
     if orders:
         try:

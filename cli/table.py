@@ -59,7 +59,8 @@ def score(ctx: click.Context) -> None:
 
 
 def _seat(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    seats = ctx.find_object(App).config.table.seats if ctx.find_object(App) else ()
+    app = ctx.find_object(App)
+    seats = app.config.table.seats if app else ()
     if value is not None and seats and value not in seats:
         raise click.BadParameter(f"expected one of {', '.join(seats)}, got {value!r}")
     return value

@@ -363,7 +363,7 @@ class SerialDevice(ShufflerDevice):
                 self.link.pending_stop = True
 
     #: called after the link closes (the simulator uses it to power its microcontroller off)
-    on_close = None
+    on_close: Callable[[], None] | None = None
 
     def close(self) -> None:
         if not self._closed:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import TypedDict
 
 from shuffler.cards import Card, standard_pack
 from shuffler.clock import Clock, VirtualClock
@@ -42,6 +43,13 @@ class SimTiming:
     restack_pause: float = 1.0  # seconds after the LED says "stack" before the first lift
 
 
+class EngineOptions(TypedDict, total=False):
+    """The pass engine's options a microcontroller's CONFIG carries (the virtual MCU's)."""
+
+    soft_start_s: float
+    min_blocked: float
+
+
 class SimDevice(ShufflerDevice):
     """A shuffler that exists only in memory.
 
@@ -72,7 +80,7 @@ class SimDevice(ShufflerDevice):
         self._closed = False
         self._halt: FaultKind | None = None
         self._run: _SimPass | None = None
-        self.engine_options: dict[str, float] = {}  # the virtual MCU's CONFIG sets them
+        self.engine_options: EngineOptions = {}  # the virtual MCU's CONFIG sets them
         self._idle_since = self.clock.now()
         self.shown: list[Status] = []  # what the LED showed, for tests and the rig
 

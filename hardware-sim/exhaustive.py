@@ -10,15 +10,20 @@ small packs only: the walk visits every reachable order.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from fractions import Fraction
+from functools import partial
 from itertools import product
 from math import factorial
+from typing import TypeVar
 
 from shuffler import planning
 from shuffler.mechanics import Feed, Pile
 
 from .study import Imperfections, deal_with_doubles
+
+H = TypeVar("H", bound=Hashable)  # an outcome: an order, or whatever ``run`` returns
+Order = tuple[int, ...]
 
 
 class ScriptedRandom:
@@ -36,12 +41,12 @@ class ScriptedRandom:
         return low + self._pick([1] * (high - low), self)
 
 
-def enumerate_outcomes(run: Callable[..., Hashable], *, scripted_rng: bool = False
-                       ) -> dict[Hashable, Fraction]:
+def enumerate_outcomes(run: Callable[..., H], *, scripted_rng: bool = False
+                       ) -> dict[H, Fraction]:
     """Every outcome of ``run()`` with its exact probability. With ``scripted_rng``,
     ``run`` is called with a :class:`ScriptedRandom` whose draws are enumerated too
     (for coin passes, which flip with ``getrandbits``)."""
-    outcomes: dict[Hashable, Fraction] = defaultdict(Fraction)
+    outcomes: dict[H, Fraction] = defaultdict(Fraction)
     pending: list[list[int]] = [[]]
     saved = planning._weighted_index, planning._uniform_index
     try:
@@ -50,7 +55,8 @@ def enumerate_outcomes(run: Callable[..., Hashable], *, scripted_rng: bool = Fal
             taken: list[int] = []
             prob = [Fraction(1)]
 
-            def pick(weights, rng, script=script, taken=taken, prob=prob):
+            def pick(weights: list[int], rng: object, script: list[int] = script,
+                     taken: list[int] = taken, prob: list[Fraction] = prob) -> int:
                 i = len(taken)
                 if i < len(script):
                     choice = script[i]
@@ -63,7 +69,7 @@ def enumerate_outcomes(run: Callable[..., Hashable], *, scripted_rng: bool = Fal
                 return choice
 
             planning._weighted_index = pick
-            planning._uniform_index = lambda m, rng, pick=pick: pick([1] * m, rng)
+            planning._uniform_index = partial(_uniform_by, pick)
             outcomes[run(ScriptedRandom(pick)) if scripted_rng else run()] += prob[0]
     finally:
         planning._weighted_index, planning._uniform_index = saved
@@ -71,7 +77,11 @@ def enumerate_outcomes(run: Callable[..., Hashable], *, scripted_rng: bool = Fal
     return dict(outcomes)
 
 
-def total_variation(outcomes: dict[Hashable, Fraction], n: int) -> Fraction:
+def _uniform_by(pick: Callable[[list[int], object], int], m: int, rng: object) -> int:
+    return pick([1] * m, rng)
+
+
+def total_variation(outcomes: Mapping[H, Fraction], n: int) -> Fraction:
     """Distance from uniform over all n! orders."""
     u = Fraction(1, factorial(n))
     seen = sum((abs(p - u) for p in outcomes.values()), Fraction(0))
@@ -79,11 +89,11 @@ def total_variation(outcomes: dict[Hashable, Fraction], n: int) -> Fraction:
 
 
 def coin_outcomes(n: int, passes: int, feed: Feed,
-                  flaws: Imperfections) -> dict[Hashable, Fraction]:
+                  flaws: Imperfections) -> dict[Order, Fraction]:
     """The exact law of the final order after ``passes`` coin passes with scheduled
     ``flaws`` (``double_at``, ``unseen_at``, ``wrong_at``), pass by pass over every
     coin: a double feed deals one label fewer; an unseen stacking is either pile."""
-    law: dict[Hashable, Fraction] = {tuple(range(n)): Fraction(1)}
+    law: dict[Order, Fraction] = {tuple(range(n)): Fraction(1)}
     for j in range(passes):
         doubles = {i for p, i in flaws.double_at if p == j}
         piles = [Pile.RIGHT] if j in flaws.wrong_at else [Pile.LEFT]
@@ -91,7 +101,7 @@ def coin_outcomes(n: int, passes: int, feed: Feed,
             piles = [Pile.LEFT, Pile.RIGHT]
         units = n - len({i for i in doubles if i + 1 < n})
         share = Fraction(1, 2**units * len(piles))
-        after: dict[Hashable, Fraction] = defaultdict(Fraction)
+        after: dict[Order, Fraction] = defaultdict(Fraction)
         for pack, p in law.items():
             for labels in product((0, 1), repeat=units):
                 for pile in piles:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import ClassVar
 
 from gpiozero import Device
@@ -58,7 +59,12 @@ from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 class RigPin(MockPWMPin):
     """A mock pin that stamps its changes with the rig's clock, not the host's."""
 
-    def _change_state(self, value):
+    # MockPin's own attributes, which this pin updates (gpiozero ships no types)
+    _state: bool
+    _last_change: float
+    states: list[PinState]
+
+    def _change_state(self, value: bool) -> bool:
         if self._state != value:
             t = self._factory.ticks()
             self._state = value
@@ -67,7 +73,7 @@ class RigPin(MockPWMPin):
             return True
         return False
 
-    def clear_states(self):
+    def clear_states(self) -> None:
         self._last_change = self._factory.ticks()
         self.states = [PinState(0.0, self._state)]
 
@@ -79,7 +85,7 @@ class RigFactory(MockFactory):
         self.clock = clock
         super().__init__(pin_class=RigPin)
 
-    def ticks(self) -> float:  # type: ignore[override]
+    def ticks(self) -> float:
         return self.clock.now()
 
 
@@ -126,7 +132,9 @@ class MockMCP3008(MockSPIDevice):
         self.select_pin = factory.pin(8, pin_class=_SelectPin)
         self.clock_polarity = self.clock_phase = self.lsb_first = self.select_high = False
         self.bits_per_word = 8
-        self.rx_bit, self.rx_buf, self.tx_buf = 0, [], []
+        self.rx_bit = 0
+        self.rx_buf: list[int] = []  # 1s and 0s, as gpiozero keeps them
+        self.tx_buf: list[int] = []
         self.clock_pin.spi_devices.append(self)
         self.select_pin.spi_device = self
         self.read_volts, self.vref = read_volts, vref
@@ -239,10 +247,9 @@ class GpioRig:
         now = self.clock.now()
         for k in range(flips):  # settles after ``flips`` short flips
             level = high if k % 2 == 0 else not high
-            self.clock.at(now + k * self.noise.bounce_s,
-                          lambda r=role, v=level: self._drive(r, v))
+            self.clock.at(now + k * self.noise.bounce_s, partial(self._drive, role, level))
         if flips:
-            self.clock.at(now + flips * self.noise.bounce_s, lambda: self._drive(role, high))
+            self.clock.at(now + flips * self.noise.bounce_s, partial(self._drive, role, high))
         else:
             self._drive(role, high)
 

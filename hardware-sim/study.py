@@ -83,7 +83,8 @@ def play_hand(n: int, passes: int, mode: Mode, rng: random.Random,
     pack = list(range(n))
     for j in range(passes):
         plan = planner.plan(j, n, tracker)
-        on_top, seen = plan.on_top, plan.on_top
+        on_top = plan.on_top
+        seen: Pile | None = on_top  # None: the dealer stacked unseen
         doubles: set[int] = set()
         if flaws.any:
             if flaws.habit is DealerHabit.OTHER:  # seen by the sensors

@@ -12,6 +12,7 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .clock import Clock, ScaledClock
 from .config import Config
@@ -23,6 +24,9 @@ from .planning import RandomSource, system_random
 
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
 DEFAULT_SIM_SPEED = 20.0
+
+if TYPE_CHECKING:  # imported only when a simulated device is chosen
+    from hardware_sim import SimDevice
 
 log = get_logger("shuffler.backends")
 
@@ -55,19 +59,7 @@ def open_device(
             f"device, not to {name!r}"
         )
     if name == "sim":
-        from hardware_sim import DealerHabit, SimDevice, parse_fault_specs
-        from hardware_sim.physics import MechanismSpec
-
-        mech = config.mechanism
-        return SimDevice.for_cards(
-            cards,
-            faults=parse_fault_specs(sim.faults),
-            spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate),
-            rng=random.Random(sim.seed),
-            habit=DealerHabit(sim.habit),
-            clock=sim.clock or ScaledClock(sim.speed),
-            limits=mech.limits,
-        )
+        return _sim(config, cards, sim)
     if name == "sim-gpio":
         return _sim_gpio(config, cards, sim)
     if name == "gpio":
@@ -114,12 +106,29 @@ def _gpio(config: Config) -> ShufflerDevice:
     return device
 
 
+def _sim(config: Config, cards: int, sim: SimOptions) -> SimDevice:
+    """The simulated shuffler, on its own physics."""
+    from hardware_sim import DealerHabit, SimDevice, parse_fault_specs
+    from hardware_sim.physics import MechanismSpec
+
+    mech = config.mechanism
+    return SimDevice.for_cards(
+        cards,
+        faults=parse_fault_specs(sim.faults),
+        spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate),
+        rng=random.Random(sim.seed),
+        habit=DealerHabit(sim.habit),
+        clock=sim.clock or ScaledClock(sim.speed),
+        limits=mech.limits,
+    )
+
+
 def _sim_serial(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     """SerialDevice on a pseudo-terminal, talking to the virtual microcontroller."""
     from firmware_bridge.device import SerialDevice
     from hardware_sim.virtual_mcu import VirtualMCU
 
-    sim_device = open_device("sim", config, cards=cards, sim=sim)
+    sim_device = _sim(config, cards, sim)
     mcu = VirtualMCU(sim_device, seed=sim.seed or 0)
     try:
         device = SerialDevice(mcu.path, limits=config.mechanism.limits,
@@ -160,7 +169,7 @@ def serial_on(chip: SimAvr, limits: FaultLimits | None = None, feed: Feed = Feed
     except BaseException:
         chip.close()
         raise
-    device.on_close = chip.close  # type: ignore[assignment]
+    device.on_close = chip.close
     device._info = replace(device.info, kind="sim-avr", accepts_seed=True)
     return device
 

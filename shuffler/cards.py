@@ -180,9 +180,10 @@ def play_euchre_hand(rng: RandomLike, *, dealer: int = 0, lone: bool | None = No
     kitty = deck[pos:]
     upcard = kitty[0]
     maker = (dealer + 1 + int(rng.random() * 4)) % 4
+    trump: Suit
     if rng.random() < 0.6:  # ordered up: the dealer takes the upcard and discards
+        assert upcard.suit is not None
         trump = upcard.suit
-        assert trump is not None
         hands[dealer].append(upcard)
         discard = min(hands[dealer], key=lambda c: trick_strength(c, trump, trump))
         hands[dealer].remove(discard)

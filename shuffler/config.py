@@ -154,6 +154,13 @@ class GpioConfig:
         return {role: pin for role, pin in used.items() if pin is not None}
 
 
+def _pin_ok(optional: bool) -> Callable[[Any], bool]:
+    """A BCM pin number from 2 to 27, or false for a pin that is ``optional``."""
+    def ok(v: Any) -> bool:
+        return (type(v) is int and 2 <= v <= 27) or (optional and v is False)
+    return ok
+
+
 def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
     d = GpioConfig()
     values: dict[str, Any] = {}
@@ -161,12 +168,11 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
         default = getattr(d, role)
         optional = role in OPTIONAL_PINS
         expected = "a BCM pin number from 2 to 27" + (" or false (not fitted)" if optional else "")
-        values[role] = p.get(role, default, expected,
-                             lambda v, o=optional: (type(v) is int and 2 <= v <= 27)
-                             or (o and v is False), lambda v: None if v is False else v)
+        values[role] = p.get(role, default, expected, _pin_ok(optional),
+                             lambda v: None if v is False else v)
     p.done()
     values["motor_kind"] = g.choice("motor", d.motor_kind, {"motor": "motor", "pwm": "pwm"})
-    values["motor_pwm_hz"] = g.int("motor_pwm_hz", d.motor_pwm_hz, 100, 100_000)
+    values["motor_pwm_hz"] = g.whole("motor_pwm_hz", d.motor_pwm_hz, 100, 100_000)
     values["diverter_kind"] = g.choice("diverter", d.diverter_kind,
                                        {k: k for k in ("servo", "hardware_servo", "solenoid")})
     values["servo_angle"] = g.num("servo_angle", d.servo_angle, 5, 90)
@@ -356,7 +362,7 @@ class _Reader:
             self.fail(key, expected, value)
         return convert(value)
 
-    def int(self, key: str, default: int, lo: int, hi: int) -> int:
+    def whole(self, key: str, default: int, lo: int, hi: int) -> int:
         return self.get(
             key,
             default,
@@ -380,8 +386,10 @@ class _Reader:
     def text(self, key: str, default: Any, expected: str, *, most: int = 256,
              pattern: re.Pattern[str] | None = None) -> Any:
         """A printable text of 1 to ``most`` characters (matching ``pattern`` if given)."""
-        return self.get(key, default, expected, lambda v: isinstance(v, str) and 0 < len(v)
-                        <= most and v.isprintable() and (not pattern or pattern.fullmatch(v)))
+        def ok(v: Any) -> bool:
+            return (isinstance(v, str) and 0 < len(v) <= most and v.isprintable()
+                    and (pattern is None or pattern.fullmatch(v) is not None))
+        return self.get(key, default, expected, ok)
 
     def path(self, key: str, default: Path | None = None, expected: str = "a file path", *,
              most: int = 4095) -> Path | None:
@@ -427,7 +435,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     limits = FaultLimits(
         jam_seconds=m.num("jam_limit_s", defaults.jam_seconds, 0.05, 10),
         misfeed_seconds=m.num("misfeed_limit_s", defaults.misfeed_seconds, 0.05, 10),
-        retries=m.int("retries", defaults.retries, 0, 10),
+        retries=m.whole("retries", defaults.retries, 0, 10),
         reverse_seconds=m.num("reverse_s", defaults.reverse_seconds, 0.0, 5),
         stall_volts=m.num("stall_volts", defaults.stall_volts, 3.0, 9.0),
         max_pass_seconds=m.num("max_pass_s", defaults.max_pass_seconds, 1, 600),
@@ -451,7 +459,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     hand = HandConfig(
         passes_setting=h.get("passes", None, "a whole number from 1 to 30",
                              lambda v: type(v) is int and 1 <= v <= 30),
-        cards=h.int("cards", 24, 1, MAX_CARDS),
+        cards=h.whole("cards", 24, 1, MAX_CARDS),
         mode=h.choice("mode", Mode.PLANNED, {md.value: md for md in Mode}),
         touch_timeout_s=h.num("touch_timeout_s", 300.0, 1, 86400),
     )
@@ -471,8 +479,8 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         tuple,
     )
     first = t.get("first_dealer", seats[0], f"one of the seats {list(seats)}", lambda v: v in seats)
-    decks = t.int("decks", 1, 1, 2)
-    game_to = t.int("game_to", 10, 1, 100)
+    decks = t.whole("decks", 1, 1, 2)
+    game_to = t.whole("game_to", 10, 1, 100)
     t.done()
 
     b = sub("battery")
@@ -489,7 +497,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     service = ServiceConfig(
         socket=sv.path("socket", None, "a socket path", most=SOCKET_PATH_BYTES),
         group=sv.text("group", None, "a group name", most=32),
-        max_clients=sv.int("max_clients", 32, 1, 1024),
+        max_clients=sv.whole("max_clients", 32, 1, 1024),
     )
     sv.done()
     mqtt = _mqtt_config(sub("mqtt"))
@@ -497,7 +505,7 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     web = WebConfig(
         enabled=w.get("enabled", False, "true or false", lambda v: type(v) is bool),
         lan=w.get("lan", False, "true or false", lambda v: type(v) is bool),
-        port=w.int("port", 8080, 1, 65535),
+        port=w.whole("port", 8080, 1, 65535),
     )
     w.done()
     top.done()
@@ -539,7 +547,7 @@ def _mqtt_config(q: _Reader) -> MqttConfig:
     cfg = MqttConfig(
         host=q.get("host", None, "a host name or address",
                    lambda v: isinstance(v, str) and 0 < len(v) <= 253 and v.isprintable()),
-        port=q.int("port", d.port, 1, 65535),
+        port=q.whole("port", d.port, 1, 65535),
         table=level("table", _default_table()),
         prefix=level("prefix", d.prefix),
         tls=q.get("tls", d.tls, "true or false", lambda v: type(v) is bool),
@@ -549,8 +557,8 @@ def _mqtt_config(q: _Reader) -> MqttConfig:
         username=q.get("username", None, "a user name",
                        lambda v: isinstance(v, str) and 0 < len(v) <= 128),
         password_file=path("password_file"),
-        keepalive=q.int("keepalive_s", d.keepalive, 5, 3600),
-        queue_limit=q.int("queue_limit", d.queue_limit, 10, 100_000),
+        keepalive=q.whole("keepalive_s", d.keepalive, 5, 3600),
+        queue_limit=q.whole("queue_limit", d.queue_limit, 10, 100_000),
         remote_actions=q.get("remote_actions", d.remote_actions, "true or false",
                              lambda v: type(v) is bool),
         discovery=q.get("discovery", d.discovery, "true or false", lambda v: type(v) is bool),

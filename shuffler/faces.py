@@ -154,4 +154,5 @@ def signal_tee(service: Service) -> None:
         service.publish("signal", status)  # first: the simulated dealer acts inside show
         show(status)
 
+    # the device object is shared: its show is wrapped in place, not subclassed
     device.show = tee  # type: ignore[method-assign]

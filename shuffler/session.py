@@ -16,7 +16,7 @@ from typing import Any
 
 from .config import Config
 from .controller import PassController
-from .device import Status
+from .device import ShufflerDevice, Status
 from .hand import pending_hand, play_hand
 from .panel import stack_prompt
 from .planning import Mode, PackTracker, RandomSource, make_planner
@@ -45,7 +45,7 @@ ENDINGS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 
 
 @contextlib.contextmanager
-def motor_off_on_exit(device) -> Iterator[None]:
+def motor_off_on_exit(device: ShufflerDevice) -> Iterator[None]:
     """While the machine may move: an ending signal that nothing else handles unwinds the
     pass (SystemExit 128+N; KeyboardInterrupt for SIGINT), whose ``finally`` stops the
     motor, instead of killing the process where it stands; leaving the interpreter stops
@@ -92,7 +92,7 @@ class Session:
         self.rng = rng
 
     @property
-    def device(self):
+    def device(self) -> ShufflerDevice:
         return self.controller.device
 
     def do_pass(self, cards: int | None = None, mode: str | None = None,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .cards import MAX_CARDS
 from .device import Fault, FaultKind
@@ -60,7 +60,7 @@ _short.maxlevel, _short.maxstring, _short.maxother, _short.maxlist, _short.maxdi
 Check = Callable[[Any, str], None]
 
 
-def _fail(where: str, expected: str, got: Any) -> None:
+def _fail(where: str, expected: str, got: Any) -> NoReturn:
     raise Invalid(where, f"expected {expected}, got {_short.repr(got)}")
 
 
@@ -146,6 +146,14 @@ def _hand_done(v: dict, where: str) -> None:
         _fail(f"{where}.done", f"at most passes ({v['passes']})", v["done"])
 
 
+def nullable(check: Check) -> Check:
+    """``check``, or null."""
+    def maybe(v: Any, where: str) -> None:
+        if v is not None:
+            check(v, where)
+    return maybe
+
+
 def boolean(v: Any, where: str) -> None:
     if type(v) is not bool:
         _fail(where, "true or false", v)
@@ -194,8 +202,7 @@ SCORE = record({"number": whole(1, MAX_COUNT), "target": whole(1, 1000), "teams"
 LAST_HAND = record({"number": whole(1, MAX_COUNT), "passes_done": whole(0, MAX_PASSES),
                     "passes": whole(1, MAX_PASSES), "completed": boolean,
                     "tracking": boolean},
-                   {"distance": lambda v, w: v is None or number(0.0, 1.0)(v, w),
-                    "fault": lambda v, w: v is None or text()(v, w),
+                   {"distance": nullable(number(0.0, 1.0)), "fault": nullable(text()),
                     "dealer": text()})
 
 
