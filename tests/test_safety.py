@@ -53,12 +53,20 @@ def wait_for(check, what: str, timeout: float = 30.0) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def hangup_as_in_a_terminal() -> None:
+    """In the child: SIGHUP's default action, as in an SSH session. Run under ``nohup``
+    (as CI may be) the child inherits SIGHUP ignored, and the CLI rightly leaves an
+    ignored SIGHUP alone: ``nohup shuffler hand`` is asked to survive a hang-up."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def start_pass(tmp: Path) -> subprocess.Popen:
     """A real-time sim-gpio pass (about 5 s for 24 cards): long enough to catch it."""
     return subprocess.Popen(
-        [sys.executable, "-m", "cli", "--device", "sim-gpio", "--sim-speed", "1",
+        [sys.executable, "-m", "shuffler", "--device", "sim-gpio", "--sim-speed", "1",
          "--state-dir", str(tmp / "state"), "pass"],
-        env=env_for(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=env_for(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=hangup_as_in_a_terminal)
 
 
 def motor_running(pins: Path) -> bool:
@@ -112,8 +120,8 @@ def test_sighup_mid_pass_stops_the_motor_and_exits_cleanly(tmp_path):
 def test_the_service_stops_the_motor_and_exits_0_on_a_hangup_or_term(tmp_path, sig):
     pins, sock = tmp_path / "pins.json", tmp_path / "s.sock"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "cli", "--device", "sim-gpio", "--sim-speed", "1", "--state-dir",
-         str(tmp_path / "state"), "--socket", str(sock), "serve"],
+        [sys.executable, "-m", "shuffler", "--device", "sim-gpio", "--sim-speed", "1",
+         "--state-dir", str(tmp_path / "state"), "--socket", str(sock), "serve"],
         env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: ServiceClient.connect(sock) is not None, "the service")
@@ -138,7 +146,7 @@ def one_line_exit_3(out: subprocess.CompletedProcess) -> str:
 
 def test_gpio_without_lgpio_is_one_line_naming_the_cause(tmp_path):
     env = env_for(tmp_path, GPIOZERO_PIN_FACTORY="lgpio")
-    out = subprocess.run([sys.executable, "-m", "cli", "--device", "gpio", "--state-dir",
+    out = subprocess.run([sys.executable, "-m", "shuffler", "--device", "gpio", "--state-dir",
                           str(tmp_path / "s"), "status"], env=env, capture_output=True,
                          text=True, timeout=60)
     line = one_line_exit_3(out)
@@ -147,7 +155,7 @@ def test_gpio_without_lgpio_is_one_line_naming_the_cause(tmp_path):
 
 
 def test_no_pin_library_names_each_fallback_reason(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "cli", "--device", "gpio", "--state-dir",
+    out = subprocess.run([sys.executable, "-m", "shuffler", "--device", "gpio", "--state-dir",
                           str(tmp_path / "s"), "status"], env=env_for(tmp_path),
                          capture_output=True, text=True, timeout=60)
     line = one_line_exit_3(out)
