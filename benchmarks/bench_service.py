@@ -39,7 +39,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp())
     sock = tmp / "s.sock"
     env = {**os.environ, "SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(sock)}
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "--state-dir", str(tmp / "state"),
+    proc = subprocess.Popen([sys.executable, "-m", "shuffler", "--state-dir", str(tmp / "state"),
                              "serve"], env=env, stderr=subprocess.DEVNULL)
     try:
         while ServiceClient.connect(sock) is None:
@@ -47,7 +47,7 @@ def main() -> None:
         times = []
         for _ in range(args.runs):
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "cli", "--json", "status"], env=env,
+            subprocess.run([sys.executable, "-m", "shuffler", "--json", "status"], env=env,
                            check=True, capture_output=True)
             times.append((time.perf_counter() - start) * 1000)
         client = ServiceClient.connect(sock)

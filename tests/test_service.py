@@ -15,51 +15,14 @@ from pathlib import Path
 import pytest
 
 from shuffler.audit import AuditLog
-from shuffler.client import ServiceClient, ServiceError
+from shuffler.client import ServiceError
 
-
-class Served:
-    def __init__(self, tmp: Path, speed: float = 12.0) -> None:
-        self.tmp, self.speed = tmp, speed
-        self.socket = tmp / "shuffler.sock"
-        self.state = tmp / "state"
-        self.proc: subprocess.Popen | None = None
-        self.logs: list[str] = []
-
-    def start(self) -> None:
-        env = {**os.environ, "SHUFFLER_CONFIG": ""}
-        env.pop("NOTIFY_SOCKET", None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cli", "--sim-speed", str(self.speed), "--state-dir",
-             str(self.state), "--socket", str(self.socket), "-v", "--log-json", "serve"],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"service exited: {self.proc.stderr.read()}")
-            if (client := ServiceClient.connect(self.socket)) is not None:
-                client.close()
-                return
-            time.sleep(0.05)
-        raise AssertionError("service did not start")
-
-    def client(self) -> ServiceClient:
-        client = ServiceClient.connect(self.socket)
-        assert client is not None
-        return client
-
-    def stop(self, sig=signal.SIGTERM) -> int:
-        assert self.proc is not None
-        self.proc.send_signal(sig)
-        code = self.proc.wait(20)
-        self.logs.append(self.proc.stderr.read())
-        return code
+from .served import Service
 
 
 @pytest.fixture
 def served(tmp_path):
-    s = Served(tmp_path)
-    s.start()
+    s = Service(tmp_path, speed=12.0).start()
     yield s
     if s.proc and s.proc.poll() is None:
         s.stop(signal.SIGKILL)
@@ -182,13 +145,13 @@ def test_one_pass_at_a_time_and_twenty_clients_polling_status(served):
 def test_the_cli_uses_the_service_and_prints_the_same(served, tmp_path):
     env = {**os.environ, "SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(served.socket),
            "SHUFFLER_STATE_DIR": str(tmp_path / "elsewhere")}
-    out = subprocess.run([sys.executable, "-m", "cli", "--json", "hand", "--passes", "2"],
+    out = subprocess.run([sys.executable, "-m", "shuffler", "--json", "hand", "--passes", "2"],
                          capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     hand = json.loads(out.stdout)["hand"]
     assert [p["counted"] for p in hand["pass_reports"]] == [24, 24]
     assert not (tmp_path / "elsewhere").exists()  # the service's state, not a local one
-    status = subprocess.run([sys.executable, "-m", "cli", "status"], capture_output=True,
+    status = subprocess.run([sys.executable, "-m", "shuffler", "status"], capture_output=True,
                             text=True, env=env, timeout=30)
     assert "counters: 1 hands, 2 passes" in status.stdout
 
@@ -197,8 +160,8 @@ def test_sigterm_stops_cleanly_and_nothing_anywhere_holds_a_plan(served):
     served.client().request("hand", passes=5)
     assert served.stop() == 0
     assert not served.socket.exists()
-    written = served.logs[-1] + "".join(p.read_text() for p in served.state.rglob("*")
-                                        if p.is_file())
+    written = served.log.read_text() + "".join(
+        p.read_text() for p in served.state.rglob("*") if p.is_file())
     assert "labels" not in written and "codes" not in written
     for line in written.splitlines():
         bits = [t for t in line.replace(",", " ").replace("[", " ").split() if t in "01"]
@@ -212,7 +175,7 @@ def test_systemd_hears_ready_and_the_watchdog(tmp_path):
     listener.settimeout(10)
     env = {**os.environ, "SHUFFLER_CONFIG": "", "NOTIFY_SOCKET": str(notify),
            "WATCHDOG_USEC": "200000"}
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "--state-dir", str(tmp_path / "s"),
+    proc = subprocess.Popen([sys.executable, "-m", "shuffler", "--state-dir", str(tmp_path / "s"),
                              "--socket", str(tmp_path / "c.sock"), "serve"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -234,7 +197,7 @@ def test_a_socket_that_cannot_be_made_is_a_clear_error(tmp_path):
     bad = tmp_path / "group.toml"
     bad.write_text('[service]\ngroup = "no-such-group-here"\n')
     env = {**os.environ, "SHUFFLER_CONFIG": str(bad)}
-    out = subprocess.run([sys.executable, "-m", "cli", "--state-dir", str(tmp_path / "s"),
+    out = subprocess.run([sys.executable, "-m", "shuffler", "--state-dir", str(tmp_path / "s"),
                           "--socket", str(tmp_path / "c.sock"), "serve"], env=env,
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "no group called 'no-such-group-here'" in out.stderr
