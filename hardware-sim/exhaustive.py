@@ -53,10 +53,10 @@ def enumerate_outcomes(run: Callable[..., H], *, scripted_rng: bool = False
         while pending:
             script = pending.pop()
             taken: list[int] = []
-            prob = [Fraction(1)]
+            prob = [1, 1]  # numerator, denominator: whole numbers until the run ends (fast)
 
             def pick(weights: list[int], rng: object, script: list[int] = script,
-                     taken: list[int] = taken, prob: list[Fraction] = prob) -> int:
+                     taken: list[int] = taken, prob: list[int] = prob) -> int:
                 i = len(taken)
                 if i < len(script):
                     choice = script[i]
@@ -65,12 +65,14 @@ def enumerate_outcomes(run: Callable[..., H], *, scripted_rng: bool = False
                     choice = live[0]
                     pending.extend([*taken, j] for j in live[1:])
                 taken.append(choice)
-                prob[0] *= Fraction(weights[choice], sum(weights))
+                prob[0] *= weights[choice]
+                prob[1] *= sum(weights)
                 return choice
 
             planning._weighted_index = pick
             planning._uniform_index = partial(_uniform_by, pick)
-            outcomes[run(ScriptedRandom(pick)) if scripted_rng else run()] += prob[0]
+            outcome = run(ScriptedRandom(pick)) if scripted_rng else run()
+            outcomes[outcome] += Fraction(prob[0], prob[1])
     finally:
         planning._weighted_index, planning._uniform_index = saved
     assert sum(outcomes.values()) == 1

@@ -126,7 +126,8 @@ def test_a_noticed_wrong_stacking_with_shared_codes_replans_the_rest():
     assert runs(final) <= 2 * 2 * 2**2  # two passes before, two after
 
 
-@pytest.mark.parametrize(("n", "k"), [(5, 2), (6, 2), (7, 2)])
+# 7 cards took four minutes on a busy machine (25 times 6 cards) for no new kind of case
+@pytest.mark.parametrize(("n", "k"), [(5, 2), (6, 2)])
 def test_a_dealer_who_always_does_the_other_thing_costs_at_most_one_pass(n, k):
     """By exhaustion: the true distance with the contrary dealer against the one reported."""
     follows = enumerate_outcomes(lambda: run_planned(n, k, [Pile.LEFT] * k)[0])
