@@ -117,11 +117,7 @@ def test_stop_mid_pass_turns_the_motor_off_within_a_card_and_it_stays_off(backen
     assert again.fault is None  # the next pass runs: nothing latched, nothing stuck
 
 
-def test_on_tick_comes_at_least_every_tenth_of_a_second_of_device_time(request, backend):
-    if backend.name == "serial":  # its device time is the host's: a busy host delays it
-        request.applymarker(pytest.mark.xfail(
-            reason="sim-serial: on_tick runs on the host's real clock, which a busy machine "
-                   "can hold up past 0.1 s", strict=False))
+def test_on_tick_comes_at_least_every_tenth_of_a_second_of_device_time(backend):
     dev = backend.make(24)
     ticks: list[float] = []
     start = now(backend, dev)
@@ -130,4 +126,6 @@ def test_on_tick_comes_at_least_every_tenth_of_a_second_of_device_time(request, 
     end = now(backend, dev)
     assert report.fault is None and len(ticks) >= 20
     gaps = [b - a for a, b in zip([start, *ticks], [*ticks, end], strict=True)]
-    assert max(gaps) <= 0.1
+    # serial: the host's clock, which a busy machine can hold up past 0.1 s (a second is
+    # still far inside any watchdog); its ticks are counted above all the same
+    assert max(gaps) <= (1.0 if backend.name == "serial" else 0.1)
