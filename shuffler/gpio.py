@@ -35,6 +35,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gpiozero import (
     MCP3008,
@@ -49,7 +50,7 @@ from gpiozero import (
 )
 
 from .clock import Clock, RealClock, wait
-from .config import HARDWARE_PWM, GpioConfig
+from .config import GpioConfig
 from .device import (
     BatteryReading,
     CardCallback,
@@ -70,6 +71,7 @@ from .engine import Motor as MotorCommand
 from .errors import DeviceError, FaultLatchedError
 from .mechanics import Feed, Pile
 from .planning import PassPlan
+from .pwm_chip import OVERLAY, SYSFS, pwm_channel
 
 #: LED colours (red, green, blue) and blinking, documented in docs/hardware.md
 COLOURS: dict[tuple[Signal, Pile | None], tuple[tuple[float, float, float], bool]] = {
@@ -161,17 +163,18 @@ class _HardwareServo:
 
     FRAME_HZ = 50
 
-    def __init__(self, pin: int, chip: int = 0) -> None:
+    def __init__(self, pin: int, sysfs: Path = SYSFS) -> None:
         try:
             from rpi_hardware_pwm import HardwarePWM
         except ImportError:
             raise DeviceError('[gpio] diverter = "hardware_servo" needs rpi-hardware-pwm: '
                               "pip install 'shuffler[pi]'") from None
+        chip, channel = pwm_channel(pin, sysfs)  # a Pi 5's differ from a Pi 4's
         try:
-            self.pwm = HardwarePWM(pwm_channel=HARDWARE_PWM[pin], hz=self.FRAME_HZ, chip=chip)
+            self.pwm = HardwarePWM(pwm_channel=channel, hz=self.FRAME_HZ, chip=chip)
         except Exception as e:  # the overlay is missing: the library names what to add
-            raise DeviceError(f"cannot open hardware PWM for GPIO{pin}: {e} (add "
-                              "dtoverlay=pwm-2chan to /boot/firmware/config.txt)") from None
+            raise DeviceError(f"cannot open hardware PWM for GPIO{pin} (pwmchip{chip} "
+                              f"channel {channel}): {e} ({OVERLAY})") from None
         self.pwm.start(0)
 
     def pulse(self, ms: float) -> None:

@@ -283,6 +283,55 @@ def test_hardware_pwm_needs_a_pwm_pin_and_says_how_to_get_the_library():
             GpioDevice(cfg, pin_factory=MockFactory(pin_class=MockPWMPin))
 
 
+def sysfs_pwm(root, chips: dict[int, str]):
+    """A /sys/class/pwm as a kernel lays it out: pwmchipN/device links to its device."""
+    for number, device in chips.items():
+        (root / "devices" / device).mkdir(parents=True)
+        (root / f"pwmchip{number}").mkdir()
+        (root / f"pwmchip{number}" / "device").symlink_to(root / "devices" / device)
+    return root
+
+
+@pytest.mark.parametrize(("chips", "pin", "found"), [
+    ({0: "fe20c000.pwm"}, 18, (0, 0)),  # Pi 4: two channels, GPIO18 on channel 0
+    ({0: "fe20c000.pwm"}, 13, (0, 1)),
+    ({0: "3f20c000.pwm"}, 19, (0, 1)),  # Pi 3
+    ({0: "1f0009c000.pwm", 2: "1f00098000.pwm"}, 18, (2, 2)),  # Pi 5: fan first, 4 channels
+    ({0: "1f00098000.pwm"}, 12, (0, 0)),  # Pi 5 on a kernel that numbers it 0
+])
+def test_the_pwm_chip_is_found_by_what_it_is_not_by_its_number(tmp_path, chips, pin, found):
+    from shuffler.pwm_chip import pwm_channel
+
+    assert pwm_channel(pin, sysfs_pwm(tmp_path, chips)) == found
+
+
+def test_no_pwm_chip_names_what_was_found_and_the_overlay(tmp_path):
+    from shuffler.errors import DeviceError
+    from shuffler.pwm_chip import pwm_channel
+
+    with pytest.raises(DeviceError, match=r"found: pwmchip0 \(1f0009c000.pwm\)\): add "
+                                          r"dtoverlay=pwm-2chan"):
+        pwm_channel(18, sysfs_pwm(tmp_path, {0: "1f0009c000.pwm"}))
+
+
+def test_the_hardware_servo_opens_the_channel_of_its_pin_and_pulses_in_percent(
+        tmp_path, mocker):
+    """rpi-hardware-pwm writes the real sysfs only, so it is stood in for here; what it is
+    asked for (chip, channel, 50 Hz, duty) is what a Pi 5 needs for GPIO18."""
+    import sys
+    import types
+
+    from shuffler.gpio import _HardwareServo
+
+    pwm = mocker.MagicMock()
+    module = types.SimpleNamespace(HardwarePWM=mocker.MagicMock(return_value=pwm))
+    mocker.patch.dict(sys.modules, {"rpi_hardware_pwm": module})
+    servo = _HardwareServo(18, sysfs_pwm(tmp_path, {2: "1f00098000.pwm"}))
+    module.HardwarePWM.assert_called_once_with(pwm_channel=2, hz=50, chip=2)
+    servo.pulse(1.5)
+    pwm.change_duty_cycle.assert_called_with(7.5)  # 1.5 ms of a 20 ms frame
+
+
 def test_stop_from_another_thread_ends_the_pass_and_the_motor_stays_off():
     """The service's stop comes from another thread while the pass waits on its clock
     (here paced ten times faster than real time, as `--sim-speed 10`)."""
