@@ -162,6 +162,7 @@ class VirtualMCU:
         self._pass_id = 0
         self._stop = threading.Event()
         self.unplugged = False
+        self.dealt_at_stop: int | None = None  # cards on the piles when a STOP arrived
         self._threads = [threading.Thread(target=target, daemon=True,
                                           name=f"mcu-{target.__name__}")
                          for target in (self._dispatch, self._send_loop, self._watchdog)]
@@ -231,6 +232,8 @@ class VirtualMCU:
             self._start_pass(msg)
         elif isinstance(msg, Stop):
             self.sim.stop()
+            # for tests: the host's lateness is not the MCU's (at 50x, 20 ms is a card)
+            self.dealt_at_stop = sum(len(p) for p in self.sim.mechanism.piles)
         elif isinstance(msg, StatusAsk):
             self.outbox.put(self._status())
         elif isinstance(msg, BatteryAsk):

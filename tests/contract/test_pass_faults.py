@@ -97,7 +97,10 @@ def test_stop_mid_pass_turns_the_motor_off_within_a_card_and_it_stays_off(backen
     report = dev.run_pass(coin_plan(24, random.Random(5)), on_card)
     assert report.fault is not None and report.fault.kind is FaultKind.STOPPED
     assert "stopped on request" in report.fault.message
-    assert report.counted in (10, 11)  # at most the card already in the beam
+    # at most the card already in the beam; on serial, from when the STOP reached the MCU
+    # (its machine runs 50x faster: a busy host's 20 ms is a card there, not on a Pi)
+    asked_at = backend.mcus[id(dev)].dealt_at_stop if backend.name == "serial" else 10
+    assert asked_at >= 10 and report.counted in (asked_at, asked_at + 1)
     health = dev.health()
     assert health.ok and not health.motor_on  # a stop is not a fault to clear
     dealt = sum(len(p) for p in backend.piles(dev))
