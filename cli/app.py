@@ -69,7 +69,7 @@ class App:
 
         if not self.locks:
             lock = MachineLock(self.state_dir)
-            lock.acquire(f"shuffler {' '.join(sys.argv[1:2]) or 'cli'}")
+            lock.acquire(command_path())
             self.locks.append(lock)
 
     def open(self, cards: int) -> ShufflerDevice:
@@ -178,6 +178,17 @@ def top_command() -> str:
     while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
         ctx = ctx.parent
     return ctx.info_name if ctx is not None and ctx.info_name else "?"
+
+
+def command_path() -> str:
+    """The command running, as the next one's "busy" message names it: ``shuffler hand``,
+    ``shuffler score add`` (never a global option such as ``--json``)."""
+    ctx = click.get_current_context(silent=True)
+    names: list[str] = []
+    while ctx is not None and ctx.parent is not None:
+        names.append(ctx.info_name or "?")
+        ctx = ctx.parent
+    return " ".join(["shuffler", *reversed(names)])
 
 
 def check_json(obj: dict[str, Any], name: str) -> None:

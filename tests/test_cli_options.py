@@ -215,6 +215,8 @@ def test_two_clis_never_drive_one_device_at_once(env, tmp_path):
     refused = next(json.loads(o) for (o, _), p in zip(outs, procs, strict=True)
                    if p.returncode == 3)
     assert refused["error"]["kind"] == "busy"
+    # the holder is named by its command, not by the global option typed first
+    assert "shuffler hand (pid" in refused["error"]["message"], refused
     audit = [json.loads(line) for line in
              (tmp_path / "state" / "audit.jsonl").read_text().splitlines()]
     assert [e["pass"] for e in audit] == [1, 2, 3, 4, 5, 6]
@@ -258,6 +260,24 @@ def test_constants_kept_in_step_with_the_core():
     assert options.DEFAULT_SIM_SPEED == backends.DEFAULT_SIM_SPEED
     assert commands.MAX_CARDS == cards.MAX_CARDS
     assert client_mod.PROTOCOL == service.PROTOCOL
+
+
+def test_the_lock_names_the_command_that_holds_it(env, tmp_path, monkeypatch):
+    """The holder recorded for the next one's "busy" message is the command, even when
+    global options come first."""
+    from shuffler_cli import app as app_mod
+
+    seen: list[str] = []
+    real = app_mod.App.lock
+
+    def lock(self):
+        real(self)
+        seen.append((tmp_path / "state" / "machine.lock").read_text())
+
+    monkeypatch.setattr(app_mod.App, "lock", lock)
+    assert invoke(env, "--json", *FAST, "--no-service", "pass").exit_code == 0
+    assert invoke(env, "--no-service", "battery", "--json").exit_code == 0
+    assert [s.split(" (pid")[0] for s in seen] == ["shuffler pass", "shuffler battery"]
 
 
 def test_the_lock_file_lives_in_the_state_folder(tmp_path):
