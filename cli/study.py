@@ -17,7 +17,6 @@ from shuffler.errors import BadInputError
 from shuffler.mechanics import Feed
 from shuffler.mixing import (
     MAX_PASSES,
-    default_passes,
     guesses_coin,
     guesses_planned,
     harmonic,
@@ -25,7 +24,7 @@ from shuffler.mixing import (
     tv_coin,
     tv_planned,
 )
-from shuffler.planning import Mode
+from shuffler.planning import Mode, default_passes
 from shuffler.state import atomic_write
 from shuffler.stats import ALPHA, Battery
 

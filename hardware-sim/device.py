@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from shuffler.cards import Card, standard_pack
 from shuffler.clock import Clock, VirtualClock
@@ -28,12 +28,14 @@ from shuffler.engine import Card as Counted
 from shuffler.engine import Command, Divert, Done, Motor, PassEngine, Tick
 from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.mechanics import Pile
-from shuffler.planning import PassPlan
 
 from .battery import SimBattery
 from .dealer import DealerHabit, SimDealer
 from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
+
+if TYPE_CHECKING:
+    from shuffler.planning import PassPlan
 
 
 @dataclass(frozen=True)

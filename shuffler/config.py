@@ -18,8 +18,6 @@ import math
 import os
 import re
 import reprlib
-import socket
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,9 +28,10 @@ from .device import FaultLimits
 from .errors import ConfigError
 from .files import read_limited
 from .mechanics import Feed
-from .mixing import default_passes
 from .pinmap import PIN_ROLES, SPI0_PINS, default_pins, divider_ratio
-from .planning import Mode
+from .planning import Mode, default_passes
+
+# tomllib and socket are imported where a config file is read: start-up stays quick
 
 #: what fits in a Unix socket address (sun_path less its final NUL)
 SOCKET_PATH_BYTES = 107
@@ -409,6 +408,8 @@ class _Reader:
 
 
 def load_config_text(text: str, source: str = "<config>") -> Config:
+    import tomllib
+
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -530,6 +531,8 @@ _TOPIC_LEVEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 def _default_table() -> str:
     """The host's short name, when it makes a topic level: tables differ by machine."""
+    import socket
+
     name = socket.gethostname().split(".")[0]
     return name if _TOPIC_LEVEL.fullmatch(name) else MqttConfig.table
 

@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from . import battery as batt
@@ -20,8 +20,10 @@ from .config import BatteryConfig
 from .device import CardCallback, Fault, FaultKind, PassReport, ShufflerDevice, Signal, Status
 from .errors import FaultLatchedError, FileAccessError, LowBatteryError
 from .logs import get_logger
-from .planning import PassPlan
 from .state import FAULT, Invalid, State, StateStore
+
+if TYPE_CHECKING:
+    from .planning import PassPlan
 
 log = get_logger("shuffler.controller")
 

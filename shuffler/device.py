@@ -16,10 +16,12 @@ import enum
 import queue
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .mechanics import Feed, Pile
-from .planning import PassPlan
+
+if TYPE_CHECKING:
+    from .planning import PassPlan
 
 
 class FaultKind(enum.Enum):

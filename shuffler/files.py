@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from .errors import BadInputError, FileAccessError
@@ -84,6 +83,8 @@ def atomic_write(path: Path, data: bytes) -> None:
 
     A write goes to a temporary file in the same folder, is flushed to disk, then
     renamed over the old file, so a crash leaves either the old or the new file."""
+    import tempfile  # a command that writes nothing never loads it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:

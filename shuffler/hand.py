@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from .config import Config
 from .controller import PassController
@@ -28,6 +28,9 @@ from .logs import get_logger
 from .mechanics import Pile
 from .planning import Mode, PackTracker, Planner, RandomSource, make_planner
 from .state import State
+
+if TYPE_CHECKING:
+    from fractions import Fraction
 
 log = get_logger("shuffler.hand")
 

@@ -11,12 +11,12 @@ journald strips and keeps: ``journalctl -u shuffler -p warning`` shows the fault
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-import structlog
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger
 
 #: syslog priorities by structlog method name, for journald's ``<N>`` line prefix
 PRIORITY = {"debug": 7, "info": 6, "warning": 4, "warn": 4, "error": 3, "exception": 3,
@@ -40,31 +40,74 @@ def _journal_priority(logger: Any, method_name: str, rendered: Any) -> str:
     return f"<{PRIORITY.get(method_name, 6)}>{rendered}"
 
 
+class _Settings(NamedTuple):
+    verbosity: int
+    json: bool
+    journal: bool
+    stream: Any
+    colors: bool
+
+
+_pending: _Settings | None = None  # what configure() asked for, not yet applied
+
+
 def configure(verbosity: int = 0, json: bool = False, colors: bool | None = None) -> None:
     """0: warnings and errors (info under systemd); 1: info; 2 or more: debug.
-    Colours: on a terminal unless ``colors`` says otherwise."""
+    Colours: on a terminal unless ``colors`` says otherwise.
+
+    structlog is loaded, and these settings applied, when something first logs (or
+    at once if it is loaded already): a command that logs nothing starts without it."""
+    global _pending
     journal = under_journal()
-    quiet = logging.INFO if journal else logging.WARNING
-    level = quiet if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    renderer = (
-        structlog.processors.JSONRenderer()
-        if json
-        else structlog.dev.ConsoleRenderer(
-            colors=sys.stderr.isatty() if colors is None and not journal else bool(colors))
-    )
+    _pending = _Settings(verbosity, json, journal, sys.stderr,
+                         sys.stderr.isatty() if colors is None and not journal else bool(colors))
+    if "structlog" in sys.modules:
+        _apply()
+
+
+def _apply() -> None:
+    global _pending
+    settings, _pending = _pending, None
+    if settings is None:
+        return
+    import logging
+
+    import structlog
+
+    quiet = logging.INFO if settings.journal else logging.WARNING
+    level = (quiet if settings.verbosity <= 0
+             else logging.INFO if settings.verbosity == 1 else logging.DEBUG)
+    renderer = (structlog.processors.JSONRenderer() if settings.json
+                else structlog.dev.ConsoleRenderer(colors=settings.colors))
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,
-            *([_journal_priority] if journal else []),
+            *([_journal_priority] if settings.journal else []),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=settings.stream),
         cache_logger_on_first_use=False,
     )
 
 
-def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
-    return structlog.get_logger(name)
+class _Logger:
+    """A named structlog logger, loaded (with the pending settings) on first use."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if _pending is not None:
+            _apply()
+        import structlog
+
+        return getattr(structlog.get_logger(self._name), attr)
+
+
+def get_logger(name: str) -> FilteringBoundLogger:
+    return cast("FilteringBoundLogger", _Logger(name))

@@ -40,21 +40,6 @@ def eulerian_row(n: int) -> tuple[int, ...]:
     return tuple(row)
 
 
-def default_passes(cards: int) -> int:
-    """Passes a hand unless told otherwise: the fewest k with 2^k ≥ cards (5 for 24
-    cards, 6 for 52, 7 for 104). Every card then gets its own code in planned mode, so
-    the pack ends exactly random whichever pile the dealer puts on top, so long as the
-    sensors see it: no dealer habit can ruin it. One fewer pass (4 for 24 cards) is
-    0.0021 from random when the dealer follows the light, but up to a pass's worth of
-    mixing worse for a dealer who does not (docs/mixing.md).
-
-        >>> default_passes(24), default_passes(32), default_passes(52), default_passes(104)
-        (5, 5, 6, 7)
-    """
-    check_card_count(cards)
-    return max(1, (cards - 1).bit_length())
-
-
 def _check(n: int, k: int) -> None:
     check_card_count(n)
     if not isinstance(k, int) or not 0 <= k <= MAX_PASSES:

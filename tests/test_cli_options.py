@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import pty
@@ -81,6 +82,38 @@ def test_help_imports_no_command_module():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60).stdout.strip().splitlines()[-1]
     assert out == "['shuffler_cli', 'shuffler_cli.main', 'shuffler_cli.options']"
+
+
+#: what ``status`` on the simulator has no use for: the logging library (nothing is
+#: logged), exact fractions and the plan source (no plan is made), the config parser (no
+#: config file), the service and its faces, the other backends, the schema checker
+NOT_FOR_STATUS = {"structlog", "logging", "fractions", "decimal", "secrets", "tomllib",
+                  "socket", "tempfile", "http.server", "jsonschema", "gpiozero", "serial",
+                  "firmware_bridge", "shuffler.mixing", "shuffler.stats", "shuffler.session",
+                  "shuffler.service", "shuffler.client", "shuffler.web", "shuffler.telemetry",
+                  "shuffler.gpio", "shuffler.schemas", "hardware_sim.bench",
+                  "hardware_sim.gpio_rig", "hardware_sim.virtual_mcu", "hardware_sim.study"}
+
+
+def test_status_imports_only_what_it_needs(env):
+    """Start-up (issue 13): what ``shuffler --json status`` loads, in a fresh interpreter.
+    benchmarks/bench_startup.py times it; this keeps the heavy modules out of it."""
+    code = ("import contextlib, io, sys; from shuffler_cli.main import main\n"
+            "out = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n"
+            "    try:\n        main(['--json', 'status'])\n"
+            "    except SystemExit as e:\n        code = e.code\n"
+            "print(code); print(out.getvalue().strip()); print(sorted(sys.modules))")
+    environ = {**os.environ, **env}
+    environ.pop("SHUFFLER_CHECK_SCHEMAS", None)  # checking the JSON loads jsonschema
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=environ, timeout=60)
+    code_line, status, modules = proc.stdout.strip().splitlines()[-3:]
+    assert code_line == "0", proc.stderr
+    assert json.loads(status)["device"]["kind"] == "sim"
+    loaded = set(ast.literal_eval(modules))
+    assert {"shuffler.controller", "hardware_sim.device"} <= loaded  # it did open the device
+    assert sorted(NOT_FOR_STATUS & loaded) == []
 
 
 def test_version_and_python_dash_m(env):

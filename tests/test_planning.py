@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import secrets
 from fractions import Fraction
 from math import factorial
 
@@ -177,4 +178,4 @@ def test_plans_come_from_secrets_by_default_and_never_show_their_labels():
     plan = coin_plan(24)
     assert "labels" not in repr(plan) and "0, 1" not in str(plan)
     planner = PlannedPlanner(5)
-    assert isinstance(planner.rng, planning.secrets.SystemRandom)
+    assert isinstance(planner.rng, secrets.SystemRandom)
