@@ -24,8 +24,6 @@ from shuffler.device import (
     Status,
     TickCallback,
 )
-from shuffler.engine import Card as Counted
-from shuffler.engine import Command, Divert, Done, Motor, PassEngine, Tick
 from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.mechanics import Pile
 
@@ -35,7 +33,10 @@ from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 
 if TYPE_CHECKING:
+    from shuffler.engine import Command, PassEngine
     from shuffler.planning import PassPlan
+
+# the pass engine is imported by the first pass: ``status`` opens a device and runs none
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,8 @@ class SimDevice(ShufflerDevice):
             raise FaultLatchedError(self._fault.message)
         self._settle()
         self.mechanism.start_pass()
+        from shuffler.engine import PassEngine
+
         engine = PassEngine(plan.labels, self.limits, **self.engine_options)
         self._run = _SimPass(self, engine, on_card, on_tick)
         self._halt = None
@@ -273,6 +276,9 @@ class _SimPass:
         # a misfeed, a stall or an empty tray: nothing reaches the beam
 
     def apply(self, commands: list[Command]) -> None:
+        from shuffler.engine import Card as Counted
+        from shuffler.engine import Divert, Done, Motor, Tick
+
         now = self.dev.clock.now()
         for cmd in commands:
             if isinstance(cmd, Motor):

@@ -7,7 +7,6 @@ import contextlib
 import os
 import queue
 import random
-import subprocess
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -147,6 +146,8 @@ AVR_PACKAGES = "gcc-avr avr-libc simavr libsimavr-dev"
 
 def build_firmware() -> None:
     """``make -C firmware all sim`` (quick when up to date); DeviceError if it cannot."""
+    import subprocess  # here and in SimAvr: only sim-avr runs a program
+
     try:
         build = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), "all", "sim"],
                                capture_output=True, text=True, check=False)
@@ -180,6 +181,8 @@ class SimAvr:
     harness's lines (``motor ...``, ``state ...``) land in :attr:`lines`."""
 
     def __init__(self, *args: str) -> None:
+        import subprocess
+
         build_firmware()
         self.proc = subprocess.Popen(
             [str(FIRMWARE_DIR / "build" / "simavr-harness"), *args,
@@ -215,6 +218,8 @@ class SimAvr:
         raise DeviceError("the simavr harness did not answer")
 
     def close(self) -> None:
+        import subprocess
+
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()  # type: ignore[union-attr]  # the harness quits

@@ -85,14 +85,16 @@ def test_help_imports_no_command_module():
 
 
 #: what ``status`` on the simulator has no use for: the logging library (nothing is
-#: logged), exact fractions and the plan source (no plan is made), the config parser (no
-#: config file), the service and its faces, the other backends, the schema checker
+#: logged), exact fractions, the plan source and the pass engine (no pass runs), the
+#: config parser (no config file), the service and its faces, the other backends, the
+#: schema checker
 NOT_FOR_STATUS = {"structlog", "logging", "fractions", "decimal", "secrets", "tomllib",
-                  "socket", "tempfile", "http.server", "jsonschema", "gpiozero", "serial",
-                  "firmware_bridge", "shuffler.mixing", "shuffler.stats", "shuffler.session",
-                  "shuffler.service", "shuffler.client", "shuffler.web", "shuffler.telemetry",
-                  "shuffler.gpio", "shuffler.schemas", "hardware_sim.bench",
-                  "hardware_sim.gpio_rig", "hardware_sim.virtual_mcu", "hardware_sim.study"}
+                  "socket", "tempfile", "subprocess", "http.server", "jsonschema", "gpiozero",
+                  "serial", "firmware_bridge", "shuffler.mixing", "shuffler.stats",
+                  "shuffler.session", "shuffler.service", "shuffler.client", "shuffler.web",
+                  "shuffler.telemetry", "shuffler.gpio", "shuffler.schemas", "shuffler.engine",
+                  "hardware_sim.bench", "hardware_sim.gpio_rig", "hardware_sim.virtual_mcu",
+                  "hardware_sim.study"}
 
 
 def test_status_imports_only_what_it_needs(env):
