@@ -64,7 +64,7 @@ def journal_run(tmp: Path, *args: str) -> list[str]:
     with log.open("w") as err:
         st = os.fstat(err.fileno())
         env = {**os.environ, "SHUFFLER_CONFIG": "", "JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"}
-        subprocess.run([sys.executable, "-m", "cli", "--log-json", "--no-service",
+        subprocess.run([sys.executable, "-m", "shuffler", "--log-json", "--no-service",
                         "--state-dir", str(tmp / "s"), *args], stdout=subprocess.DEVNULL,
                        stderr=err, env=env, timeout=120)
     return log.read_text().splitlines()
@@ -78,7 +78,7 @@ def test_under_journald_each_pass_is_one_info_line_with_its_priority(tmp_path):
 
 
 def test_without_the_journal_the_cli_stays_quiet(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "cli", "--no-service", "--state-dir",
+    out = subprocess.run([sys.executable, "-m", "shuffler", "--no-service", "--state-dir",
                           str(tmp_path / "s"), "pass"], capture_output=True, text=True,
                          env={**os.environ, "SHUFFLER_CONFIG": "", "JOURNAL_STREAM": "1:2"},
                          timeout=120)
@@ -92,7 +92,7 @@ def test_the_service_logs_each_pass_at_info_and_a_fault_at_warning(tmp_path):
         env = {**os.environ, "SHUFFLER_CONFIG": "", "JOURNAL_STREAM": f"{st.st_dev}:{st.st_ino}"}
         env.pop("NOTIFY_SOCKET", None)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "cli", "--log-json", "--sim-fault", "jam:5", "--state-dir",
+            [sys.executable, "-m", "shuffler", "--log-json", "--sim-fault", "jam:5", "--state-dir",
              str(tmp_path / "s"), "--socket", str(sock), "serve"],
             stdout=subprocess.DEVNULL, stderr=err, env=env)
     try:

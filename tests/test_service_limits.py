@@ -101,7 +101,7 @@ def test_deep_nesting_is_a_clear_error_and_no_traceback(running, capfd, line):
 def cli(tmp_path, *args: str, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "SHUFFLER_CONFIG": ""}
     env.pop("NOTIFY_SOCKET", None)
-    return subprocess.Popen([sys.executable, "-m", "cli", *args], env=env, text=True,
+    return subprocess.Popen([sys.executable, "-m", "shuffler", *args], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs)
 
 
