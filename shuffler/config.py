@@ -190,7 +190,7 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
     values["beam_min_blocked_s"] = g.num("beam_min_blocked_s", d.beam_min_blocked_s, 0.0, 0.5)
     for sensor in ("touch", "beam", "tray", "piles"):
         key = f"{sensor}_active_high"
-        values[key] = g.get(key, getattr(d, key), "true or false", lambda v: type(v) is bool)
+        values[key] = g.flag(key, getattr(d, key))
     g.done()
     if values["diverter_kind"] == "hardware_servo" and values["diverter"] not in HARDWARE_PWM:
         p.fail("diverter", "a PWM-capable pin (GPIO12, 13, 18 or 19) for "
@@ -504,8 +504,8 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
     mqtt = _mqtt_config(sub("mqtt"))
     w = sub("web")
     web = WebConfig(
-        enabled=w.get("enabled", False, "true or false", lambda v: type(v) is bool),
-        lan=w.get("lan", False, "true or false", lambda v: type(v) is bool),
+        enabled=w.flag("enabled", False),
+        lan=w.flag("lan", False),
         port=w.whole("port", 8080, 1, 65535),
     )
     w.done()
@@ -553,7 +553,7 @@ def _mqtt_config(q: _Reader) -> MqttConfig:
         port=q.whole("port", d.port, 1, 65535),
         table=level("table", _default_table()),
         prefix=level("prefix", d.prefix),
-        tls=q.get("tls", d.tls, "true or false", lambda v: type(v) is bool),
+        tls=q.flag("tls", d.tls),
         ca_file=path("ca_file"),
         cert_file=path("cert_file"),
         key_file=path("key_file"),
@@ -562,9 +562,8 @@ def _mqtt_config(q: _Reader) -> MqttConfig:
         password_file=path("password_file"),
         keepalive=q.whole("keepalive_s", d.keepalive, 5, 3600),
         queue_limit=q.whole("queue_limit", d.queue_limit, 10, 100_000),
-        remote_actions=q.get("remote_actions", d.remote_actions, "true or false",
-                             lambda v: type(v) is bool),
-        discovery=q.get("discovery", d.discovery, "true or false", lambda v: type(v) is bool),
+        remote_actions=q.flag("remote_actions", d.remote_actions),
+        discovery=q.flag("discovery", d.discovery),
         discovery_prefix=level("discovery_prefix", d.discovery_prefix),
     )
     if cfg.password_file is not None and cfg.username is None:
