@@ -33,18 +33,23 @@ def runs(order: list[int]) -> int:
     return 1 + sum(b < a for a, b in itertools.pairwise(order))
 
 
-def play_hand(n, k, feed, stackings, seen=None):
+def deal_hand(n, k, feed, stackings, seen=None, seed=0):
     """Run a planned hand through the mechanics; the dealer stacks as ``stackings``
-    and the controller sees ``seen`` (default: what really happened)."""
+    and the controller sees ``seen`` (default: what really happened). The final
+    order, the tracker and the planner."""
     seen = stackings if seen is None else seen
-    tracker, planner = PackTracker(n, feed), PlannedPlanner(k, random.Random(0))
+    tracker, planner = PackTracker(n, feed), PlannedPlanner(k, random.Random(seed))
     pack = list(range(n))
     for j in range(k):
         plan = planner.plan(j, n, tracker)
         pack = deal_pass(pack, plan.labels, feed, stackings[j])
         tracker.after_pass(plan, n, seen[j])
         planner.observe(j, plan, n, seen[j])
-    return tuple(pack)
+    return pack, tracker, planner
+
+
+def play_hand(n, k, feed, stackings, seen=None):
+    return tuple(deal_hand(n, k, feed, stackings, seen)[0])
 
 
 SMALL = [(n, k) for n in range(1, 8) for k in range(1, 4)]
@@ -104,13 +109,7 @@ def test_an_unnoticed_wrong_stacking_breaks_exactness(monkeypatch):
 def run_planned(n, k, stackings, feed=Feed.TOP, seed=4):
     """A planned hand whose dealer stacks as ``stackings`` (all seen); returns the
     final order and the planner."""
-    tracker, planner = PackTracker(n, feed), PlannedPlanner(k, random.Random(seed))
-    pack = list(range(n))
-    for j in range(k):
-        plan = planner.plan(j, n, tracker)
-        pack = deal_pass(pack, plan.labels, feed, stackings[j])
-        tracker.after_pass(plan, n, stackings[j])
-        planner.observe(j, plan, n, stackings[j])
+    pack, tracker, planner = deal_hand(n, k, feed, stackings, seed=seed)
     assert tracker.order == pack
     return tuple(pack), planner
 
