@@ -134,6 +134,9 @@ class GpioConfig:
     #: gate switches in tens of microseconds; a card blocks it for tens of ms)
     beam_glitch_s: float = 0.001
     beam_min_blocked_s: float = 0.005  # shorter than this blocked is not a card
+    #: a card counts once the beam then stayed clear this long: a drop-out inside
+    #: one card (a hole, a bent corner, a dirty lens) is the same card
+    beam_min_gap_s: float = 0.01
     # which level means "active" (beam blocked, tray or pile covered, touched)
     touch_active_high: bool = True  # TTP223: high while touched
     beam_active_high: bool = False  # open-drain receiver: low while blocked
@@ -188,6 +191,7 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
     values["soft_start_s"] = g.num("soft_start_s", d.soft_start_s, 0.0, 2.0)
     values["beam_glitch_s"] = g.num("beam_glitch_s", d.beam_glitch_s, 0.0, 0.05)
     values["beam_min_blocked_s"] = g.num("beam_min_blocked_s", d.beam_min_blocked_s, 0.0, 0.5)
+    values["beam_min_gap_s"] = g.num("beam_min_gap_s", d.beam_min_gap_s, 0.0, 0.5)
     for sensor in ("touch", "beam", "tray", "piles"):
         key = f"{sensor}_active_high"
         values[key] = g.flag(key, getattr(d, key))

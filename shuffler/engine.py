@@ -11,10 +11,13 @@ States (:class:`Phase`):
 
 - ``RAMP``: the motor soft-starts in steps to full speed; at full speed the
   misfeed timer starts.
-- ``FEED``: cards cross the beam. A card counts on its clearing edge if it kept
-  the beam blocked at least ``min_blocked`` seconds; the diverter is then set for
-  the next card. Beam blocked longer than ``jam_seconds`` is a jam; no card edge
-  for ``misfeed_seconds`` while the tray holds cards is a misfeed, or a stall
+- ``FEED``: cards cross the beam. A card counts once it kept the beam blocked at
+  least ``min_blocked`` seconds and the beam then stayed clear ``min_gap`` seconds
+  (with ``min_gap`` 0, on its clearing edge); a drop-out shorter than ``min_gap``
+  inside a card is the same card, never a second one. The diverter is then set for
+  the next card. Beam blocked longer than ``jam_seconds`` is a jam (drop-outs do not
+  restart that timer); no counted card for ``misfeed_seconds`` while the tray holds
+  cards is a misfeed (a flickering beam does not restart it), or a stall
   (low battery) when the battery under load reads below ``stall_volts``. A jam
   or misfeed stops the motor at once and, up to ``retries`` times, backs the card
   out (``REVERSE``, if the motor can reverse) and ramps again. The tray running
@@ -109,22 +112,25 @@ class PassEngine:
 
     def __init__(self, labels: Sequence[int], limits: FaultLimits, *,
                  soft_start_s: float = 0.0, soft_start_steps: int = 5,
-                 can_reverse: bool = True, min_blocked: float = 0.0) -> None:
+                 can_reverse: bool = True, min_blocked: float = 0.0,
+                 min_gap: float = 0.0) -> None:
         self.labels = tuple(labels)
         self.limits = limits
         self.soft_start_s = soft_start_s
         self.steps = max(1, soft_start_steps) if soft_start_s > 0 else 1
         self.can_reverse = can_reverse
         self.min_blocked = min_blocked
+        self.min_gap = min_gap
         self.phase = Phase.IDLE
         self.counted = self.retries = self._retries_here = 0
         self.piles = [0, 0]
         self.motor = 0.0
         self.tray_loaded = True
         self.report: PassReport | None = None
-        self._start = self._phase_at = self._last_edge = self._last_tick = 0.0
+        self._start = self._phase_at = self._last_card = self._last_tick = 0.0
         self._step = 0
         self._blocked_at: float | None = None  # the card in the beam, if it may count
+        self._cleared_at: float | None = None  # that card left the beam: counts after min_gap
         self._volts: float | None = None
         self._min_volts: float | None = None
 
@@ -146,10 +152,12 @@ class PassEngine:
             times.append(self._phase_at + self.soft_start_s * self._step / self.steps)
         elif self.phase is Phase.REVERSE:
             times.append(self._phase_at + self.limits.reverse_seconds)
+        elif self._cleared_at is not None:
+            times.append(self._cleared_at + self.min_gap)
         elif self._blocked_at is not None:
             times.append(self._blocked_at + self.limits.jam_seconds)
         else:
-            times.append(self._last_edge + self.limits.misfeed_seconds)
+            times.append(self._last_card + self.limits.misfeed_seconds)
         return min(times)
 
     # -- events --------------------------------------------------------------------------
@@ -166,19 +174,34 @@ class PassEngine:
         if self.done:
             return []
         if self.phase is not Phase.FEED:  # backing out, or not yet feeding: no card
-            self._blocked_at = None
+            self._blocked_at = self._cleared_at = None
             return self._advance(at)
-        self._last_edge = max(self._last_edge, at)
+        out = self._advance(at)  # a card whose gap has held counts before this edge
+        if self.done or self.phase is not Phase.FEED:
+            return out
         if blocked:
-            self._blocked_at = at
-            return self._advance(at)
-        blocked_at, self._blocked_at = self._blocked_at, None
-        if blocked_at is None or at - blocked_at < self.min_blocked:
-            return self._advance(at)  # a glitch, or the jammed card backing out
+            if self._cleared_at is not None:  # a drop-out inside the card: the same card
+                self._cleared_at = None
+            else:
+                self._blocked_at = at
+            return out
+        if self._blocked_at is None or self._cleared_at is not None:
+            return out
+        self._cleared_at = at
+        return [*out, *self._advance(at)]
+
+    def _count(self, at: float) -> list[Command]:
+        """The card in the beam has left it and the gap after it held: count it, or
+        drop it as a glitch if it was too short."""
+        blocked_at, cleared_at = self._blocked_at, self._cleared_at
+        self._blocked_at = self._cleared_at = None
+        if blocked_at is None or cleared_at is None or cleared_at - blocked_at < self.min_blocked:
+            return []  # a glitch, or the jammed card backing out
         label = self.labels[self.counted]
         self.piles[label] += 1
         self.counted += 1
         self._retries_here = 0
+        self._last_card = at  # the misfeed timer restarts on a counted card only
         out: list[Command] = [Card(self.counted, self.expected)]
         if self.counted == self.expected:
             return [*out, *self._finish(at, None)]
@@ -240,16 +263,19 @@ class PassEngine:
                 out += self._set_motor(self._step / self.steps)
             if self._step == self.steps:
                 self.phase = Phase.FEED
-                self._last_edge = at  # the misfeed timer runs from full speed
+                self._last_card = at  # the misfeed timer runs from full speed
         elif self.phase is Phase.REVERSE:
             if at >= self._phase_at + self.limits.reverse_seconds:
                 out += self._set_motor(0.0)
                 out += self._ramp(at)
         elif self.phase is Phase.FEED:
-            if self._blocked_at is not None:
+            if self._cleared_at is not None:
+                if at >= self._cleared_at + self.min_gap:
+                    out += self._count(at)
+            elif self._blocked_at is not None:
                 if at >= self._blocked_at + self.limits.jam_seconds:
                     out += self._give_up_or_retry(at, FaultKind.JAM)
-            elif at >= self._last_edge + self.limits.misfeed_seconds:
+            elif at >= self._last_card + self.limits.misfeed_seconds:
                 if not self.tray_loaded:
                     out += self._finish(at, None)  # the tray ran out: fewer cards than planned
                 else:
@@ -267,7 +293,7 @@ class PassEngine:
             return [*out, *self._finish(at, feed_fault(kind, card, self.counted, self.expected))]
         self._retries_here += 1
         self.retries += 1
-        self._blocked_at = None  # the next clearing edge is the card backing out
+        self._blocked_at = self._cleared_at = None  # the next clearing edge: backing out
         if self.can_reverse and self.limits.reverse_seconds > 0:
             self.phase, self._phase_at = Phase.REVERSE, at
             return [*out, *self._set_motor(-REVERSE_SPEED)]

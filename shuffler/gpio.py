@@ -351,7 +351,7 @@ class GpioDevice(ShufflerDevice):
         g, clock = self.gpio, self.clock
         engine = PassEngine(plan.labels, self.limits, soft_start_s=g.soft_start_s,
                             can_reverse=isinstance(self.motor, Motor),
-                            min_blocked=g.beam_min_blocked_s)
+                            min_blocked=g.beam_min_blocked_s, min_gap=g.beam_min_gap_s)
         beam = EdgeFilter(g.beam_glitch_s, self.beam.is_active)
         while not self._inputs.empty():
             self._inputs.get_nowait()

@@ -128,3 +128,41 @@ def test_ticks_come_at_least_every_tick_period():
         t = eng.deadline
         ticks += sum(isinstance(c, Tick) for c in eng.tick(t))
     assert ticks >= 0.9 / engine_module.TICK_SECONDS - 1
+
+
+def test_a_drop_out_inside_one_card_is_the_same_card():
+    eng = PassEngine((0, 1, 0), LIMITS, min_blocked=0.005, min_gap=0.01)
+    eng.start(0.0)
+    # one card, its beam dropping out for 2 ms in the middle: one count, after the gap
+    seen = eng.beam(True, 0.1) + eng.beam(False, 0.14) + eng.beam(True, 0.142)
+    seen += eng.beam(False, 0.18)
+    assert [c for c in seen if isinstance(c, Card)] == []
+    seen += eng.tick(0.189)
+    assert [c for c in seen if isinstance(c, Card)] == []
+    assert Card(1, 3) in eng.tick(0.19) and eng.counted == 1
+    # the next card after a real gap counts on its own
+    assert Card(2, 3) in eng.beam(True, 0.3) + eng.beam(False, 0.38) + eng.tick(0.39)
+
+
+def test_a_flickering_beam_does_not_hold_off_the_misfeed():
+    eng = PassEngine((0,) * 5, FaultLimits(retries=0, misfeed_seconds=1.0), min_blocked=0.005,
+                     min_gap=0.01)
+    eng.start(0.0)
+    t, out = 0.0, []
+    while not eng.done and t < 3.0:  # a 1 ms blip every 20 ms: never a card
+        out += eng.beam(True, t) + eng.beam(False, t + 0.001) + eng.tick(t + 0.015)
+        t += 0.02
+    done = [c for c in out if isinstance(c, Done)]
+    assert done and done[0].report.fault.kind is FaultKind.MISFEED
+    assert done[0].report.seconds < 1.05 and eng.counted == 0
+
+
+def test_drop_outs_do_not_hold_off_the_jam():
+    eng = PassEngine((0,) * 5, FaultLimits(retries=0, jam_seconds=0.5), min_gap=0.01)
+    eng.start(0.0)
+    t, out = 0.1, eng.beam(True, 0.1)
+    while not eng.done and t < 2.0:  # stuck in the beam, which drops out 2 ms in every 50
+        out += eng.beam(False, t + 0.048) + eng.beam(True, t + 0.05)
+        t += 0.05
+    done = [c for c in out if isinstance(c, Done)]
+    assert done and done[0].report.fault.kind is FaultKind.JAM and eng.counted == 0
