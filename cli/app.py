@@ -55,6 +55,7 @@ class App:
     locks: list[MachineLock] = field(default_factory=list)
     #: the passes a command has seen end, kept for the report if it fails half-way
     pass_reports: list[dict[str, Any]] = field(default_factory=list)
+    warned_sim: bool = False
 
     @property
     def sim(self):
@@ -63,13 +64,13 @@ class App:
         o = self.options
         return SimOptions(o.sim_speed, o.sim_seed, tuple(o.sim_faults), o.sim_dealer)
 
-    def lock(self) -> None:
+    def lock(self, holder: str | None = None) -> None:
         """Take the machine: exit 3 naming the holder if someone else drives it."""
         from shuffler.lock import MachineLock
 
         if not self.locks:
             lock = MachineLock(self.state_dir)
-            lock.acquire(command_path())
+            lock.acquire(holder or command_path())
             self.locks.append(lock)
 
     def open(self, cards: int) -> ShufflerDevice:
@@ -109,15 +110,40 @@ class App:
 
     def service(self) -> ServiceClient | None:
         """The running service; None when there is none (or told to work in-process).
-        A socket that is there but cannot be used is an error, never a silent fallback."""
-        if not self.use_service or not os.path.lexists(self.socket):
-            return None  # no socket: no service (nothing to import for it either)
+        A socket that is there but cannot be used is an error, never a silent fallback;
+        so is a missing one on a machine whose service drives a real device."""
+        if not self.use_service:
+            return None
+        if not os.path.lexists(self.socket):  # no socket: no service
+            self.no_service_here()
+            return None
         from shuffler.client import ServiceClient
 
         client = ServiceClient.reach(self.socket)
         if client is not None:
             self.clients.append(client)
         return client
+
+    def no_service_here(self) -> None:
+        """No service answers: on a machine with one installed, a real device is the
+        service's to drive (exit 3, saying so), and the simulator is named on stderr."""
+        from shuffler.config import service_installed
+
+        if not service_installed():
+            return
+        if not self.device_name.startswith("sim"):
+            from shuffler.client import ServiceUnreachableError
+
+            raise ServiceUnreachableError(
+                f"cannot reach the service at {self.socket}: no socket there, so the "
+                f"{self.device_name} machine's service is not running: start it (sudo "
+                "systemctl start shuffler; `journalctl -u shuffler` says why it stopped), "
+                "name its socket with --socket, or pass --no-service to drive the device "
+                "from this command", "service_not_running")
+        if not self.warned_sim:
+            self.warned_sim = True
+            self.warn(f"no service answers at {self.socket}: running the simulator here, "
+                      f"state in {self.state_dir}")
 
     def ask(self, cmd: str, *, load: int | None, local: Callable[[Session], dict[str, Any]],
             on_event: Callable[[dict[str, Any]], None] | None = None,
@@ -258,7 +284,7 @@ def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:
 
 
 def make_app(ctx: click.Context, o: GlobalOptions) -> App:
-    from shuffler.config import default_config_path, load_config
+    from shuffler.config import discovered_config_paths, load_config, load_configs
     from shuffler.errors import ShufflerError
     from shuffler.logs import configure
     from shuffler.state import default_state_dir
@@ -269,18 +295,32 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
     try:
         if o.config_path is not None:
             config = load_config(o.config_path)
-        else:
-            config = load_config(default_config_path(), explicit=False)
+        else:  # the machine's config (/etc/shuffler), then the user's over it
+            config = load_configs(discovered_config_paths())
     except ShufflerError as e:
         fail(None, e, as_json=o.as_json)
     sim_given = o.sim_seed is not None or bool(o.sim_faults) or o.sim_dealer != "instructed"
     app = App(config, o, o.as_json, color, o.device_name or config.device,
               Path(o.state_dir) if o.state_dir else (config.state_dir or default_state_dir()),
-              Path(o.socket_path) if o.socket_path else config.service.socket_path,
+              Path(o.socket_path) if o.socket_path else client_socket(config),
               # simulator options and an explicit device are for an in-process run
               use_service=not (o.no_service or sim_given or o.device_name))
     ctx.call_on_close(app.close)
     return app
+
+
+def client_socket(config: Config) -> Path:
+    """Where a command asks the service, given no --socket: the config's ``[service]
+    socket``, else the deployed service's (/run/shuffler/shuffler.sock) when it is there or
+    a service is installed, else the user's own service's."""
+    from shuffler.config import service_installed, service_socket_path
+
+    if config.service.socket is not None:
+        return config.service.socket
+    deployed = service_socket_path()
+    if os.path.lexists(deployed) or service_installed():
+        return deployed
+    return config.service.socket_path
 
 
 class Progress:

@@ -85,13 +85,15 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      help="sim (default), sim-gpio, sim-serial, sim-avr, gpio or serial:PORT"),
         click.option("--config", "config_path", type=SafePath(), default=None,
                      envvar="SHUFFLER_CONFIG", show_envvar=True,
-                     help="TOML config file  [default: ~/.config/shuffler/config.toml]"),
+                     help="TOML config file  [default: /etc/shuffler/config.toml, then "
+                          "~/.config/shuffler/config.toml over it]"),
         click.option("--state-dir", type=SafePath(), default=None, envvar="SHUFFLER_STATE_DIR",
                      show_envvar=True, help="where counters and latched faults are kept  "
                      "[default: $XDG_STATE_HOME/shuffler]"),
         click.option("--socket", "socket_path", type=SafePath(MAX_SOCKET_PATH), default=None,
                      envvar="SHUFFLER_SOCKET", show_envvar=True,
-                     help="the service's socket  [default: from the config]"),
+                     help="the service's socket  [default: the config's [service] socket, else "
+                          "/run/shuffler/shuffler.sock when a service is installed]"),
         click.option("--no-service", is_flag=True, envvar="SHUFFLER_NO_SERVICE",
                      show_envvar=True, help="drive the device in-process even if a service's "
                      "socket is there (the machine's lock still applies)"),

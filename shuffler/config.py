@@ -14,6 +14,7 @@ A missing file is fine (defaults apply) unless it was named explicitly.
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import re
@@ -212,6 +213,35 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
     return cfg
 
 
+#: where a deployed machine keeps its config and its service's socket, under the system
+#: root (docs/deploy/README.md): ``/`` unless SHUFFLER_SYSTEM_ROOT names a throwaway one
+#: (tests, a staged image), so nothing but a real deployment is read from /etc or /run
+SYSTEM_ROOT_ENV = "SHUFFLER_SYSTEM_ROOT"
+SYSTEM_CONFIG = "etc/shuffler/config.toml"
+SERVICE_SOCKET = "run/shuffler/shuffler.sock"
+SERVICE_UNIT = "etc/systemd/system/shuffler.service"
+
+
+def system_root() -> Path:
+    return Path(os.environ.get(SYSTEM_ROOT_ENV) or "/")
+
+
+def system_config_path() -> Path:
+    """The deployed machine's config: the service's, read by every user's CLI too."""
+    return system_root() / SYSTEM_CONFIG
+
+
+def service_socket_path() -> Path:
+    """The socket the deployed service listens on (the shipped config names it)."""
+    return system_root() / SERVICE_SOCKET
+
+
+def service_installed() -> bool:
+    """Whether this machine has a deployed service: its config or its systemd unit."""
+    root = system_root()
+    return (root / SYSTEM_CONFIG).exists() or (root / SERVICE_UNIT).exists()
+
+
 def default_socket_path() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
@@ -301,18 +331,49 @@ def load_config(path: str | os.PathLike | None, *, explicit: bool = True) -> Con
     or a device named as the config is an error, never a hang."""
     if path is None:
         return Config()
-    raw = read_limited(path, "config file", limit=MAX_CONFIG_BYTES, error=ConfigError)
-    p = Path(path)
+    doc = _read_doc(Path(path), explicit)
+    return Config() if doc is None else _config_from_doc(doc, str(path))
+
+
+def load_configs(paths: list[Path]) -> Config:
+    """The configs that exist among ``paths``, each checked on its own (an error names
+    its file), the later ones' keys over the earlier ones', table by table: the
+    system's config, then the user's (:func:`discovered_config_paths`)."""
+    merged: dict[str, Any] = {}
+    sources = []
+    for path in paths:
+        doc = _read_doc(path, explicit=False)
+        if doc is None:
+            continue
+        _config_from_doc(copy.deepcopy(doc), str(path))
+        sources.append(str(path))
+        for key, value in doc.items():
+            if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key] = {**merged[key], **value}
+            else:
+                merged[key] = value
+    if not sources:
+        return Config()
+    return _config_from_doc(merged, " + ".join(sources))
+
+
+def discovered_config_paths() -> list[Path]:
+    """Where a CLI given no ``--config`` looks, in order: the system's, the user's."""
+    return [system_config_path(), default_config_path()]
+
+
+def _read_doc(p: Path, explicit: bool) -> dict[str, Any] | None:
+    raw = read_limited(p, "config file", limit=MAX_CONFIG_BYTES, error=ConfigError)
     if raw is None:
         if not explicit:
-            return Config()
+            return None
         raise ConfigError(f"{p}: no such config file")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ConfigError(f"{p}: cannot read the config file: not UTF-8 text (byte "
                           f"{e.start})") from None
-    return load_config_text(text, str(p))
+    return _parse(text, str(p))
 
 
 def _depth(doc: Any) -> int:
@@ -412,6 +473,10 @@ class _Reader:
 
 
 def load_config_text(text: str, source: str = "<config>") -> Config:
+    return _config_from_doc(_parse(text, source), source)
+
+
+def _parse(text: str, source: str) -> dict[str, Any]:
     import tomllib
 
     try:
@@ -422,6 +487,10 @@ def load_config_text(text: str, source: str = "<config>") -> Config:
         doc = None
     if doc is None or _depth(doc) > MAX_DEPTH:
         raise ConfigError(f"{source}: tables or arrays nested more than {MAX_DEPTH} deep")
+    return doc
+
+
+def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
     top = _Reader(source, "top level", doc)
     device = top.get(
         "device",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 from pathlib import Path
 
 from .errors import BadInputError, DeviceError
@@ -58,10 +59,7 @@ class MachineLock:
         except BlockingIOError:
             who = _read(fd)
             os.close(fd)
-            raise MachineBusyError(
-                f"busy: {who or 'another shuffler'} drives the machine (lock {self.path}); "
-                "wait for it to finish, or ask it: without --no-service the CLI talks to a "
-                "running `shuffler serve`") from None
+            raise MachineBusyError(busy_message(who, self.path)) from None
         except OSError as e:
             os.close(fd)
             raise BadInputError(f"{self.path}: cannot lock: {e.strerror or e}") from None
@@ -84,6 +82,20 @@ class MachineLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def busy_message(who: str, path: Path) -> str:
+    """Who holds the lock, and the fix that fits: a service is asked through its socket or
+    stopped; a command is waited for or stopped by its pid."""
+    holder = who or "another shuffler"
+    pid = re.search(r"\(pid (\d+)\)", who)
+    if "shuffler serve" in who:
+        return (f"busy: {holder} owns the machine (lock {path}): ask it through its socket "
+                "(--socket PATH, or [service] socket in the config; not --no-service), or "
+                "stop it first (sudo systemctl stop shuffler"
+                + (f", or kill {pid.group(1)}" if pid else "") + ")")
+    return (f"busy: {holder} drives the machine (lock {path}): wait for it to finish"
+            + (f", or stop it (kill {pid.group(1)})" if pid else ""))
 
 
 def _read(fd: int) -> str:

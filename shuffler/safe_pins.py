@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from .config import GpioConfig, default_config_path, load_config
+from .config import GpioConfig, discovered_config_paths, load_config, load_configs
 from .errors import ConfigError, DeviceError
 
 #: outputs that move something or make noise; low is safe for every one of them
@@ -109,13 +109,14 @@ def main(argv: list[str] | None = None) -> int:
                     "starting anything. Exit 0 done, 2 bad config, 3 the pins cannot be "
                     "opened.")
     parser.add_argument("--config", default=os.environ.get("SHUFFLER_CONFIG") or None,
-                        help="TOML config file (default: the user's config)")
+                        help="TOML config file (default: /etc/shuffler/config.toml, then "
+                             "the user's over it)")
     parser.add_argument("--device", default=None,
                         help="override the config's device; only gpio has pins to drive")
     args = parser.parse_args(argv)
     try:
         config = (load_config(args.config) if args.config
-                  else load_config(default_config_path(), explicit=False))
+                  else load_configs(discovered_config_paths()))
     except ConfigError as e:
         print(f"shuffler-safe: {e}", file=sys.stderr)
         return 2

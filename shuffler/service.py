@@ -214,6 +214,8 @@ class Service:
         self.listeners: list[Callable[[str, Any], None]] = []
         signal_tee(self)
         self.faces = Faces(self)
+        #: called once listening with :meth:`where` (the CLI prints it on a terminal)
+        self.announce: Callable[[dict[str, str]], None] | None = None
 
     # -- what the service publishes to its faces (page, telemetry) ----------------------
     def subscribe(self, callback: Callable[[str, Any], None]) -> None:
@@ -242,6 +244,14 @@ class Service:
             except Exception:
                 log.exception("a listener failed", kind=kind)
 
+    def where(self) -> dict[str, str]:
+        """What a builder needs at start: the device, the socket, the page, the state."""
+        web = self.faces.web
+        page = (f"http://{web.address[0]}:{web.address[1]}/" if web is not None
+                else "off ([web] enabled = false)")
+        return {"device": self.session.device.info.kind, "socket": str(self.socket_path),
+                "page": page, "state": str(self.session.controller.store.folder)}
+
     # -- the loop (main thread) -------------------------------------------------------
     def run(self) -> None:
         self.lock.acquire("shuffler serve")
@@ -253,7 +263,10 @@ class Service:
         self._listen()
         self.faces.start()
         sd_notify("READY=1\nSTATUS=waiting for a touch")
-        log.info("serving", socket=str(self.socket_path), device=self.session.device.info.kind)
+        where = self.where()
+        log.info("serving", **where)
+        if self.announce is not None:
+            self.announce(where)
         try:
             while not self.stopping.is_set():
                 self.step(0.05)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +24,9 @@ from shuffler.sim_avr import AVR_PACKAGES, SimAvr, build_firmware, serial_on
 # every JSON object the CLI prints and the socket client reads, in this process and in
 # the ones it starts, is checked against shuffler/schemas (docs/json.md)
 os.environ.setdefault("SHUFFLER_CHECK_SCHEMAS", "1")
+# the CLI reads the machine's config under /etc and looks for its service under /run:
+# in the tests, under an empty throwaway root (tests/test_cli_discovery.py fills one)
+os.environ.setdefault("SHUFFLER_SYSTEM_ROOT", tempfile.mkdtemp(prefix="shuffler-root-"))
 
 
 @dataclass
