@@ -117,9 +117,9 @@ class App:
         if not os.path.lexists(self.socket):  # no socket: no service
             self.no_service_here()
             return None
-        from shuffler.client import ServiceClient
+        from shuffler.client import ServiceClient, trusted_uids
 
-        client = ServiceClient.reach(self.socket)
+        client = ServiceClient.reach(self.socket, trusted=trusted_uids(self.config.service.user))
         if client is not None:
             self.clients.append(client)
         return client
@@ -286,8 +286,8 @@ def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:
 def make_app(ctx: click.Context, o: GlobalOptions) -> App:
     from shuffler.config import discovered_config_paths, load_config, load_configs
     from shuffler.errors import ShufflerError
+    from shuffler.files import default_state_dir
     from shuffler.logs import configure
-    from shuffler.state import default_state_dir
 
     color = use_color(o.color)
     ctx.color = color

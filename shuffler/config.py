@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 from .cards import MAX_CARDS
 from .device import FaultLimits
 from .errors import ConfigError
-from .files import read_limited
+from .files import default_state_dir, read_limited
 from .mechanics import Feed
 from .pinmap import PIN_ROLES, SPI0_PINS, default_pins, divider_ratio
 from .planning import Mode, default_passes
@@ -243,17 +243,25 @@ def service_installed() -> bool:
 
 
 def default_socket_path() -> Path:
+    """Where the service listens and the CLI looks when neither ``--socket`` nor the
+    config names a socket: ``$XDG_RUNTIME_DIR/shuffler.sock`` (a folder only its user
+    may enter), else ``shuffler.sock`` in the default state folder (created 0750).
+    Never a bare name in ``/tmp``, where any local user could create it first; the
+    client still checks who owns the socket it finds (:mod:`shuffler.client`)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return Path(runtime) / "shuffler.sock"
-    return Path(f"/tmp/shuffler-{os.getuid()}.sock")
+    return default_state_dir() / "shuffler.sock"
 
 
 @dataclass(frozen=True)
 class ServiceConfig:
-    socket: Path | None = None  # None: $XDG_RUNTIME_DIR/shuffler.sock
+    socket: Path | None = None  # None: default_socket_path()
     group: str | None = None  # the socket's group (mode 0660); None: the service's own
     max_clients: int = 32
+    #: the account the service runs as: the CLI trusts a socket whose owner is root,
+    #: the CLI's own user or this one (a name or a uid), and refuses any other
+    user: str | None = None
 
     @property
     def socket_path(self) -> Path:
@@ -572,6 +580,7 @@ def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
         socket=sv.path("socket", None, "a socket path", most=SOCKET_PATH_BYTES),
         group=sv.text("group", None, "a group name", most=32),
         max_clients=sv.whole("max_clients", 32, 1, 1024),
+        user=sv.text("user", None, "a user name or uid", most=32),
     )
     sv.done()
     mqtt = _mqtt_config(sub("mqtt"))

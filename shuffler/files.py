@@ -16,6 +16,61 @@ from .errors import BadInputError, FileAccessError
 
 #: what a user-named file may hold at most, in bytes
 MAX_FILE_BYTES = 1 << 20
+#: the mode of every folder the program creates, whatever the umask (stricter is kept)
+FOLDER_MODE = 0o750
+#: never follow a symlink to a file the program keeps (root must not write where another
+#: account points it), never block on a FIFO, never take a terminal
+SAFE_OPEN = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+
+
+def default_state_dir() -> Path:
+    """``$XDG_STATE_HOME/shuffler`` (``~/.local/state/shuffler``)."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(base) / "shuffler"
+
+
+def make_folder(path: Path) -> None:
+    """Create ``path`` and any missing parent with :data:`FOLDER_MODE` or stricter
+    (``Path.mkdir`` would give world-writable folders under a umask of 000); an
+    existing folder is left as it is."""
+    path = Path(path)
+    if path.is_dir():
+        return
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, FOLDER_MODE)  # the umask only takes bits away
+        except FileExistsError:
+            continue
+
+
+def open_kept(path: Path, flags: int, mode: int = 0o640) -> int:
+    """``os.open`` for a file the program keeps: never through a symlink, and only a
+    regular file (a FIFO, a device or a folder there is an OSError saying so)."""
+    fd = os.open(path, flags | SAFE_OPEN, mode)
+    try:
+        st = os.fstat(fd)
+    except OSError:
+        os.close(fd)
+        raise
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise OSError(0, f"{_kind(st.st_mode)}, not a regular file", os.fspath(path))
+    return fd
+
+
+def symlink_refusal(e: OSError) -> str:
+    """The reason of an open error, naming a symlink as one (O_NOFOLLOW gives ELOOP)."""
+    import errno
+
+    if e.errno == errno.ELOOP:
+        return "it is a symbolic link, which is never followed (replace it with the file)"
+    return why(e)
 
 
 def why(e: OSError) -> str:
@@ -44,21 +99,27 @@ def check_path(path: str | os.PathLike, what: str,
 
 
 def read_limited(path: str | os.PathLike, what: str, *, limit: int = MAX_FILE_BYTES,
-                 error: type[BadInputError] = FileAccessError) -> bytes | None:
+                 error: type[BadInputError] = FileAccessError,
+                 follow: bool = True) -> bytes | None:
     """The bytes of the regular file ``path`` (None if it does not exist).
 
     A FIFO, a device, a folder, a file over ``limit`` bytes or one that cannot be read
-    is an ``error`` naming the path and the ``what`` (e.g. "config file")."""
+    is an ``error`` naming the path and the ``what`` (e.g. "config file"). With
+    ``follow`` false (the files in the state folder) a symlink is refused too."""
     p = check_path(path, what, error)
     try:
-        st = os.stat(p)
+        st = os.stat(p) if follow else os.lstat(p)
+        if stat.S_ISLNK(st.st_mode):
+            raise error(f"{p}: the {what} is a symbolic link, which is never followed "
+                        "(replace it with the file itself)")
         if not stat.S_ISREG(st.st_mode):
             raise error(f"{p}: the {what} is {_kind(st.st_mode)}, not a regular file")
-        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+                     | (0 if follow else os.O_NOFOLLOW))
     except FileNotFoundError:
         return None
     except OSError as e:
-        raise error(f"{p}: cannot read the {what}: {why(e)}") from None
+        raise error(f"{p}: cannot read the {what}: {symlink_refusal(e)}") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the stat above
             raise error(f"{p}: the {what} is not a regular file")
@@ -85,13 +146,17 @@ def atomic_write(path: Path, data: bytes) -> None:
     renamed over the old file, so a crash leaves either the old or the new file."""
     import tempfile  # a command that writes nothing never loads it
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    make_folder(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            os.fchmod(fd, 0o640)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -101,6 +166,29 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+#: what every temporary file starts with (``.state.json.k2j3``): a kill between its
+#: creation and its rename leaves one, which :func:`clean_temp_files` removes
+TEMP_PREFIX = "."
+
+
+def clean_temp_files(folder: Path, names: tuple[str, ...]) -> list[str]:
+    """Remove the temporary files a killed write left for ``names`` in ``folder`` (call
+    it holding the machine's lock, so no write is under way); the names removed."""
+    removed: list[str] = []
+    try:
+        entries = os.listdir(folder)
+    except OSError:
+        return removed
+    for entry in entries:
+        if any(entry.startswith(f"{TEMP_PREFIX}{name}.") for name in names):
+            try:
+                os.unlink(folder / entry)
+            except OSError:
+                continue
+            removed.append(entry)
+    return removed
 
 
 def write_file(path: Path, data: bytes, what: str) -> None:

@@ -52,6 +52,7 @@ from .device import EventKind, Signal, Status
 from .errors import BadInputError, ShufflerError
 from .events import Event, Translator
 from .faces import Faces, signal_tee
+from .files import make_folder
 from .hand import RESTACK_LOCKOUT
 from .lock import MachineLock
 from .logs import get_logger
@@ -446,7 +447,7 @@ class Service:
         nobody answers on (left by a crash); anything else is refused and left alone."""
         path = self.socket_path
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_folder(path.parent)
         except OSError as e:
             raise BadInputError(f"{path.parent}: cannot create the socket's folder: "
                                 f"{e.strerror or e}") from None

@@ -23,7 +23,7 @@ from typing import Any, NoReturn
 from .cards import MAX_CARDS
 from .device import Fault, FaultKind
 from .errors import FileAccessError, StateFileError
-from .files import atomic_write, read_limited, why, write_file
+from .files import atomic_write, default_state_dir, read_limited, why, write_file
 from .planning import Mode
 
 __all__ = ["SCHEMA", "STATE_VERSION", "State", "StateStore", "atomic_write",
@@ -34,13 +34,6 @@ MAX_PASSES = 30  # per hand, as the config and the CLI allow
 MAX_COUNT = 10**15  # far beyond any machine's life, short of absurd
 MAX_HISTORY = 1000  # battery records; the controller keeps 200
 MAX_TEXT = 4000
-
-
-def default_state_dir() -> Path:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return Path(base) / "shuffler"
 
 
 # -- the schema ----------------------------------------------------------------
