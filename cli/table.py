@@ -96,25 +96,49 @@ def score_new(app: App, first_dealer: str | None) -> None:
 
 
 @click.command()
-@click.option("--new", "renew", is_flag=True, help="make a new code (phones paired before "
-              "must enter it again)")
+@click.option("--new", "renew", is_flag=True, help="replace the code now (the old one stops "
+              "working at once; phones already paired stay paired)")
+@click.option("--list", "listing", is_flag=True, help="list the paired phones")
+@click.option("--revoke", metavar="ID", default=None,
+              help="unpair the phone ID (from --list), or `all`; at once, service running or not")
 @click.pass_obj
-def pair(app: App, renew: bool) -> None:
+def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> None:
     """The code a phone enters to act from the dealer's page on the LAN.
 
     Reading the page needs no code; clearing a jam, scoring, a new game or starting a
-    pass from anywhere but the machine itself does.
+    pass from anywhere but the machine itself needs a paired phone. The code is good
+    for 10 minutes and one phone; the phone keeps a token of its own.
 
     \b
-    Example:
-      shuffler pair
+    Examples:
+      shuffler pair                 the code (a new one if the last was used or expired)
+      shuffler pair --list          the paired phones
+      shuffler pair --revoke 3fa2c1 unpair one phone
     """
     def body() -> int:
-        from shuffler.web import new_pairing_code, pairing_code
+        from shuffler.errors import BadInputError
+        from shuffler.pairing import Pairing
 
-        app.state_dir.mkdir(parents=True, exist_ok=True)
-        code = new_pairing_code(app.state_dir) if renew else pairing_code(app.state_dir)[0]
-        app.emit({"pairing_code": code}, f"pairing code: {code}")
+        if sum((renew, listing, revoke is not None)) > 1:
+            raise BadInputError("give one of --new, --list and --revoke")
+        pairing = Pairing(app.state_dir)
+        if listing or revoke is not None:
+            gone = pairing.revoke(revoke) if revoke is not None else []
+            if revoke is not None and not gone:
+                raise BadInputError(f"--revoke {revoke}: no paired phone has that id "
+                                    "(see `shuffler pair --list`)")
+            phones = [p.to_dict() for p in pairing.phones()]
+            lines = [f"unpaired: {', '.join(gone)}"] if gone else []
+            lines += [f"{p['id']}  paired {p['paired_at']} from {p['address']}  {p['agent']}"
+                      for p in phones] or ["no phones paired"]
+            app.emit({"phones": phones, **({"revoked": gone} if gone else {})},
+                     "\n".join(lines))
+            return 0
+        code = pairing.new_code() if renew else pairing.current_or_new()
+        expires = time.strftime("%H:%M", time.localtime(code.expires))
+        app.emit({"pairing_code": code.code,
+                  "expires": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(code.expires))},
+                 f"pairing code: {code.code} (until {expires}, for one phone)")
         return 0
 
     run_guarded(app, body)

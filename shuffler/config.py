@@ -275,6 +275,8 @@ class WebConfig:
     enabled: bool = False
     lan: bool = False  # false: loopback only; true: every address (actions need pairing)
     port: int = 8080
+    #: names the page may be reached by besides the machine's own name and addresses
+    hosts: tuple[str, ...] = ()
 
     @property
     def bind(self) -> str:
@@ -396,6 +398,9 @@ def _depth(doc: Any) -> int:
 
 
 # -- validation ---------------------------------------------------------------
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})")
 
 
 class _Reader:
@@ -589,6 +594,10 @@ def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
         enabled=w.flag("enabled", False),
         lan=w.flag("lan", False),
         port=w.whole("port", 8080, 1, 65535),
+        hosts=w.get("hosts", (), "a list of host names (letters, digits, '-' and '.')",
+                    lambda v: isinstance(v, list) and len(v) <= 16
+                    and all(isinstance(h, str) and _HOST_NAME.fullmatch(h) for h in v),
+                    lambda v: tuple(h.lower() for h in v)),
     )
     w.done()
     top.done()

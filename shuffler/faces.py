@@ -40,12 +40,11 @@ class Faces:
         self._fault: dict[str, Any] | None = None
         service.subscribe(self.on_publish)
         if config.web.enabled:
-            from .web import WebServer, pairing_code
+            from .web import WebServer
 
-            code, new = pairing_code(service.session.controller.store.folder)
-            if new:
-                log.warning("dealer page pairing code (also `shuffler pair`)", code=code)
-            self.web = WebServer(self, config.web.bind, config.web.port, code)
+            self.web = WebServer(self, config.web.bind, config.web.port,
+                                 service.session.controller.store.folder,
+                                 hosts=config.web.hosts)
         self.room: Any = None  # the tournament view, when the page and MQTT are both on
         if config.mqtt.enabled:
             from .telemetry import Telemetry

@@ -8,23 +8,38 @@ megabyte counts, and the page needs only a few routes and one event stream)::
     GET  /api/panel      what the page shows, as JSON
     GET  /api/events     server-sent events: the panel each time it changes
     GET  /api/tables     every table on the MQTT broker, problems first
+    POST /api/pair       {"code": "123456"}: a token for this phone (see shuffler.pairing)
     POST /api/<action>   clear, pass, score, undo, new_game (JSON body)
 
-Reading needs nothing. An action must be a JSON POST (an HTML form cannot send one
+Every request must name this machine in ``Host`` (its host name, the address it was
+reached on, ``localhost`` or a name in ``[web] hosts``), or it is refused with 421: a
+web page whose name an attacker points at this machine (DNS rebinding) gets nothing.
+Reading needs nothing more. An action must be a JSON POST (an HTML form cannot send one
 across origins without the browser asking first, and we never answer that), from this
 page's own origin when the browser says where it comes from, and, from anywhere but
-loopback, carry the pairing code (``X-Pairing-Code``; ``shuffler pair`` prints it).
+loopback, carry a paired phone's token (``X-Pairing-Token``).
+
+The server is bounded so that no client can starve another or the Pi's memory: at most
+:data:`MAX_CONNECTIONS` connections (:data:`MAX_PER_CLIENT` from one address; one over
+is answered 503 and closed at once), a request head of at most :data:`MAX_HEAD` bytes
+read within :data:`HEAD_TIMEOUT_S` seconds (431 or closed), and at most
+:data:`STREAMS_PER_CLIENT` event streams per address (:data:`MAX_STREAMS` in all): a new
+stream closes that client's oldest, so a page that reconnects always gets through.
 Nothing here ever sends a plan or the card order: the panel is built from the same
 reports the CLI prints.
 """
 
 from __future__ import annotations
 
-import hmac
+import collections
+import contextlib
+import http.client
 import ipaddress
 import json
-import secrets
+import math
+import socket
 import threading
+import time
 from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,13 +49,21 @@ from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 from .logs import get_logger
+from .pairing import Pairing, Throttle
 
 log = get_logger("shuffler.web")
 
 ACTIONS = ("clear", "pass", "score", "undo", "new_game")
 MAX_BODY = 4096
-MAX_STREAMS = 16  # open event streams; more get 503
+MAX_HEAD = 8192  # request line and headers
+HEAD_TIMEOUT_S = 10.0  # to send them (and the wait between requests on one connection)
+IO_TIMEOUT_S = 30.0  # any other wait on a client
+MAX_CONNECTIONS = 48  # one thread each
+MAX_PER_CLIENT = 12
+MAX_STREAMS = 24
+STREAMS_PER_CLIENT = 4
 KEEPALIVE_S = 15.0
+STREAM_SLICE_S = 1.0  # a closed stream notices within this
 
 
 class PanelSource(Protocol):
@@ -63,28 +86,6 @@ class PanelSource(Protocol):
         ...
 
 
-def pairing_code(folder: Path) -> tuple[str, bool]:
-    """The table's pairing code (created on first use, mode 0600) and whether it is new."""
-    path = Path(folder) / "pairing-code"
-    try:
-        code = path.read_text(encoding="ascii").strip()
-        if len(code) == 6 and code.isdigit():
-            return code, False
-    except (OSError, UnicodeDecodeError):
-        pass
-    return new_pairing_code(folder), True
-
-
-def new_pairing_code(folder: Path) -> str:
-    from .state import atomic_write
-
-    code = f"{secrets.randbelow(10**6):06d}"
-    path = Path(folder) / "pairing-code"
-    atomic_write(path, (code + "\n").encode())
-    path.chmod(0o600)
-    return code
-
-
 def is_loopback(host: str) -> bool:
     try:
         return ipaddress.ip_address(host).is_loopback
@@ -92,17 +93,99 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class WebServer:
-    """Serves the page for ``source`` on ``host:port`` in its own threads."""
 
-    def __init__(self, source: PanelSource, host: str, port: int, code: str,
-                 page: Callable[[], bytes] | None = None) -> None:
+def _host_name(value: str) -> str:
+    """The name part of a ``Host`` header (no port, no brackets), lower case."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def own_names(extra: tuple[str, ...] = ()) -> frozenset[str]:
+    """The names this machine answers to: ``localhost``, its host name (plain, ``.local``
+    and fully qualified) and ``extra``."""
+    name = socket.gethostname().lower()
+    names = {"localhost", name, f"{name}.local", *extra}
+    with contextlib.suppress(OSError):
+        names.add(socket.getfqdn().lower())
+    return frozenset(n for n in names if n)
+
+
+class Gate:
+    """Counts open connections, in all and per client address."""
+
+    def __init__(self, total: int, per_client: int) -> None:
+        self.total, self.per_client = total, per_client
+        self.open: collections.Counter[str] = collections.Counter()
+        self.lock = threading.Lock()
+
+    def enter(self, client: str) -> bool:
+        with self.lock:
+            if sum(self.open.values()) >= self.total or self.open[client] >= self.per_client:
+                return False
+            self.open[client] += 1
+            return True
+
+    def leave(self, client: str) -> None:
+        with self.lock:
+            self.open[client] -= 1
+            if self.open[client] <= 0:
+                del self.open[client]
+
+
+class Streams:
+    """The open event streams, oldest first; adding one past a cap closes the oldest
+    of that client (or, past the total, of the client holding the most)."""
+
+    def __init__(self, total: int, per_client: int) -> None:
+        self.total, self.per_client = total, per_client
+        self.open: list[tuple[str, threading.Event]] = []
+        self.lock = threading.Lock()
+
+    def add(self, client: str) -> threading.Event:
+        closed = threading.Event()
+        with self.lock:
+            mine = [s for s in self.open if s[0] == client]
+            if len(mine) >= self.per_client:
+                self._drop(mine[0])
+            elif len(self.open) >= self.total:
+                count = collections.Counter(c for c, _ in self.open)
+                greedy = count.most_common(1)[0][0]
+                self._drop(next(s for s in self.open if s[0] == greedy))
+            self.open.append((client, closed))
+        return closed
+
+    def _drop(self, stream: tuple[str, threading.Event]) -> None:
+        self.open.remove(stream)
+        stream[1].set()
+
+    def remove(self, closed: threading.Event) -> None:
+        with self.lock:
+            self.open = [s for s in self.open if s[1] is not closed]
+
+    def count(self) -> int:
+        with self.lock:
+            return len(self.open)
+
+
+class WebServer:
+    """Serves the page for ``source`` on ``host:port`` in its own threads. ``folder``
+    holds the pairing files (:class:`shuffler.pairing.Pairing`)."""
+
+    def __init__(self, source: PanelSource, host: str, port: int, folder: Path, *,
+                 hosts: tuple[str, ...] = (), page: Callable[[], bytes] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.source = source
-        self.code = code
-        self.streams = threading.BoundedSemaphore(MAX_STREAMS)
+        self.pairing = Pairing(folder)
+        self.throttle = Throttle()
+        self.throttle_lock = threading.Lock()
+        self.names = own_names(hosts)
+        self.clock = clock
+        self.streams = Streams(MAX_STREAMS, STREAMS_PER_CLIENT)
         self.stopping = threading.Event()
         self._page = page or _default_page
-        self.httpd = _Server((host, port), _handler_for(self))
+        self.httpd = _Server((host, port), self)
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="web",
                                        daemon=True)
 
@@ -121,140 +204,335 @@ class WebServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def pair(self, client: str, given: str, agent: str) -> tuple[int, dict[str, Any], float]:
+        """Judge a pairing code from ``client``: (status, reply, seconds to wait)."""
+        now = self.clock()
+        with self.throttle_lock:
+            wait = self.throttle.wait(client, now)
+            if wait > 0:
+                if self.throttle.first_of_burst(client):
+                    log.warning("pairing attempts throttled", client=client,
+                                retry_after_s=math.ceil(wait))
+                return (HTTPStatus.TOO_MANY_REQUESTS, _error(
+                    "throttled", f"too many wrong codes: wait {math.ceil(wait)} s"), wait)
+            found = self.pairing.redeem(given, client, agent)
+            if found is None:
+                wait = self.throttle.failed(client, now)
+                log.debug("pairing code wrong", client=client)
+                return (HTTPStatus.FORBIDDEN, _error(
+                    "forbidden", "wrong or expired code: run `shuffler pair` for the code"),
+                        wait)
+            self.throttle.succeeded(client)
+        phone, token = found
+        log.info("phone paired", phone=phone.id, client=client)
+        return HTTPStatus.OK, {"ok": True, "result": {"phone": phone.id, "token": token}}, 0.0
+
+
+def _error(kind: str, message: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"kind": kind, "message": message, "exit": 2}}
+
+
+class _HeadReader:
+    """The connection's input: while a request's head is read, at most :data:`MAX_HEAD`
+    bytes and :data:`HEAD_TIMEOUT_S` seconds in all (every wait on the socket gets only
+    what is left); the body and anything else read straight through."""
+
+    def __init__(self, raw: Any, sock: socket.socket) -> None:
+        self.raw, self.sock = raw, sock
+        self.budget: int | None = None
+        self.deadline = 0.0
+
+    def arm(self) -> None:
+        self.budget, self.deadline = MAX_HEAD, time.monotonic() + HEAD_TIMEOUT_S
+
+    def disarm(self) -> None:
+        self.budget = None
+        self.sock.settimeout(IO_TIMEOUT_S)
+
+    def readline(self, size: int = -1) -> bytes:
+        if self.budget is None:
+            return bytes(self.raw.readline(size))
+        out = bytearray()
+        while not out.endswith(b"\n") and (size < 0 or len(out) < size):
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("the request head took too long")
+            self.sock.settimeout(left)
+            chunk = self.raw.peek(1)  # at most one wait on the socket
+            if not chunk:
+                break
+            cut = chunk.find(b"\n")
+            take = len(chunk) if cut < 0 else cut + 1
+            if size >= 0:
+                take = min(take, size - len(out))
+            if take > self.budget:
+                raise http.client.LineTooLong(f"a request head is at most {MAX_HEAD} bytes")
+            self.budget -= take
+            out += self.raw.read(take)
+        return bytes(out)
+
+    def read(self, size: int = -1) -> bytes:
+        return bytes(self.raw.read(size))
+
+    def close(self) -> None:
+        self.raw.close()
+
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 32
+
+    def __init__(self, address: tuple[str, int], web: WebServer) -> None:
+        self.web = web
+        self.gate = Gate(MAX_CONNECTIONS, MAX_PER_CLIENT)
+        self.turned_away = 0
+        super().__init__(address, Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        client = str(client_address[0])
+        if not self.gate.enter(client):
+            self.turned_away += 1
+            with contextlib.suppress(OSError):  # never wait on it: this is the accept loop
+                request.setblocking(False)
+                request.send(BUSY)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.gate.leave(client)
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.gate.leave(str(client_address[0]))
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        log.debug("web connection failed", client=client_address[0], exc_info=True)
+
+
+BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 0\r\n"
+        b"Connection: close\r\n\r\n")
 
 
 def _default_page() -> bytes:
     return resources.files("shuffler").joinpath("page.html").read_bytes()
 
 
-def _handler_for(web: WebServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "shuffler"
-        sys_version = ""
-        timeout = 30  # a silent client is dropped
+class Handler(BaseHTTPRequestHandler):
+    """One connection to the page's server (``self.server.web`` is the :class:`WebServer`)."""
 
-        def log_message(self, format: str, *args: Any) -> None:
-            log.debug("web request", client=self.client_address[0], line=format % args)
+    server: _Server
+    server_version = "shuffler"
+    sys_version = ""
+    timeout = IO_TIMEOUT_S
+    reader: _HeadReader
 
-        # -- answers ---------------------------------------------------------------
-        def send_json(self, status: int, obj: dict[str, Any]) -> None:
-            body = json.dumps(obj).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+    @property
+    def web(self) -> WebServer:
+        return self.server.web
+
+    @property
+    def client(self) -> str:
+        return str(self.client_address[0])
+
+    def setup(self) -> None:
+        super().setup()
+        self.reader = _HeadReader(self.rfile, self.connection)
+        self.rfile = self.reader  # type: ignore[assignment]
+
+    def handle_one_request(self) -> None:
+        """One request: the head within its limits, then the method."""
+        self.reader.arm()
+        try:
+            try:
+                self.raw_requestline = self.rfile.readline(MAX_HEAD + 1)
+            except http.client.LineTooLong:
+                self.requestline, self.request_version, self.command = "", "", ""
+                self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
+                self.close_connection = True
+                return
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if not self.parse_request():  # reads the headers (431 past the budget)
+                self.close_connection = True
+                return
+            self.reader.disarm()
+            method = getattr(self, f"do_{self.command}", None)
+            if method is None:
+                self.send_error(HTTPStatus.NOT_IMPLEMENTED, f"unsupported method {self.command}")
+                return
+            if not self.host_allowed():
+                self.refuse(HTTPStatus.MISDIRECTED_REQUEST, "wrong_host",
+                            "this page answers only to the machine's own name or address")
+                self.close_connection = True
+                return
+            method()
+            self.wfile.flush()
+        except (TimeoutError, ConnectionError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("web request", client=self.client, line=format % args)
+
+    def host_allowed(self) -> bool:
+        """Whether ``Host`` names this machine: one of its names, or the address the
+        client reached it on."""
+        host = self.headers.get("Host")
+        if not host:
+            return False
+        name = _host_name(host)
+        if name in self.web.names:
+            return True
+        local = self.connection.getsockname()[0]
+        try:
+            return ipaddress.ip_address(name) == ipaddress.ip_address(local)
+        except ValueError:
+            return False
+
+    # -- answers ---------------------------------------------------------------
+    def send_json(self, status: int, obj: dict[str, Any],
+                  headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def refuse(self, status: int, kind: str, message: str,
+               headers: dict[str, str] | None = None) -> None:
+        log.debug("web request refused", client=self.client, kind=kind, path=self.path)
+        self.send_json(status, _error(kind, message), headers)
+
+    # -- reading -----------------------------------------------------------------
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/":
+            body = self.web._page()
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
-            self.send_header("Cache-Control", "no-store")
+            self.send_header("Content-Security-Policy",
+                             "default-src 'self'; style-src 'unsafe-inline'; "
+                             "script-src 'unsafe-inline'; frame-ancestors 'none'")
+            self.send_header("X-Frame-Options", "DENY")
             self.end_headers()
             self.wfile.write(body)
+        elif path == "/api/panel":
+            self.send_json(HTTPStatus.OK, self.web.source.panel()[1])
+        elif path == "/api/tables":
+            self.send_json(HTTPStatus.OK, {"tables": self.web.source.tables()})
+        elif path == "/api/events":
+            self.stream()
+        elif path == "/favicon.ico":
+            self.send_response(HTTPStatus.NO_CONTENT)
+            self.end_headers()
+        else:
+            self.refuse(HTTPStatus.NOT_FOUND, "not_found", f"no page at {path}")
 
-        def refuse(self, status: int, kind: str, message: str) -> None:
-            log.info("web request refused", client=self.client_address[0], kind=kind,
-                     path=self.path)
-            self.send_json(status, {"ok": False, "error": {"kind": kind, "message": message,
-                                                           "exit": 2}})
+    def stream(self) -> None:
+        """The panel each time it changes, until the page goes, the server stops, or this
+        client opens more streams than its share (the oldest goes)."""
+        web = self.web
+        closed = web.streams.add(self.client)
+        self.close_connection = True
+        try:
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+            version, quiet = -1, 0.0
+            while not (web.stopping.is_set() or closed.is_set()):
+                new, panel = web.source.wait_panel(version, STREAM_SLICE_S)
+                if new != version:
+                    version, quiet = new, 0.0
+                    self.wfile.write(b"data: " + json.dumps(panel).encode() + b"\n\n")
+                elif (quiet := quiet + STREAM_SLICE_S) >= KEEPALIVE_S:
+                    quiet = 0.0
+                    self.wfile.write(b": keep-alive\n\n")
+                else:
+                    continue
+                self.wfile.flush()
+        except OSError:
+            pass  # the page went away
+        finally:
+            web.streams.remove(closed)
 
-        # -- reading -----------------------------------------------------------------
-        def do_GET(self) -> None:
-            path = urlsplit(self.path).path
-            if path == "/":
-                body = web._page()
-                self.send_response(HTTPStatus.OK)
-                self.send_header("Content-Type", "text/html; charset=utf-8")
-                self.send_header("Content-Length", str(len(body)))
-                self.send_header("Content-Security-Policy",
-                                 "default-src 'self'; style-src 'unsafe-inline'; "
-                                 "script-src 'unsafe-inline'; frame-ancestors 'none'")
-                self.send_header("X-Frame-Options", "DENY")
-                self.end_headers()
-                self.wfile.write(body)
-            elif path == "/api/panel":
-                self.send_json(HTTPStatus.OK, web.source.panel()[1])
-            elif path == "/api/tables":
-                self.send_json(HTTPStatus.OK, {"tables": web.source.tables()})
-            elif path == "/api/events":
-                self.stream()
-            elif path == "/favicon.ico":
-                self.send_response(HTTPStatus.NO_CONTENT)
-                self.end_headers()
-            else:
-                self.refuse(HTTPStatus.NOT_FOUND, "not_found", f"no page at {path}")
+    # -- acting --------------------------------------------------------------------
+    def do_POST(self) -> None:
+        action = urlsplit(self.path).path.removeprefix("/api/")
+        if action != "pair" and action not in ACTIONS:
+            self.refuse(HTTPStatus.NOT_FOUND, "not_found", f"no action {action!r}")
+            return
+        why = self.cross_site()
+        if why is None and action != "pair":
+            why = self.unpaired()
+        if why:
+            self.refuse(HTTPStatus.FORBIDDEN, "forbidden", why)
+            return
+        body = self.json_body()
+        if body is None:
+            return
+        if action == "pair":
+            self.do_pair(body)
+            return
+        reply = self.web.source.act(action, body)
+        self.send_json(HTTPStatus.OK if reply.get("ok") else HTTPStatus.CONFLICT, reply)
 
-        def stream(self) -> None:
-            if not web.streams.acquire(blocking=False):
-                self.refuse(HTTPStatus.SERVICE_UNAVAILABLE, "too_many_clients",
-                            "too many pages open; close one")
-                return
-            try:
-                self.send_response(HTTPStatus.OK)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-store")
-                self.end_headers()
-                version = -1
-                while not web.stopping.is_set():
-                    new, panel = web.source.wait_panel(version, KEEPALIVE_S)
-                    if new == version:
-                        self.wfile.write(b": keep-alive\n\n")
-                    else:
-                        version = new
-                        self.wfile.write(b"data: " + json.dumps(panel).encode() + b"\n\n")
-                    self.wfile.flush()
-            except OSError:
-                pass  # the page went away
-            finally:
-                web.streams.release()
+    def do_pair(self, body: dict[str, Any]) -> None:
+        given = body.get("code")
+        if not isinstance(given, str) or len(given) > 16:
+            self.refuse(HTTPStatus.BAD_REQUEST, "bad_request", 'send {"code": "123456"}')
+            return
+        status, reply, wait = self.web.pair(self.client, given.strip(),
+                                            self.headers.get("User-Agent", ""))
+        headers = {"Retry-After": str(math.ceil(wait))} if wait > 0 else None
+        self.send_json(status, reply, headers)
 
-        # -- acting --------------------------------------------------------------------
-        def do_POST(self) -> None:
-            action = urlsplit(self.path).path.removeprefix("/api/")
-            if action not in ACTIONS:
-                self.refuse(HTTPStatus.NOT_FOUND, "not_found", f"no action {action!r}")
-                return
-            why = self.forbidden()
-            if why:
-                self.refuse(HTTPStatus.FORBIDDEN, "forbidden", why)
-                return
-            body = self.json_body()
-            if body is None:
-                return
-            reply = web.source.act(action, body)
-            self.send_json(HTTPStatus.OK if reply.get("ok") else HTTPStatus.CONFLICT, reply)
+    def cross_site(self) -> str | None:
+        """Why this request is not the page's own JSON request, or None."""
+        ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            return "actions are JSON requests from the dealer's page"
+        origin = self.headers.get("Origin")
+        if origin is not None and urlsplit(origin).netloc.lower() != \
+                self.headers.get("Host", "").lower():
+            return f"cross-origin request from {origin} refused"
+        if self.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+            return "cross-site request refused"
+        return None
 
-        def forbidden(self) -> str | None:
-            """Why this request may not act, or None."""
-            ctype = self.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            if ctype != "application/json":
-                return "actions are JSON requests from the dealer's page"
-            origin = self.headers.get("Origin")
-            host = self.headers.get("Host")
-            if origin is not None and (host is None or urlsplit(origin).netloc != host):
-                return f"cross-origin request from {origin} refused"
-            if not is_loopback(self.client_address[0]):
-                given = self.headers.get("X-Pairing-Code", "")
-                if not hmac.compare_digest(given.encode(), web.code.encode()):
-                    return ("pairing code missing or wrong: enter the code from "
-                            "`shuffler pair`")
+    def unpaired(self) -> str | None:
+        """Why this client may not act (not on loopback, and no paired phone's token)."""
+        if is_loopback(self.client):
             return None
+        if self.web.pairing.known(self.headers.get("X-Pairing-Token", "")):
+            return None
+        return "this phone is not paired: enter the code from `shuffler pair`"
 
-        def json_body(self) -> dict[str, Any] | None:
-            try:
-                length = int(self.headers.get("Content-Length", "0"))
-            except ValueError:
-                length = -1
-            if not 0 <= length <= MAX_BODY:
-                self.refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too_long",
-                            f"a request body is at most {MAX_BODY} bytes")
-                return None
-            raw = self.rfile.read(length) if length else b"{}"
-            try:
-                body = json.loads(raw)
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                body = None
-            if not isinstance(body, dict):
-                self.refuse(HTTPStatus.BAD_REQUEST, "bad_request", "send one JSON object")
-                return None
-            return body
-
-    return Handler
+    def json_body(self) -> dict[str, Any] | None:
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_BODY:
+            self.close_connection = True  # the body is not read: the connection is spent
+            self.refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too_long",
+                        f"a request body is at most {MAX_BODY} bytes")
+            return None
+        raw = self.rfile.read(length) if length else b"{}"
+        try:
+            body = json.loads(raw)
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            body = None
+        if not isinstance(body, dict):
+            self.refuse(HTTPStatus.BAD_REQUEST, "bad_request", "send one JSON object")
+            return None
+        return body

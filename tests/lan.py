@@ -54,3 +54,9 @@ def lan_host() -> Iterator[LanHost]:
     finally:
         subprocess.run([IP, "link", "del", a], capture_output=True, check=False)
         subprocess.run([IP, "netns", "del", ns], capture_output=True, check=False)
+
+
+def popen(host: LanHost, code: str) -> subprocess.Popen:
+    """Start ``code`` on the other host and leave it running (stdout piped)."""
+    return subprocess.Popen([IP, "netns", "exec", host.name, sys.executable, "-c", code],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

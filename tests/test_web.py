@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import time
 
 import pytest
 
 from shuffler.device import Signal, Status
 from shuffler.mechanics import Pile
+from shuffler.pairing import Pairing
 from shuffler.panel import Panel, stack_prompt
 from shuffler.schemas import validate
-from shuffler.web import WebServer, pairing_code
-
-from .lan import lan_host, needs_netns
+from shuffler.web import WebServer
 
 
 class Recorder:
@@ -39,9 +39,9 @@ class Recorder:
 
 
 @pytest.fixture
-def served():
+def served(tmp_path):
     source = Recorder()
-    web = WebServer(source, "127.0.0.1", 0, "123456").start()
+    web = WebServer(source, "127.0.0.1", 0, tmp_path).start()
     yield source, web
     web.close()
 
@@ -119,43 +119,151 @@ def test_the_stream_shows_a_change_within_200_ms(served):
     conn.close()
 
 
-def test_the_pairing_code_is_kept_private_and_stable(tmp_path):
-    code, new = pairing_code(tmp_path)
-    assert new and len(code) == 6 and code.isdigit()
-    assert (tmp_path / "pairing-code").stat().st_mode & 0o777 == 0o600
-    assert pairing_code(tmp_path) == (code, False)
+def raw_exchange(web, data: bytes, timeout=5.0) -> bytes:
+    """Send ``data`` on a fresh connection and read until the server closes it."""
+    with socket.create_connection(web.address, timeout=timeout) as s:
+        s.sendall(data)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+        return out
 
 
-LAN_CLIENT = """
-import http.client, json, sys
-conn = http.client.HTTPConnection({host!r}, {port}, timeout=5)
-conn.request({method!r}, {path!r}, body={body!r}, headers={headers!r})
-r = conn.getresponse()
-print(r.status)
-"""
+@pytest.mark.parametrize("host, origin", [
+    ("evil.example", "http://evil.example"),  # a rebinding site: both headers its own
+    ("evil.example:{port}", None),
+    ("127.0.0.1.evil.example", None),
+    ("10.9.9.9", None),  # an address that is not the one this connection reached
+    ("", None),
+])
+def test_a_request_naming_another_host_is_refused_even_from_loopback(served, host, origin):
+    source, web = served
+    headers = {"Host": host.format(port=web.address[1]), "Content-Type": "application/json"}
+    if origin:
+        headers["Origin"] = origin
+    conn = http.client.HTTPConnection(*web.address, timeout=5)
+    conn.putrequest("POST", "/api/clear", skip_host=True)
+    for k, v in headers.items():
+        conn.putheader(k, v)
+    conn.putheader("Content-Length", "2")
+    conn.endheaders(b"{}")
+    r = conn.getresponse()
+    assert r.status == 421 and json.loads(r.read())["error"]["kind"] == "wrong_host"
+    conn.close()
+    assert source.actions == []
+    assert request(web, "GET", "/api/panel", headers={"Host": "evil.example"})[0] == 421
 
 
-@needs_netns
-def test_from_the_lan_reading_is_open_and_acting_needs_the_code():
-    source = Recorder()
-    with lan_host() as lan:
-        web = WebServer(source, lan.here, 0, "424242").start()
-        try:
-            def from_lan(method, path, body=None, headers=None):
-                out = lan.python(LAN_CLIENT.format(host=lan.here, port=web.address[1],
-                                                   method=method, path=path, body=body,
-                                                   headers=headers or {}))
-                assert out.returncode == 0, out.stderr
-                return int(out.stdout.strip())
+@pytest.mark.parametrize("host", ["localhost:{port}", "LOCALHOST", "127.0.0.1:{port}",
+                                  "{name}", "{name}.local:{port}"])
+def test_the_machines_own_names_are_let_in(served, host):
+    _, web = served
+    name = socket.gethostname().lower()
+    host = host.format(port=web.address[1], name=name)
+    assert request(web, "GET", "/api/panel", headers={"Host": host})[0] == 200
 
-            assert from_lan("GET", "/api/panel") == 200
-            json_headers = {"Content-Type": "application/json"}
-            assert from_lan("POST", "/api/clear", "{}", json_headers) == 403
-            assert from_lan("POST", "/api/clear", "{}",
-                            {**json_headers, "X-Pairing-Code": "000000"}) == 403
-            assert source.actions == []
-            assert from_lan("POST", "/api/clear", "{}",
-                            {**json_headers, "X-Pairing-Code": "424242"}) == 200
-            assert source.actions == [("clear", {})]
-        finally:
-            web.close()
+
+def test_a_configured_name_is_let_in(tmp_path):
+    web = WebServer(Recorder(), "127.0.0.1", 0, tmp_path, hosts=("shuffler.club.lan",)).start()
+    try:
+        assert request(web, "GET", "/api/panel", headers={"Host": "shuffler.club.lan"})[0] \
+            == 200
+        assert request(web, "GET", "/api/panel", headers={"Host": "other.club.lan"})[0] == 421
+    finally:
+        web.close()
+
+
+def test_a_cross_site_fetch_is_refused(served):
+    source, web = served
+    status, _ = request(web, "POST", "/api/clear", b"{}",
+                        {"Content-Type": "application/json", "Sec-Fetch-Site": "cross-site"})
+    assert status == 403 and source.actions == []
+
+
+def test_a_head_over_8_kib_is_refused_and_a_slow_one_cut_off(served, monkeypatch):
+    _, web = served
+    big = b"GET /api/panel HTTP/1.1\r\nHost: localhost\r\n" + \
+        b"".join(b"X-%d: %s\r\n" % (i, b"a" * 1000) for i in range(9)) + b"\r\n"
+    assert raw_exchange(web, big).startswith(b"HTTP/1.0 431")
+    assert raw_exchange(web, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n").startswith(
+        b"HTTP/1.0 414")
+    monkeypatch.setattr("shuffler.web.HEAD_TIMEOUT_S", 1.0)
+    with socket.create_connection(web.address, timeout=10) as s:
+        sent = time.monotonic()
+        s.sendall(b"GET /api/panel HTTP/1.1\r\n")
+        for _ in range(30):  # a byte every 0.1 s: every wait is short, the head is not
+            try:
+                s.sendall(b"X")
+            except OSError:
+                break
+            time.sleep(0.1)
+            s.setblocking(False)
+            try:
+                if s.recv(1) == b"":
+                    break
+            except BlockingIOError:
+                pass
+            finally:
+                s.setblocking(True)
+        took = time.monotonic() - sent
+    assert took < 2.5
+
+
+def test_connections_past_a_clients_share_are_turned_away_at_once(served, monkeypatch):
+    _, web = served
+    monkeypatch.setattr(web.httpd.gate, "per_client", 3)
+    held = [socket.create_connection(web.address, timeout=5) for _ in range(3)]
+    try:
+        deadline = time.monotonic() + 5
+        while sum(web.httpd.gate.open.values()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert raw_exchange(web, b"GET /api/panel HTTP/1.1\r\nHost: localhost\r\n\r\n") \
+            .startswith(b"HTTP/1.1 503")
+    finally:
+        for s in held:
+            s.close()
+    deadline = time.monotonic() + 5
+    while web.httpd.gate.open and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert request(web, "GET", "/api/panel")[0] == 200
+
+
+def open_stream(web):
+    conn = http.client.HTTPConnection(*web.address, timeout=5)
+    conn.request("GET", "/api/events")
+    r = conn.getresponse()
+    assert r.status == 200 and r.fp.readline().startswith(b"data: ")
+    return conn, r
+
+
+def test_a_clients_oldest_stream_is_closed_when_it_opens_one_too_many(served):
+    _, web = served
+    from shuffler.web import STREAMS_PER_CLIENT
+
+    streams = [open_stream(web) for _ in range(STREAMS_PER_CLIENT + 2)]
+    try:
+        assert web.streams.count() == STREAMS_PER_CLIENT
+        for _, r in streams[:2]:  # the two oldest end (the page would reconnect)
+            r.fp.readline()
+            assert r.fp.readline() == b""
+    finally:
+        for conn, _ in streams:
+            conn.close()
+
+
+def test_pairing_through_the_page_gives_a_token_and_wrong_codes_are_throttled(served):
+    _, web = served
+    code = Pairing(web.pairing.folder).current_or_new().code
+    wrong = "000000" if code != "000000" else "111111"
+    json_headers = {"Content-Type": "application/json"}
+    answers = [request(web, "POST", "/api/pair", json.dumps({"code": wrong}), json_headers)
+               for _ in range(4)]
+    assert [a[0] for a in answers] == [403, 403, 403, 429]
+    assert answers[3][1]["error"]["kind"] == "throttled"
+    status, reply = request(web, "POST", "/api/pair", json.dumps({"code": code}), json_headers)
+    assert status == 429  # even the right code waits its turn
+    web.throttle.clients.clear()
+    status, reply = request(web, "POST", "/api/pair", json.dumps({"code": code}), json_headers)
+    assert status == 200 and web.pairing.known(reply["result"]["token"])
+    assert request(web, "POST", "/api/pair", json.dumps({"code": 123456}), json_headers)[0] \
+        == 400
