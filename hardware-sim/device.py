@@ -125,6 +125,8 @@ class SimDevice(ShufflerDevice):
         engine = PassEngine(plan.labels, self.limits, **self.engine_options)
         self._run = _SimPass(self, engine, on_card, on_tick)
         self._halt = None
+        if self._stop_before_start():  # stopped between "accepted" and now: never starts
+            self._halt = FaultKind.STOPPED
         try:
             report = self._run.run()
         finally:
@@ -165,6 +167,7 @@ class SimDevice(ShufflerDevice):
         return True
 
     def stop(self) -> None:
+        self._note_stop()
         self.halt(FaultKind.STOPPED)
 
     def halt(self, kind: FaultKind) -> None:
@@ -234,7 +237,8 @@ class _SimPass:
 
     def run(self) -> PassReport:
         clock, engine = self.dev.clock, self.engine
-        self.apply(engine.start(clock.now(), bool(self.mech.tray)))
+        if self.dev._halt is None:
+            self.apply(engine.start(clock.now(), bool(self.mech.tray)))
         while not engine.done:
             if self.dev._halt is not None:
                 self.apply(engine.stop(clock.now(), self.dev._halt))

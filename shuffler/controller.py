@@ -8,6 +8,7 @@ The device owns what must happen at once (stopping the motor).
 from __future__ import annotations
 
 import inspect
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -18,6 +19,7 @@ from . import battery as batt
 from .audit import AuditLog
 from .config import BatteryConfig
 from .device import CardCallback, Fault, FaultKind, PassReport, ShufflerDevice, Signal, Status
+from .engine import HALT_MESSAGES
 from .errors import FaultLatchedError, FileAccessError, LowBatteryError
 from .logs import get_logger
 from .state import FAULT, Invalid, State, StateStore
@@ -70,6 +72,36 @@ class PassController:
         self.audit = AuditLog(store.folder / "audit.jsonl")
         self.battery_config = battery or BatteryConfig()
         self.passes_per_hand = passes_per_hand
+        self._job_lock = threading.Lock()
+        self._job_active = False  # a pass or hand was accepted and has not ended
+        self._job_stopped = False
+
+    # -- stop is a state of the job, not a pin write -------------------------------------
+    def begin_job(self) -> None:
+        """A pass or a hand was accepted: from now until :meth:`end_job` a stop is kept
+        and honoured at every point (before the motor starts, during a pass, between the
+        passes of a hand)."""
+        with self._job_lock:
+            self._job_active, self._job_stopped = True, False
+
+    def end_job(self) -> None:
+        with self._job_lock:
+            self._job_active = False
+
+    def request_stop(self) -> bool:
+        """Motor off now, from any thread; the job (if any) is stopped for good. True
+        when there was a job to stop, False when the stop found nothing to stop."""
+        with self._job_lock:
+            active = self._job_active
+            if active:
+                self._job_stopped = True
+            self.device.stop()  # armed or running: the device keeps the stop too
+        return active
+
+    @property
+    def stop_requested(self) -> bool:
+        """The job in hand was stopped: start nothing more for it."""
+        return self._job_active and self._job_stopped
 
     def latched_fault(self) -> Fault | None:
         state = self.store.load()
@@ -120,8 +152,14 @@ class PassController:
         the audit log or the state cannot be written the motor never starts.
         ``on_tick`` goes to a device that takes it (called while the pass runs).
         """
+        if self.stop_requested:
+            return self._never_started(plan)
         self.check_ready(plan.cards, 1 + passes_after)
         self.audit.check_writable()
+        with self._job_lock:
+            if self._job_active and self._job_stopped:
+                return self._never_started(plan)
+            self.device.arm()  # a stop from now on keeps the motor off, even before it starts
         entry = self._begin(plan.cards, context or {})
         self.device.show(Status(Signal.RUNNING))
         try:
@@ -154,6 +192,12 @@ class PassController:
             self.device.show(Status(Signal.FAULT if report.fault.kind.latches else Signal.READY))
             log.info("pass fault", kind=report.fault.kind.value, message=report.fault.message)
         return report
+
+    def _never_started(self, plan: PassPlan) -> PassReport:
+        """The report of a pass stopped before it started: nothing moved, nothing counted."""
+        log.info("pass stopped before it started", expected=plan.cards)
+        stopped = Fault(FaultKind.STOPPED, HALT_MESSAGES[FaultKind.STOPPED], 1)
+        return PassReport(plan.cards, 0, (0, 0), 0.0, stopped, None, False)
 
     def clear(self) -> bool:
         """The dealer's ``clear``: true when the machine reports itself clear."""

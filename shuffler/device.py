@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import enum
 import queue
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -197,6 +198,33 @@ class ShufflerDevice(abc.ABC):
 
     def __init__(self) -> None:
         self.events: queue.Queue[InputEvent] = queue.Queue()
+        self._stop_guard = threading.Lock()
+        self._armed = False  # a pass is about to start: a stop now must prevent it
+        self._stop_asked = False
+
+    def arm(self) -> None:
+        """The next pass is about to start (the job owner has checked it may): forget
+        earlier stops, and from now on a :meth:`stop` holds until that pass ends, so a
+        stop that comes before the pass is marked running still keeps the motor off
+        (the pass then ends ``stopped`` with nothing counted). A backend records its
+        stops with :meth:`_note_stop` and asks :meth:`_stop_before_start` once its
+        pass is marked running."""
+        with self._stop_guard:
+            self._armed, self._stop_asked = True, False
+
+    def _note_stop(self) -> None:
+        """Called by :meth:`stop`: remember it while armed (a running pass is the
+        backend's to stop, as it always was)."""
+        with self._stop_guard:
+            if self._armed:
+                self._stop_asked = True
+
+    def _stop_before_start(self) -> bool:
+        """Called by ``run_pass`` once stops reach the running pass: whether one came
+        since :meth:`arm`. The arming is used up either way."""
+        with self._stop_guard:
+            asked, self._armed, self._stop_asked = self._stop_asked, False, False
+            return asked
 
     @property
     @abc.abstractmethod

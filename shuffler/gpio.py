@@ -356,6 +356,11 @@ class GpioDevice(ShufflerDevice):
         while not self._inputs.empty():
             self._inputs.get_nowait()
         self._in_pass = True
+        if self._stop_before_start():  # stopped between "accepted" and now: never starts
+            self._stopping = True
+            done = engine.stop(clock.now())[-1]
+            assert isinstance(done, Done)
+            return done
         monitor = _BatteryMonitor(self)
         out: list[Done] = []
         edge_seen = 0.0  # host time the latest input arrived: for the latency log
@@ -430,7 +435,9 @@ class GpioDevice(ShufflerDevice):
         return True
 
     def stop(self) -> None:
-        if self._in_pass:
+        running = self._in_pass
+        self._note_stop()  # armed: the pass about to start never starts
+        if running:
             self._stopping = True  # nothing turns the motor on again in this pass
             self._input("stop", True)
         with contextlib.suppress(Exception):  # closed already: nothing can be running

@@ -208,6 +208,8 @@ class HandRunner:
         timeout = self.config.hand.touch_timeout_s
         since = self._now()
         while wait_touch:
+            if self.controller.stop_requested:  # the next pass never starts: the hand ends
+                break
             left = timeout - (self._now() - since)
             if left <= 0:
                 raise DeviceTimeoutError(

@@ -65,6 +65,8 @@ SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
 COMMANDS = ("status", "battery", "pass", "hand", "clear", "stop", "score", "undo", "new_game")
 #: requests that run in the deciding loop, one at a time
 CLAIMED = ("pass", "hand", "clear", "score", "undo", "new_game")
+#: requests that may turn the motor: a stop while one is accepted or running stops it
+MOVING = ("pass", "hand")
 MAX_LINE = 64 * 1024  # bytes in one request line
 MAX_DEPTH = 4  # nesting of a request: a flat object is 1; deeper is never a request
 IDLE_SECONDS = 60.0  # a connection that sends nothing for this long is closed
@@ -337,6 +339,7 @@ class Service:
             log.debug("touch ignored", why="a client's request holds the machine")
             return
         log.info("touch: starting a pass of the hand")
+        self.session.controller.begin_job()
         try:
             self._execute(Job({"cmd": "hand", "cards": None, "passes": None, "mode": None}))
         finally:
@@ -392,6 +395,7 @@ class Service:
             log.exception("request failed")
             return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}}
         finally:
+            self.session.controller.end_job()
             self._job_ended = self.clock.now()
             self.session.device.drain_events()  # touches made while it ran start nothing
             self.refresh()
@@ -527,8 +531,9 @@ class Service:
         elif cmd == "battery":
             send({"ok": True, "result": self.snapshot.get("battery")})
         elif cmd == "stop":
-            self.session.device.stop()  # at once, from this thread: the contract allows it
-            send({"ok": True, "result": {"stopped": True}})
+            # at once, from this thread (the contract allows it); the job keeps the stop, so
+            # a pass about to start never starts and a hand ends between its passes
+            send({"ok": True, "result": {"stopped": self.session.controller.request_stop()}})
         elif cmd == "score" and req["makers"] is None:  # reading: no need to wait
             try:
                 send({"ok": True, "result": self.session.score()})
@@ -538,6 +543,8 @@ class Service:
             send(error_reply(RequestError("busy: a pass is running; try again when it ends",
                                           "busy"), exit_code=3))
         else:
+            if cmd in MOVING:
+                self.session.controller.begin_job()  # accepted: a stop from now on counts
             job = Job(req)
             self.jobs.put(job)
             while True:
