@@ -99,7 +99,10 @@ def battery_text(b: dict[str, Any]) -> str:
             f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n"
             f"about {b['passes_left']} passes of {b['cards']} cards left ({low} to {high}), "
             f"{b['hands_left']} hands of {b['passes_per_hand']} passes")
-    if not b["learned"]:
+    if b.get("swapped"):
+        text += ("\n(another block than the last pass's: the estimate starts again from "
+                 "its curve)")
+    elif not b["learned"]:
         text += "\n(from the battery's curve alone: no passes recorded on it yet)"
     return text
 

@@ -147,9 +147,50 @@ CURVES = {
 
 #: under load, below this the motor may stall before the pass ends
 DEFAULT_CUTOFF_LOAD_VOLTS = 5.8
-LOW_CHARGE = 0.2  # warn below this fraction left
+#: at rest: below low a warning, at or below critical no pass starts (``[battery]``)
+DEFAULT_LOW_VOLTS = 7.2
+DEFAULT_CRITICAL_VOLTS = 6.6
 WARM_UP = 3  # passes on a fresh battery the charge-per-card fit leaves out
 NEW = 0.1  # this much more charge than the last pass left means a new battery
+
+
+def swapped(volts: float, under_load: bool, history: Sequence[PassRecord],
+            curve: DischargeCurve) -> bool:
+    """Whether a reading at rest comes from another block than the recorded passes:
+    far more charge than the last pass left (a fresh one), or fewer volts at rest than
+    the last pass gave under load, which the same block never does (it recovers at
+    rest): a weaker one. Either way the estimate starts again from this reading."""
+    if not history or under_load:
+        return False
+    last = history[-1].volts
+    return (curve.charge_at(volts, False) > curve.charge_at(last, True) + NEW
+            or volts < last)
+
+
+def judge(charge: float, passes_left: int, curve: DischargeCurve, *,
+          low_volts: float = DEFAULT_LOW_VOLTS,
+          critical_volts: float = DEFAULT_CRITICAL_VOLTS) -> str:
+    """The one battery rule, for ``battery``, ``status``, the page, the LED and the
+    refusals alike: ``critical`` (no pass starts) when the charge is at or below what
+    ``critical_volts`` at rest means or not one pass is left above the cut-off; ``low``
+    below what ``low_volts`` at rest means; else ``ok``."""
+    if passes_left < 1 or charge <= curve.charge_at(critical_volts, under_load=False):
+        return "critical"
+    return "low" if charge < curve.charge_at(low_volts, under_load=False) else "ok"
+
+
+def refusal(est: Estimate, passes: int) -> str | None:
+    """Why ``passes`` passes may not start on this estimate (None: they may), with what
+    to do: the same rule as :func:`judge`, so ``battery`` saying ok or low means a pass
+    runs."""
+    if not est.measured:
+        return None  # no monitor: the builder chose to watch the motor slow down instead
+    if est.state == "critical":
+        return "It is too low to finish a pass. Change the 9 V battery for a fresh one."
+    if est.passes_left < passes:
+        return (f"Not enough for {passes} passes. Change the 9 V battery for a fresh one, "
+                "or run fewer passes (--passes).")
+    return None
 
 
 def charge_now(history: Sequence[PassRecord], curve: DischargeCurve, f: Fit,
@@ -184,17 +225,18 @@ class Estimate:
     state: str
     learned: bool  # False: no history yet, the charge per card is the curve's default
     measured: bool = True  # False: no battery monitor; the figures above mean nothing
+    swapped: bool = False  # True: another block than the recorded passes': they are dropped
 
     def to_dict(self) -> dict:
         if not self.measured:
             return {"volts": None, "under_load": False, "percent": None, "passes_left": None,
                     "passes_left_range": None, "hands_left": None, "state": "not_measured",
-                    "learned": False, "measured": False}
+                    "learned": False, "measured": False, "swapped": False}
         return {"volts": round(self.volts, 3), "under_load": self.under_load,
                 "percent": round(self.percent, 1), "passes_left": self.passes_left,
                 "passes_left_range": list(self.passes_left_range),
                 "hands_left": self.hands_left, "state": self.state, "learned": self.learned,
-                "measured": True}
+                "measured": True, "swapped": self.swapped}
 
 
 #: a machine built without a battery monitor ([gpio] adc_channel = false)
@@ -302,7 +344,9 @@ def budget_tables() -> str:
 
 def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
              cards: int, passes_per_hand: int, chemistry: str = "alkaline",
-             cutoff_load_volts: float = DEFAULT_CUTOFF_LOAD_VOLTS) -> Estimate:
+             cutoff_load_volts: float = DEFAULT_CUTOFF_LOAD_VOLTS,
+             low_volts: float = DEFAULT_LOW_VOLTS,
+             critical_volts: float = DEFAULT_CRITICAL_VOLTS) -> Estimate:
     """Charge, passes and hands left for loads of ``cards`` cards.
 
     The charge now comes from the last pass's reading under load when there is
@@ -312,8 +356,9 @@ def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
     """
     curve = CURVES[chemistry]
     charge = curve.charge_at(volts, under_load)
-    if history and not under_load and charge > curve.charge_at(history[-1].volts, True) + NEW:
-        history = []  # far more charge at rest than the last pass left: a new battery
+    new_block = swapped(volts, under_load, history, curve)
+    if new_block:
+        history = []
     f = fit(history, curve, cards=cards)
     if history:
         # the last passes' readings, not a rest reading: the cell is still recovering
@@ -326,6 +371,6 @@ def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
 
     best = passes(f.per_card)
     low, high = passes(f.per_card + 2 * f.se), passes(max(f.per_card - 2 * f.se, f.per_card / 4))
-    state = "critical" if best < 1 else "low" if charge < LOW_CHARGE else "ok"
+    state = judge(charge, best, curve, low_volts=low_volts, critical_volts=critical_volts)
     return Estimate(volts, under_load, 100 * charge, best, (low, high),
-                    best // max(passes_per_hand, 1), state, f.learned)
+                    best // max(passes_per_hand, 1), state, f.learned, swapped=new_block)

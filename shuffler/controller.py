@@ -117,9 +117,14 @@ class PassController:
         if not reading.measured:
             return batt.NOT_MEASURED
         history = [batt.PassRecord(int(c), q) for c, q in self.store.load().battery]
-        return batt.estimate(reading.volts, reading.under_load, history, cards=cards,
-                             passes_per_hand=self.passes_per_hand, chemistry=cfg.chemistry,
-                             cutoff_load_volts=cfg.cutoff_load_volts)
+        est = batt.estimate(reading.volts, reading.under_load, history, cards=cards,
+                            passes_per_hand=self.passes_per_hand, chemistry=cfg.chemistry,
+                            cutoff_load_volts=cfg.cutoff_load_volts, low_volts=cfg.low_volts,
+                            critical_volts=cfg.critical_volts)
+        if est.swapped:  # another block: what the old one taught says nothing of this one
+            log.info("battery changed: the estimate starts again", volts=reading.volts)
+            self.update(lambda s: setattr(s, "battery", []))
+        return est
 
     def check_ready(self, cards: int, passes: int = 1) -> None:
         """Raise if nothing may move: a latched fault, or a battery that cannot finish
@@ -128,18 +133,16 @@ class PassController:
         if fault is not None:
             raise FaultLatchedError(f"A {fault.kind.value} fault is latched: {fault.message}")
         est = self.battery_estimate(cards)
-        if not est.measured:
-            return  # no monitor: the builder chose to watch the motor slow down instead
-        critical = self.battery_config.critical_volts
+        why = batt.refusal(est, passes)
+        if why is None:
+            return
         where = "under load" if est.under_load else "at rest"
-        figures = (f"Battery {est.volts:.2f} V {where}, {est.percent:.0f}% "
+        block = " (a different block from the last pass's)" if est.swapped else ""
+        figures = (f"Battery {est.volts:.2f} V {where}{block}, {est.percent:.0f}% "
                    f"({self.battery_config.chemistry}): about {est.passes_left} passes of "
                    f"{cards} cards left, {passes} asked.")
-        too_low = not est.under_load and est.volts < critical
-        if too_low or est.passes_left < passes:
-            self.device.show(Status(Signal.LOW_BATTERY))
-            why = f" It is below the {critical:.2f} V a pass needs at rest." if too_low else ""
-            raise LowBatteryError(f"{figures}{why} Change the 9 V battery; nothing was started.")
+        self.device.show(Status(Signal.LOW_BATTERY))
+        raise LowBatteryError(f"{figures} {why} This pass was not started.")
 
     def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None,
                  passes_after: int = 0, context: dict[str, Any] | None = None, *,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -10,6 +11,7 @@ from hardware_sim import SimBattery, SimDevice
 from shuffler import battery as batt
 from shuffler.clock import VirtualClock
 from shuffler.controller import PassController
+from shuffler.errors import LowBatteryError
 from shuffler.mechanics import Pile
 from shuffler.planning import coin_plan
 from shuffler.state import StateStore
@@ -150,3 +152,80 @@ def test_a_machine_without_a_battery_monitor_runs_and_says_it_is_not_measured(tm
     assert status["battery"]["state"] == "not_measured" and status["battery"]["volts"] is None
     assert "battery: not measured" in run("status").output
     assert "not measured" in run("battery").output
+
+
+def cli_battery_and_pass(tmp_path, volts: float, config: str = ""):
+    """``battery --json`` and then ``pass`` on a simulated block reading ``volts``."""
+    from click.testing import CliRunner
+
+    from shuffler_cli.main import cli
+
+    cfg = tmp_path / "battery.toml"
+    cfg.write_text(config)
+    env = {"SHUFFLER_STATE_DIR": str(tmp_path / f"state-{volts}"),
+           "SHUFFLER_CONFIG": str(cfg), "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
+    base = ["--sim-speed", "1e6", "--json", f"--sim-fault=battery:{volts}"]
+    runner = CliRunner()
+    said = runner.invoke(cli, [*base, "battery"], env=env, catch_exceptions=False)
+    ran = runner.invoke(cli, [*base, "pass"], env=env, catch_exceptions=False)
+    return json.loads(said.stdout), ran
+
+
+@pytest.mark.parametrize("config, low, critical", [
+    ("", batt.DEFAULT_LOW_VOLTS, batt.DEFAULT_CRITICAL_VOLTS),
+    ("[battery]\nlow_volts = 8.4\ncritical_volts = 7.6\n", 8.4, 7.6),
+])
+def test_battery_and_pass_agree_at_every_voltage(tmp_path, config, low, critical):
+    """One rule: ``battery`` says critical exactly where ``pass`` refuses (exit 4), low
+    exactly below the configured low_volts, from below critical up to a full block."""
+    seen = set()
+    volts = critical - 0.2
+    while volts <= 9.5 + 1e-9:
+        v = round(volts, 2)
+        said, ran = cli_battery_and_pass(tmp_path, v, config)
+        state = said["state"]
+        seen.add(state)
+        refused = ran.exit_code == 4
+        assert refused == (state == "critical"), (v, state, ran.stdout)
+        if refused:
+            assert json.loads(ran.stdout)["error"]["kind"] == "low_battery"
+            assert "Change the 9 V battery" in json.loads(ran.stdout)["error"]["message"]
+        else:
+            assert ran.exit_code == 0, (v, ran.stdout)
+        if v <= critical:
+            assert state == "critical", v
+        elif v >= low + 0.01:
+            assert state == "ok", (v, state)
+        elif v <= low - 0.01 and state != "critical":
+            assert state == "low", (v, state)
+        volts += 0.05
+    assert seen == {"critical", "low", "ok"}
+
+
+def test_a_weaker_block_swapped_in_is_noticed_before_the_first_pass(tmp_path):
+    """Passes recorded on a fresh block, then a weak one goes in: the estimate drops what
+    the old block taught and a hand it cannot finish is refused before anything moves."""
+    dev = SimDevice.for_cards(24, rng=random.Random(1), clock=VirtualClock(),
+                              battery=SimBattery())
+    store = StateStore(tmp_path)
+    controller = PassController(dev, store)
+    rng = random.Random(3)
+    for _ in range(6):
+        controller.run_pass(coin_plan(24, rng))
+    assert controller.battery_estimate(24).percent > 95
+    dev.mechanism.battery = SimBattery.at_volts(6.9)  # a nearly flat block, at rest
+    with pytest.raises(LowBatteryError, match="different block"):
+        controller.check_ready(24, 5)
+    assert store.load().passes == 6  # nothing ran
+    assert store.load().battery == []  # the estimate restarts from the new block
+    dev.mechanism.battery = SimBattery.at_volts(7.6)  # a half-used one: its own figures
+    est = controller.battery_estimate(24)
+    assert not est.learned and 10 < est.percent < 25 and est.state == "ok"
+
+
+def test_a_fresh_block_after_a_worn_one_is_not_a_swap_down():
+    old = [batt.PassRecord(24, 8.0)] * 5
+    recovered = batt.estimate(8.5, False, old, cards=24, passes_per_hand=5)
+    assert not recovered.swapped  # a rest reading above the load reading: same block
+    weaker = batt.estimate(7.9, False, old, cards=24, passes_per_hand=5)
+    assert weaker.swapped

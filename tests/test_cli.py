@@ -116,7 +116,8 @@ def test_a_flat_battery_is_refused_before_anything_moves(run):
     assert result.exit_code == 4
     message = out_json(result)["error"]["message"]
     assert "6.40 V at rest" in message and "passes of 24 cards left, 1 asked" in message
-    assert "%" in message and "nothing was started" in message
+    assert "%" in message and "This pass was not started" in message
+    assert "Change the 9 V battery" in message
     assert out_json(run("--json", "status"))["counters"]["passes"] == 0
 
 
