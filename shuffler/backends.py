@@ -83,6 +83,7 @@ def _gpio(config: Config) -> ShufflerDevice:
     from .safe_pins import is_pin_error, open_pin_factory, pin_failure
 
     factory, fell_back = open_pin_factory()
+    _record_driven(config)
     for reason in fell_back:
         log.warning("gpiozero fell back from a pin library", reason=reason)
     try:
@@ -97,6 +98,18 @@ def _gpio(config: Config) -> ShufflerDevice:
     for w in caught:
         log.info("gpiozero", warning=str(w.message))
     return device
+
+
+def _record_driven(config: Config) -> None:
+    """Before any output is driven: which pins ``shuffler-safe`` must make safe."""
+    from .safe_pins import record_driven
+
+    try:
+        where = record_driven(config.gpio)
+    except OSError as e:  # the config's pins are the backstop's next choice
+        log.warning("cannot record the driven pins for shuffler-safe", error=str(e))
+    else:
+        log.debug("driven pins recorded", path=str(where))
 
 
 def _sim(config: Config, cards: int, sim: SimOptions) -> SimDevice:
@@ -169,8 +182,10 @@ def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     if kept := os.environ.get("SHUFFLER_KEPT_PINS"):  # tests: levels outlive a SIGKILL
         from hardware_sim.kept_pins import keep_levels
 
-        outputs = ("motor", "motor_backward", "diverter", "buzzer")
-        keep_levels(rig.factory, kept, [n for r, n in config.gpio.pins().items() if r in outputs])
+        from .safe_pins import safe_pins
+
+        _record_driven(config)  # as on a Pi: the backstop finds the pins this run drives
+        keep_levels(rig.factory, kept, list(safe_pins(config.gpio).values()))
     return RiggedGpioDevice(rig, limits=mech.limits, feed=mech.feed)
 
 

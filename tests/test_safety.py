@@ -38,8 +38,9 @@ def level(pins: Path, name: str) -> float | None:
 
 def env_for(tmp: Path, **extra: str) -> dict[str, str]:
     env = {**os.environ, "SHUFFLER_CONFIG": "", "SHUFFLER_KEPT_PINS": str(tmp / "pins.json"),
-           "PYTHONFAULTHANDLER": "1"}
-    for key in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "GPIOZERO_PIN_FACTORY"):
+           "PYTHONFAULTHANDLER": "1", "XDG_RUNTIME_DIR": str(tmp / "run"),
+           "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_STATE_HOME": str(tmp / "xdg-state")}
+    for key in ("NOTIFY_SOCKET", "WATCHDOG_USEC", "GPIOZERO_PIN_FACTORY", "RUNTIME_DIRECTORY"):
         env.pop(key, None)
     return {**env, **extra}
 
@@ -200,3 +201,61 @@ def test_lgpio_busy_is_a_device_error_with_the_cause(monkeypatch):
     message = str(caught.value)
     assert message.startswith("cannot open the GPIO pins: lgpio: GPIO busy")
     assert "second shuffler" in message and "\n" not in message
+
+
+DEFAULT_OUTPUTS = {"GPIO12": "motor", "GPIO13": "motor_backward", "GPIO18": "diverter",
+                   "GPIO26": "buzzer"}
+BROKEN = {"a TOML error": "[pins\nmotor = 22\n",
+          "a pin clash": "[pins]\nmotor = 17\n",  # the touch sensor's pin
+          "a bad value": "[pins]\nmotor = \"twelve\"\n"}
+
+
+def safe(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "shuffler.safe_pins", *args],
+                          env=env_for(tmp, GPIOZERO_PIN_FACTORY="shuffler-kept"),
+                          capture_output=True, text=True, timeout=60)
+
+
+def all_high(pins: Path, names) -> None:
+    """What a killed service leaves: its outputs high, kept by the kernel."""
+    pins.write_text(json.dumps({n: {"function": "output", "level": 1.0} for n in names}))
+
+
+@kept_factory
+@pytest.mark.parametrize("case", ["no config file", *BROKEN])
+def test_the_safe_command_falls_back_to_the_default_pin_map_and_exits_0(tmp_path, case):
+    pins, config = tmp_path / "pins.json", tmp_path / "config.toml"
+    all_high(pins, DEFAULT_OUTPUTS)
+    if case != "no config file":
+        config.write_text(BROKEN[case])
+    out = safe(tmp_path, "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    kept = json.loads(pins.read_text())
+    for name in DEFAULT_OUTPUTS:
+        assert kept[name] == {"function": "output", "level": 0.0}, name
+    assert "warning" in out.stderr and "default pin map" in out.stderr
+    assert "Traceback" not in out.stderr and str(config) in out.stderr
+
+
+@kept_factory
+@pytest.mark.parametrize("change", ["a pin changed", *BROKEN])
+def test_the_safe_command_drives_the_pins_the_killed_service_drove(tmp_path, change):
+    pins, config = tmp_path / "pins.json", tmp_path / "config.toml"
+    config.write_text("[pins]\nmotor = 22\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shuffler", "--config", str(config), "--device", "sim-gpio",
+         "--sim-speed", "1", "--state-dir", str(tmp_path / "state"), "pass"],
+        env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: (level(pins, "GPIO22") or 0) >= 0.99, "the motor on GPIO22")
+        proc.kill()
+        proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert level(pins, "GPIO22") == 1.0  # left running
+    config.write_text("[pins]\nmotor = 23\n" if change == "a pin changed" else BROKEN[change])
+    out = safe(tmp_path, "--config", str(config))
+    assert out.returncode == 0, out.stderr
+    assert level(pins, "GPIO22") == 0.0 and "motor GPIO22" in out.stderr
+    assert "the pins the service drove" in out.stderr and "Traceback" not in out.stderr
