@@ -11,7 +11,8 @@ from .app import App, run_guarded
 
 def _score_text(result: dict) -> str:
     g = result["score"]
-    lines = [f"game {g['number']} to {g['target']}: {g['team_names'][0]} {g['totals'][0]}, "
+    lines = [result["done"][0].upper() + result["done"][1:]] if result.get("done") else []
+    lines += [f"game {g['number']} to {g['target']}: {g['team_names'][0]} {g['totals'][0]}, "
              f"{g['team_names'][1]} {g['totals'][1]}"]
     if g["winner"] is not None:
         lines.append(f"{g['team_names'][g['winner']]} win! `shuffler score new` starts the "
@@ -51,7 +52,8 @@ def score(ctx: click.Context) -> None:
       shuffler score                     the game so far
       shuffler score add North 5 --alone North's team made it, all five alone
       shuffler score add East 2          East's team named trump and was euchred
-      shuffler score undo                take the last hand back
+      shuffler score undo                take the last change back (a hand, a new game)
+      shuffler score redo                bring it back again
       shuffler score new --first-dealer South
     """
     if ctx.invoked_subcommand is None:
@@ -81,8 +83,15 @@ def score_add(app: App, makers_seat: str, tricks: int, alone: bool) -> None:
 @score.command("undo")
 @click.pass_obj
 def score_undo(app: App) -> None:
-    """Take the last scored hand back."""
+    """Take the last change back: a hand scored, edited or deleted, or a new game."""
     _ask_score(app, "undo", lambda book: book.undo())
+
+
+@score.command("redo")
+@click.pass_obj
+def score_redo(app: App) -> None:
+    """Bring back what the last undo took back."""
+    _ask_score(app, "redo", lambda book: book.redo())
 
 
 @score.command("new")

@@ -25,7 +25,10 @@ if TYPE_CHECKING:
 log = get_logger("shuffler.faces")
 
 #: what the page may ask, mapped to the service's requests (a pass is a touch)
-PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "new_game": "new_game"}
+PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "redo": "redo",
+                "new_game": "new_game"}
+#: the page's score changes name the version of the score they were made against
+VERSIONED = ("score", "undo", "redo", "new_game")
 
 
 class Faces:
@@ -57,7 +60,7 @@ class Faces:
 
     def start(self) -> None:
         try:
-            self.board.score(self.service.session.game().to_dict())
+            self.board.score(self.service.session.score()["score"])
         except ShufflerError as e:
             log.warning("the stored score cannot be shown", error=str(e))
         if self.web is not None:
@@ -124,6 +127,10 @@ class Faces:
             device = self.service.session.device
             device.events.put(InputEvent(EventKind.TOUCH, at=time.monotonic()))
             return {"ok": True, "result": {"touch": True}}
+        if action in VERSIONED and type(body.get("version")) is not int:
+            return {"ok": False, "error": {
+                "kind": "bad_request", "exit": 2,
+                "message": "version: a score change from the page names the score's version"}}
         request = {"cmd": PAGE_ACTIONS[action], **body}
         return self.service.submit(request)
 
@@ -132,6 +139,10 @@ class Faces:
         request = {"cmd": command["cmd"]}
         if command.get("first_dealer"):
             request["first_dealer"] = command["first_dealer"]
+        if command["cmd"] == "new_game":
+            # from across the room: a game in progress is replaced only by naming its version
+            request["replace"] = command.get("version") is not None
+            request["version"] = command.get("version")
         return self.service.submit(request)
 
 

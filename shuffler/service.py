@@ -13,7 +13,9 @@ Protocol (version 1), one JSON object per line each way::
        {"cmd": "hand", "passes": 5, "cards": 24, "mode": "coin"}
        {"cmd": "clear"} | {"cmd": "stop"}
        {"cmd": "score"} | {"cmd": "score", "makers": 0, "tricks": 5, "alone": true}
-       {"cmd": "undo"} | {"cmd": "new_game", "first_dealer": "East"}
+       {"cmd": "score", "version": 7, "makers": 1, "tricks": 3, "renege": 0, "hand": 2}
+       {"cmd": "undo", "version": 8} | {"cmd": "redo", "version": 9}
+       {"cmd": "new_game", "first_dealer": "East", "target": 11, "version": 10}
     <- {"event": "card", "counted": 3, "expected": 24}               while a pass runs
     <- {"ok": true, "result": {...}}  or  {"ok": false, "error": {"kind": "busy", ...}}
 
@@ -58,13 +60,16 @@ from .lock import MachineLock
 from .logs import get_logger
 from .planning import Mode
 from .reports import error_kind
+from .scorebook import handle as score_request
 from .session import ENDINGS, Session
 
 PROTOCOL = 1
 SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
-COMMANDS = ("status", "battery", "pass", "hand", "clear", "stop", "score", "undo", "new_game")
+COMMANDS = ("status", "battery", "pass", "hand", "clear", "stop", "score", "undo", "redo",
+            "new_game")
+SCORE_COMMANDS = ("score", "undo", "redo", "new_game")
 #: requests that run in the deciding loop, one at a time
-CLAIMED = ("pass", "hand", "clear", "score", "undo", "new_game")
+CLAIMED = ("pass", "hand", "clear", *SCORE_COMMANDS)
 #: requests that may turn the motor: a stop while one is accepted or running stops it
 MOVING = ("pass", "hand")
 MAX_LINE = 64 * 1024  # bytes in one request line
@@ -174,7 +179,38 @@ def parse_request(line: bytes) -> dict[str, Any]:
     if first is not None and not (isinstance(first, str) and 0 < len(first) <= 64):
         raise RequestError(f"first_dealer: expected a seat name, got {first!r}")
     out["first_dealer"] = first
+    out.update(_score_fields(req))
     return out
+
+
+def _score_fields(req: dict) -> dict[str, Any]:
+    """The score requests' own fields (shuffler.scorebook): the version a change was
+    made against, the hand it edits or deletes, a renege, the target and the names."""
+    out: dict[str, Any] = {"version": _int(req, "version", 0, 10**9),
+                           "hand": _int(req, "hand", 1, 10_000),
+                           "renege": _int(req, "renege", 0, 1),
+                           "target": _int(req, "target", 1, 100)}
+    for key in ("delete", "replace"):
+        value = req.get(key, key == "replace")
+        if type(value) is not bool:
+            raise RequestError(f"{key}: expected true or false, got {value!r}")
+        out[key] = value
+    names = req.get("names")
+    if names is not None and not (isinstance(names, list) and len(names) == 2
+                                  and all(isinstance(n, str) and 0 < len(n) <= 32
+                                          for n in names)):
+        raise RequestError(f"names: expected two team names of 1 to 32 characters, "
+                           f"got {names!r}")
+    out["names"] = names
+    if out["delete"] and out["hand"] is None:
+        raise RequestError("delete: name the hand to delete")
+    return out
+
+
+def score_read(req: dict[str, Any]) -> bool:
+    """A score request that only reads (no service loop needed)."""
+    return req["cmd"] == "score" and all(
+        req.get(k) in (None, False) for k in ("makers", "target", "names", "delete"))
 
 
 @dataclass
@@ -407,14 +443,8 @@ class Service:
         if cmd == "hand":
             return s.do_hand(req["passes"], req["cards"], req["mode"], on_event=put,
                              on_tick=self.tick)
-        if cmd == "score":
-            if req["makers"] is None:
-                return s.score()
-            return s.do_score(req["makers"], req["tricks"], req["alone"])
-        if cmd == "undo":
-            return s.do_undo()
-        if cmd == "new_game":
-            return s.do_new_game(req["first_dealer"])
+        if cmd in SCORE_COMMANDS:
+            return score_request(s.scores, req)
         return s.do_clear()
 
     def submit(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -534,7 +564,7 @@ class Service:
             # at once, from this thread (the contract allows it); the job keeps the stop, so
             # a pass about to start never starts and a hand ends between its passes
             send({"ok": True, "result": {"stopped": self.session.controller.request_stop()}})
-        elif cmd == "score" and req["makers"] is None:  # reading: no need to wait
+        elif score_read(req):  # reading: no need to wait
             try:
                 send({"ok": True, "result": self.session.score()})
             except ShufflerError as e:

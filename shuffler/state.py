@@ -186,9 +186,16 @@ HAND = record({"number": whole(1, MAX_COUNT), "passes": whole(1, MAX_PASSES),
 
 
 #: the euchre game being scored, as shuffler.score.Game.to_dict writes it
-SCORE = record({"number": whole(1, MAX_COUNT), "target": whole(1, 1000), "teams": _teams,
-                "hands": items(record({"makers": whole(0, 1), "tricks": whole(0, 5),
-                                       "alone": boolean}, none=False), 10_000)})
+_GAME_KEYS: dict[str, Check] = {
+    "number": whole(1, MAX_COUNT), "target": whole(1, 1000), "teams": _teams,
+    "hands": items(record({"makers": whole(0, 1), "tricks": whole(0, 5), "alone": boolean},
+                          {"renege": whole(0, 1, none=True)}, none=False), 10_000)}
+_GAME_EXTRA: dict[str, Check] = {"version": whole(0, MAX_COUNT),
+                                 "names": nullable(items(text(), 2))}
+#: one step of the score's undo or redo history: what it did, and the game before it
+_STEP = record({"label": text(), "game": record(_GAME_KEYS, _GAME_EXTRA, none=False)},
+               none=False)
+SCORE = record(_GAME_KEYS, {**_GAME_EXTRA, "undo": items(_STEP, 50), "redo": items(_STEP, 50)})
 
 
 #: the last hand's summary (shuffler.reports.last_hand)

@@ -83,6 +83,10 @@ def parse_command(payload: bytes) -> dict[str, Any]:
         if dealer is not None and not (isinstance(dealer, str) and 0 < len(dealer) <= 32):
             raise ValueError("first_dealer: expected a seat name")
         out["first_dealer"] = dealer
+        version = data.get("version")
+        if version is not None and not (type(version) is int and version >= 0):
+            raise ValueError("version: expected the score's version, a whole number")
+        out["version"] = version
     return out
 
 

@@ -9,7 +9,7 @@ megabyte counts, and the page needs only a few routes and one event stream)::
     GET  /api/events     server-sent events: the panel each time it changes
     GET  /api/tables     every table on the MQTT broker, problems first
     POST /api/pair       {"code": "123456"}: a token for this phone (see shuffler.pairing)
-    POST /api/<action>   clear, pass, score, undo, new_game (JSON body)
+    POST /api/<action>   clear, pass, score, undo, redo, new_game (JSON body)
 
 Every request must name this machine in ``Host`` (its host name, the address it was
 reached on, ``localhost`` or a name in ``[web] hosts``), or it is refused with 421: a
@@ -53,7 +53,7 @@ from .pairing import Pairing, Throttle
 
 log = get_logger("shuffler.web")
 
-ACTIONS = ("clear", "pass", "score", "undo", "new_game")
+ACTIONS = ("clear", "pass", "score", "undo", "redo", "new_game")
 MAX_BODY = 4096
 MAX_HEAD = 8192  # request line and headers
 HEAD_TIMEOUT_S = 10.0  # to send them (and the wait between requests on one connection)

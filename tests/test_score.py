@@ -66,8 +66,9 @@ def test_the_score_and_the_dealer_survive_a_restart(tmp_path):
     result = s.do_new_game("West")
     assert result["score"]["number"] == 2 and result["score"]["totals"] == [0, 0]
     assert s.status()["dealer"] == "West"
-    with pytest.raises(ScoreError):
-        s.do_undo()
+    undone = s.do_undo()  # a new game can be taken back: game 1 as it stood
+    assert undone["score"]["number"] == 1 and undone["score"]["totals"] == [4, 0]
+    assert undone["done"] == "undid the new game (game 1 stood 4 to 0)"
     with pytest.raises(ScoreError, match="first_dealer"):
         s.do_new_game("Nobody")
     s.device.close()
@@ -99,3 +100,132 @@ def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
     assert status["last_hand"]["passes_done"] == status["hand_in_progress"]["done"] == 0
     assert status["last_hand"]["fault"] == "jam"
     device.close()
+
+
+# -- the keeper: versions, history, edits, renege, target, names -------------------------
+
+def book(tmp_path, text=""):
+    from shuffler.scorebook import ScoreBook
+
+    return ScoreBook(StateStore(tmp_path), load_config_text(text))
+
+
+def test_two_phones_entering_the_same_hand_score_it_once(tmp_path):
+    from shuffler.score import StaleScoreError
+
+    b = book(tmp_path)
+    seen = b.show()["score"]["version"]  # both phones drew this version
+    first = b.record(0, 5, version=seen)
+    assert first["score"]["totals"] == [2, 0] and first["done"].startswith("hand 1 ")
+    with pytest.raises(StaleScoreError, match="the last change: hand 1") as e:
+        b.record(0, 5, version=seen)  # the second phone, or a double tap
+    assert e.value.kind == "stale_score"
+    assert b.show()["score"]["totals"] == [2, 0] and len(b.show()["score"]["hands"]) == 1
+
+
+def test_two_undos_of_the_same_version_undo_one_change_and_redo_brings_it_back(tmp_path):
+    from shuffler.score import StaleScoreError
+
+    b = book(tmp_path)
+    v = b.record(0, 3)["score"]["version"]
+    v = b.record(1, 5, alone=True, version=v)["score"]["version"]
+    assert b.show()["score"]["undo"] == "hand 2 (East & West loner march: 4 to East & West)"
+    undone = b.undo(version=v)
+    assert undone["done"] == "undid hand 2 (East & West loner march: 4 to East & West)"
+    assert undone["score"]["totals"] == [1, 0]
+    with pytest.raises(StaleScoreError):
+        b.undo(version=v)  # the other phone's Undo of the same version
+    assert b.show()["score"]["totals"] == [1, 0]
+    redone = b.redo(version=undone["score"]["version"])
+    assert redone["score"]["totals"] == [1, 4] and redone["done"].startswith("redid hand 2")
+    assert redone["score"]["redo"] is None
+    with pytest.raises(ScoreError, match="nothing to redo"):
+        b.redo()
+    b.record(0, 3)  # a new change forgets what could be redone
+    b.undo()
+    b.record(0, 4)
+    assert b.show()["score"]["redo"] is None
+
+
+def test_a_hand_is_edited_or_deleted_by_its_number_and_that_too_can_be_undone(tmp_path):
+    b = book(tmp_path)
+    for makers, tricks in ((0, 5), (1, 2), (1, 3)):
+        b.record(makers, tricks)
+    assert b.show()["score"]["totals"] == [4, 1]
+    edited = b.record(1, 5, hand=2)  # hand 2 was mis-entered: East & West marched
+    assert edited["score"]["totals"] == [2, 3]
+    assert edited["done"] == "the edit of hand 2 (East & West march: 2 to East & West)"
+    deleted = b.delete(1)
+    assert deleted["score"]["totals"] == [0, 3] and len(deleted["score"]["hands"]) == 2
+    assert b.undo()["score"]["totals"] == [2, 3]
+    with pytest.raises(ScoreError, match=r"hands 1 to 3\), got 9"):
+        b.delete(9)
+    with pytest.raises(ScoreError, match="hands 1 to 3"):
+        b.record(0, 3, hand=4)
+
+
+def test_a_renege_scores_two_to_the_other_side_whatever_the_tricks():
+    assert Result(0, 5, alone=True, renege=0).points == (1, 2)
+    assert Result(0, 1, renege=1).points == (0, 2)
+    assert Result(0, 5, renege=1).to_dict()["euchre"] is False
+    with pytest.raises(ScoreError, match="renege"):
+        Result(0, 3, renege=2)
+
+
+def test_the_target_and_names_are_chosen_on_screen_and_kept_with_the_game(tmp_path):
+    b = book(tmp_path, "[table]\ngame_to = 10\n")
+    b.settings(target=11, names=["Us", "Them"])
+    for _ in range(5):
+        b.record(0, 5)
+    g = b.show()["score"]
+    assert g["team_names"] == ["Us", "Them"] and g["totals"] == [10, 0] and g["winner"] is None
+    g = b.record(0, 3)["score"]
+    assert g["winner"] == 0
+    fresh = b.new_game()["score"]  # the next game keeps the chosen target and names
+    assert (fresh["target"], fresh["team_names"], fresh["number"]) == (11, ["Us", "Them"], 2)
+    assert b.new_game(target=21, names=["Reds", "Blacks"])["score"]["target"] == 21
+    with pytest.raises(ScoreError, match="different names"):
+        b.settings(names=["Us", "Us"])
+    with pytest.raises(ScoreError, match="target"):
+        b.settings(target=0)
+
+
+def test_a_remote_new_game_does_not_replace_a_game_in_progress(tmp_path):
+    b = book(tmp_path)
+    b.record(0, 3)
+    with pytest.raises(ScoreError, match="a game is in progress"):
+        b.new_game(replace_in_progress=False)
+    assert b.show()["score"]["totals"] == [1, 0]
+    v = b.show()["score"]["version"]
+    assert b.new_game(version=v)["score"]["number"] == 2  # naming the version replaces it
+
+
+def test_the_history_is_bounded_and_survives_the_state_files_checks(tmp_path):
+    from shuffler.scorebook import HISTORY
+
+    b = book(tmp_path)
+    for _ in range(HISTORY + 5):
+        b.record(1, 3)
+        b.undo()
+        b.redo()
+        b.delete(1)
+    stored = StateStore(tmp_path).load().score  # loads: the state file's checks pass
+    assert len(stored["undo"]) <= HISTORY
+    assert b.show()["score"]["version"] == 4 * (HISTORY + 5)
+    assert b.undo()["done"] == ("undid the deletion of hand 1 (East & West made it: 1 to "
+                                "East & West)")
+
+
+def test_a_remote_new_game_names_the_version_to_replace_a_game(tmp_path):
+    from types import SimpleNamespace
+
+    from shuffler.faces import Faces
+    from shuffler.telemetry import parse_command
+
+    sent = []
+    faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or r))
+    for payload in (b'{"cmd": "new_game"}', b'{"cmd": "new_game", "version": 4}'):
+        Faces.remote_command(faces, parse_command(payload))  # type: ignore[arg-type]
+    assert [(r["replace"], r["version"]) for r in sent] == [(False, None), (True, 4)]
+    with pytest.raises(ValueError, match="version"):
+        parse_command(b'{"cmd": "new_game", "version": "4"}')
