@@ -33,7 +33,7 @@ from .errors import DeviceError, ShufflerError
 PROTOCOL = 1
 CONNECT_TIMEOUT = 2.0
 #: the schema of a request's result, where it is not the command's own name
-RESULT_SCHEMAS = {"undo": "score", "new_game": "score"}
+RESULT_SCHEMAS = {"undo": "score", "redo": "score", "new_game": "score"}
 NO_SERVICE_HINT = "or pass --no-service to drive the device from this command"
 
 

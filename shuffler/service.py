@@ -209,8 +209,8 @@ def _score_fields(req: dict) -> dict[str, Any]:
 
 def score_read(req: dict[str, Any]) -> bool:
     """A score request that only reads (no service loop needed)."""
-    return req["cmd"] == "score" and all(
-        req.get(k) in (None, False) for k in ("makers", "target", "names", "delete"))
+    return req["cmd"] == "score" and not req.get("delete") and all(
+        req.get(k) is None for k in ("makers", "target", "names"))
 
 
 @dataclass

@@ -202,3 +202,33 @@ def test_a_socket_that_cannot_be_made_is_a_clear_error(tmp_path):
                          capture_output=True, text=True, timeout=30)
     assert out.returncode == 2 and "no group called 'no-such-group-here'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_two_clients_scoring_the_same_version_score_the_hand_once(served):
+    first, second = served.client(), served.client()
+    version = first.request("score")["score"]["version"]
+    answers: list = []
+
+    def enter(client):
+        try:
+            answers.append(client.request("score", makers=0, tricks=5, version=version))
+        except ServiceError as e:
+            answers.append(e)
+
+    threads = [threading.Thread(target=enter, args=(c,)) for c in (first, second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    scored = [a for a in answers if isinstance(a, dict)]
+    refused = [a for a in answers if not isinstance(a, dict)]
+    assert len(scored) == 1 and scored[0]["score"]["totals"] == [2, 0]
+    assert len(refused) == 1 and refused[0].kind in ("stale_score", "busy")
+    assert first.request("score")["score"]["totals"] == [2, 0]
+    undone = first.request("undo", version=version + 1)
+    assert undone["done"].startswith("undid hand 1")
+    with pytest.raises(ServiceError, match="version"):
+        second.request("undo", version=version + 1)  # the same Undo again undoes nothing
+    assert second.request("redo", version=version + 2)["score"]["totals"] == [2, 0]
+    first.close()
+    second.close()
