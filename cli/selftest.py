@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from .app import EXIT_OK, App, run_guarded
 
-STEPS = ("touch", "tray", "pile_left", "pile_right", "beam", "motor", "flap", "light",
-         "buzzer", "battery")
+STEPS = ("battery", "touch", "tray", "pile_left", "pile_right", "beam", "light", "buzzer",
+         "motor", "flap")
 EXIT_FAULT = 3
 
 
@@ -20,6 +21,10 @@ class Person:
 
     def act(self, action: str, text: str) -> None:
         click.echo(f"  {text}", err=True)
+
+    def confirm(self, question: str, text: str) -> bool:
+        return click.prompt(f"  {text} (y: run it, s: skip)", type=click.Choice(["y", "s"]),
+                            show_choices=False, err=True, prompt_suffix=" [y/s] ") == "y"
 
     def ask(self, question: str, text: str, choices: dict[str, str]) -> str | None:
         keys = "/".join(choices) + "/s"
@@ -51,6 +56,9 @@ class Nobody:
     def act(self, action: str, text: str) -> None:
         pass
 
+    def confirm(self, question: str, text: str) -> bool:
+        return False  # nothing moves with nobody there
+
     def ask(self, question: str, text: str, choices: dict[str, str]) -> str | None:
         return None
 
@@ -68,10 +76,17 @@ def step_line(step: dict[str, Any], color: bool) -> str:
     return line
 
 
+#: where a deployed machine keeps its config and its state (docs/deploy/shuffler.service)
+SYSTEM_CONFIG = "/etc/shuffler/config.toml"
+SYSTEM_STATE_DIR = "/var/lib/shuffler"
+STOP_SERVICE = "sudo systemctl stop shuffler"
+
+
 @click.command()
 @click.option("--yes", "unattended", is_flag=True,
-              help="no questions: on sim-gpio the rig plays the builder; on a real machine "
-                   "the steps that need hands are skipped")
+              help="no questions, and nothing that moves: the motor and flap steps are "
+                   "skipped and say so; on sim-gpio the rig plays the builder for the rest, "
+                   "on a real machine the steps that need hands are skipped too")
 @click.option("--skip", "skip", multiple=True, type=click.Choice(STEPS), metavar="STEP",
               help=f"leave a step out (repeatable): {', '.join(STEPS)}")
 @click.option("--timeout", type=click.FloatRange(0.2, 600), default=20.0, show_default=True,
@@ -82,17 +97,22 @@ def step_line(step: dict[str, Any], color: bool) -> str:
 @click.pass_obj
 def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
              miswire: str | None) -> None:
-    """Bring a freshly wired machine up, one part at a time.
+    """Bring a freshly wired machine up, one part at a time, in the order of the
+    first-power-on procedure (docs/hardware.md).
 
-    It asks you to touch the sensor, cover and uncover the tray and each pile sensor and
-    pass a card through the beam; it runs the motor forward and back for half a second,
-    throws the flap left and right, shows each colour, sounds the buzzer and reads the
-    battery. Given a multimeter reading it writes the battery divider's calibration to
-    the config file. Each step passes, fails with what to check, or is skipped.
+    First the 9 V rail at the battery monitor (given a multimeter reading it calibrates
+    the divider); then it asks you to touch the sensor, cover and uncover the tray and
+    each pile sensor and pass a card through the beam; it shows each colour and sounds
+    the buzzer; last, only after you say hands are clear, it runs the motor forward and
+    back for half a second and throws the flap left and right. Each step passes, fails
+    with what to check, or is skipped. The calibration goes into the config file the
+    service reads (--config, else /etc/shuffler/config.toml on a real machine), shown as
+    a diff first. Stop the service before you run it (sudo systemctl stop shuffler).
 
     \b
     Examples:
-      shuffler --device gpio selftest
+      sudo systemctl stop shuffler
+      shuffler --device gpio --config /etc/shuffler/config.toml selftest
       shuffler --device sim-gpio selftest --yes --json
       shuffler --device sim-gpio selftest --yes --sim-miswire piles_swapped
     """
@@ -106,7 +126,7 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
         if miswire is not None and app.device_name != "sim-gpio":
             raise BadInputError("--sim-miswire applies only to --device sim-gpio")
         app.use_service = False
-        device = app.open(app.config.hand.cards)
+        device = open_alone(app)
         rig = getattr(device, "rig", None)
         builder: Any = Nobody() if unattended else Person()
         if rig is not None:
@@ -119,7 +139,7 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
                                         f"{', '.join(MISWIRES)}")
                 rewire(rig, miswire)
             if unattended:
-                builder = RigBuilder(rig)
+                builder = RigBuilder(rig, moves=False)
         test = SelfTest(GpioBench(device), builder, timeout=min(timeout, 2.0) if rig and
                         unattended else timeout, skip=skip)
         if not app.json:
@@ -127,11 +147,15 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
                        err=True)
         report = test.run(on_step=None if app.json else lambda r: click.echo(
             step_line(r.to_dict(), app.color)))
-        written = write_calibration(app, report.divider_ratio, simulated=rig is not None)
+        written = write_calibration(app, report.divider_ratio, simulated=rig is not None,
+                                    ask=not unattended)
         result = {"selftest": report.to_dict(), "written_to": written}
         summary = ("selftest: every step passed" if report.passed else
                    f"selftest: {len(report.failed())} step(s) failed: "
                    f"{', '.join(s.part for s in report.failed())}")
+        if unattended:
+            summary += ("\n--yes: nothing that moves was run (motor, flap); run selftest "
+                        "without --yes at the bench to test them")
         if written:
             summary += f"\ndivider_ratio = {report.divider_ratio:.4f} written to {written}"
         app.emit(result, summary)
@@ -140,23 +164,57 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
     run_guarded(app, body)
 
 
-def write_calibration(app: App, ratio: float | None, *, simulated: bool) -> str | None:
-    """Write ``[gpio] divider_ratio`` into the config file, checked before it replaces the
-    old one. A simulated machine writes only to a config named with --config."""
-    if ratio is None:
-        return None
-    from pathlib import Path
+def open_alone(app: App) -> Any:
+    """Open the device under the machine lock, and on a real machine under the deployed
+    service's lock too: a self-test beside a running service is refused (exit 3) with the
+    command that stops the service."""
+    from shuffler.lock import MachineBusyError, MachineLock
 
-    from shuffler.config import default_config_path, load_config_text
+    try:
+        if app.device_name == "gpio" and Path(SYSTEM_STATE_DIR).is_dir() and \
+                Path(SYSTEM_STATE_DIR).resolve() != Path(app.state_dir).resolve():
+            lock = MachineLock(SYSTEM_STATE_DIR)
+            lock.acquire("shuffler selftest")
+            app.locks.append(lock)
+        return app.open(app.config.hand.cards)
+    except MachineBusyError as e:
+        raise MachineBusyError(f"{e}. The self-test drives the motor pins itself: stop the "
+                               f"service first ({STOP_SERVICE}), run the self-test, then "
+                               "start it again (sudo systemctl start shuffler)") from None
+
+
+def config_target(app: App, simulated: bool) -> Path | None:
+    """The config file the calibration belongs in: the one named with --config, else on a
+    real machine the deployed service's (/etc/shuffler/config.toml). A simulated machine
+    writes only to a config named with --config."""
+    named = app.options.config_path
+    if named is not None:
+        return Path(named)
+    return None if simulated else Path(SYSTEM_CONFIG)
+
+
+def write_calibration(app: App, ratio: float | None, *, simulated: bool,
+                      ask: bool) -> str | None:
+    """Write ``[gpio] divider_ratio`` into the service's config file: the change shown as a
+    diff first (and confirmed, at a terminal), checked before it replaces the old file."""
+    path = config_target(app, simulated)
+    if ratio is None or path is None:
+        return None
+    import difflib
+
+    from shuffler.config import load_config_text
     from shuffler.files import read_limited, write_file
     from shuffler.selftest import set_divider_ratio
 
-    named = app.options.config_path
-    if named is None and simulated:
-        return None
-    path = default_config_path() if named is None else Path(named)
-    old = read_limited(path, "config file")
-    new = set_divider_ratio(old.decode("utf-8", "replace") if old else "", ratio)
+    raw = read_limited(path, "config file")
+    old = raw.decode("utf-8", "replace") if raw else ""
+    new = set_divider_ratio(old, ratio)
     load_config_text(new, str(path))  # never write a config that would not load
+    diff = "".join(difflib.unified_diff(old.splitlines(True), new.splitlines(True),
+                                        str(path), f"{path} (calibrated)"))
+    click.echo(diff, err=True, nl=False)
+    if ask and not click.confirm(f"  write the calibration to {path}?", default=True,
+                                 err=True):
+        return None
     write_file(path, new.encode(), "config file")
     return str(path)

@@ -1,5 +1,6 @@
-"""The rig plays the builder for ``shuffler selftest --yes`` on ``sim-gpio``, and the rig
-can be miswired the ways a builder miswires a machine.
+"""The rig plays the builder for ``shuffler selftest --yes`` on ``sim-gpio`` (everything
+but the parts that move: ``--yes`` never says hands are clear), and the rig can be
+miswired the ways a builder miswires a machine.
 
 :class:`RigBuilder` does what each self-test step asks (touches the sensor, covers
 the tray, pushes a card through the beam) by driving the rig's input pins, and
@@ -94,8 +95,12 @@ class RigBuilder:
     can_act = True
     HOLD = 0.2  # seconds a touch lasts
 
-    def __init__(self, rig: GpioRig) -> None:
+    def __init__(self, rig: GpioRig, *, moves: bool = True) -> None:
         self.rig = rig
+        self.moves = moves  # False: ``--yes``, nobody says hands are clear
+
+    def confirm(self, question: str, text: str) -> bool:
+        return self.moves
 
     def _level(self, role: str, high: bool) -> None:
         pin = self.rig.pins[role]

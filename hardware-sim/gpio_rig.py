@@ -204,8 +204,9 @@ class GpioRig:
         return float(pin.state) if pin is not None else 0.0
 
     def forward(self) -> bool:
-        """The roller turns fast enough to feed: past the soft start's ramp."""
-        return self._state("motor") > 0.9
+        """The roller turns fast enough to feed: past the soft start's ramp (full speed is
+        the duty cap, ``[gpio] motor_max_duty``)."""
+        return self._state("motor") > 0.9 * self.gpio.motor_max_duty
 
     def backward(self) -> bool:
         return self._state("motor_backward") > 0.05

@@ -36,6 +36,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .planning import default_passes
+
 Points = tuple[tuple[float, float], ...]
 
 
@@ -92,8 +94,11 @@ PI_SIDE = (
 #: from the 9 V block, in amps: during a pass, and switched on between passes
 PASS_AMPS = sum(d.from_block_ma(True) for d in MECHANISM) / 1000
 IDLE_AMPS = sum(d.from_block_ma(False) for d in MECHANISM) / 1000
-#: a euchre evening: a hand of four passes about every five minutes
-EVENING_SECONDS_PER_PASS = 75.0
+#: a euchre evening: a hand about every five minutes, at the default passes a hand for a
+#: 24-card pack (shuffler.planning.default_passes: five)
+HAND_SECONDS = 300.0
+EVENING_PASSES_PER_HAND = default_passes(24)
+EVENING_SECONDS_PER_PASS = HAND_SECONDS / EVENING_PASSES_PER_HAND
 
 #: light-load ratings from the makers' datasheets, for comparison with what the mechanism gets
 RATED = {"alkaline": (610, "Energizer 522: 610 mAh at 25 mA to 4.8 V"),
@@ -316,6 +321,17 @@ def passes_per_block(chemistry: str, cards: int = 24,
     return int(usable / pass_charge(curve, cards, seconds_per_pass=seconds_per_pass))
 
 
+def quoted_figures() -> dict[str, int]:
+    """The figures the guide, the README and docs/hardware.md quote: 24-card passes (and
+    hands of the default passes) per fresh block at a euchre evening's pace."""
+    figures = {}
+    for chem in CURVES:
+        passes = passes_per_block(chem)
+        figures[f"{chem}_passes"] = passes
+        figures[f"{chem}_hands"] = passes // EVENING_PASSES_PER_HAND
+    return figures
+
+
 def budget_tables() -> str:
     """The power budget of docs/hardware.md (Markdown), from :data:`MECHANISM`."""
     rows = ["| part | rail | during a pass (mA) | between passes (mA) | from the 9 V block, "
@@ -329,7 +345,9 @@ def budget_tables() -> str:
     rows += ["", f"From the 9 V block: **{PASS_AMPS * 1000:.0f} mA** during a pass, "
              f"**{IDLE_AMPS * 1000:.1f} mA** switched on between passes. A 24-card pass runs "
              f"{run:.1f} s: {PASS_AMPS * run:.2f} C ({PASS_AMPS * run / 3.6:.2f} mAh); at a "
-             f"euchre evening's pace (a pass every {EVENING_SECONDS_PER_PASS:.0f} s) the wait "
+             f"euchre evening's pace (a hand of {EVENING_PASSES_PER_HAND} passes every "
+             f"{HAND_SECONDS / 60:.0f} minutes: a pass every {EVENING_SECONDS_PER_PASS:.0f} s) "
+             "the wait "
              f"adds {IDLE_AMPS * (EVENING_SECONDS_PER_PASS - run):.2f} C.", "",
              "| block | rated (light load) | delivered at the pass current | "
              "24-card passes, back to back (every 15 s) | 24-card passes, euchre evening |",

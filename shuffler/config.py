@@ -24,12 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .battery import CURVES
 from .cards import MAX_CARDS
 from .device import FaultLimits
 from .errors import ConfigError
 from .files import default_state_dir, read_limited
 from .mechanics import Feed
-from .pinmap import PIN_ROLES, SPI0_PINS, default_pins, divider_ratio
+from .pinmap import (
+    MOTOR_RATED_VOLTS,
+    PIN_ROLES,
+    SERVO_FRAME_S,
+    SPI0_PINS,
+    default_pins,
+    divider_ratio,
+    motor_duty_cap,
+)
 from .planning import Mode, default_passes
 
 # tomllib and socket are imported where a config file is read: start-up stays quick
@@ -94,6 +103,14 @@ class MechanismConfig:
         return 1.0 / self.card_rate
 
 
+#: a fresh block at rest, by chemistry (shuffler.battery's curves at full charge): the
+#: most the motor can see
+FRESH_VOLTS = {name: curve.volts(1.0, under_load=False) for name, curve in CURVES.items()}
+#: the PWM a driver input takes, by factory: PWM timed in software (lgpio), or by the
+#: pigpio daemon at its default 5 µs sampling; the drivers themselves take 50 kHz
+PWM_LIMIT_HZ = {"lgpio": 10_000, "pigpio": 8_000}
+MAX_PWM_HZ = 50_000
+
 #: the MCP3008 on SPI0 (SPI0_PINS, from shuffler.pinmap) takes four pins when fitted
 _PIN = default_pins()  # the defaults below come from the one pin map
 #: pins the kernel's PWM overlays can drive (channel 0: GPIO12/18, channel 1: GPIO13/19)
@@ -119,6 +136,11 @@ class GpioConfig:
     buzzer: int | None = _PIN["buzzer"]
     motor_kind: str = "motor"  # "motor": H-bridge, can reverse; "pwm": one pin, cannot
     motor_pwm_hz: int = 10_000  # the driver's PWM input (DRV8833/TB6612 take up to 50 kHz+)
+    motor_volts: float = MOTOR_RATED_VOLTS  # the feed motor's rated voltage
+    #: the largest duty the motor pins ever get, from motor_volts over a fresh block of the
+    #: [battery] chemistry (made by load_config_text; the default: the BOM's 6 V motor on
+    #: a fresh alkaline block)
+    motor_max_duty: float = motor_duty_cap(MOTOR_RATED_VOLTS, FRESH_VOLTS["alkaline"])
     #: "servo" (pulses from the pin factory), "hardware_servo" (kernel PWM through
     #: rpi-hardware-pwm on GPIO12/13/18/19: no jitter) or "solenoid"
     diverter_kind: str = "servo"
@@ -164,7 +186,7 @@ def _pin_ok(optional: bool) -> Callable[[Any], bool]:
     return ok
 
 
-def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
+def _gpio_config(p: _Reader, g: _Reader, chemistry: str = "alkaline") -> GpioConfig:
     d = GpioConfig()
     values: dict[str, Any] = {}
     for role in d.pins():
@@ -175,7 +197,9 @@ def _gpio_config(p: _Reader, g: _Reader) -> GpioConfig:
                              lambda v: None if v is False else v)
     p.done()
     values["motor_kind"] = g.choice("motor", d.motor_kind, {"motor": "motor", "pwm": "pwm"})
-    values["motor_pwm_hz"] = g.whole("motor_pwm_hz", d.motor_pwm_hz, 100, 100_000)
+    values["motor_pwm_hz"] = g.whole("motor_pwm_hz", d.motor_pwm_hz, 100, MAX_PWM_HZ)
+    values["motor_volts"] = g.num("motor_volts", d.motor_volts, 1.5, 24.0)
+    values["motor_max_duty"] = motor_duty_cap(values["motor_volts"], FRESH_VOLTS[chemistry])
     values["diverter_kind"] = g.choice("diverter", d.diverter_kind,
                                        {k: k for k in ("servo", "hardware_servo", "solenoid")})
     values["servo_angle"] = g.num("servo_angle", d.servo_angle, 5, 90)
@@ -579,7 +603,15 @@ def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
     cutoff = b.num("cutoff_load_volts", 5.8, 3.0, 9.0)
     b.done()
 
-    gpio = _gpio_config(sub("pins"), sub("gpio"))
+    gpio = _gpio_config(sub("pins"), sub("gpio"), chemistry)
+    if gpio.diverter_kind != "solenoid" and \
+            mechanism.flap_travel_s + SERVO_FRAME_S >= mechanism.card_interval:
+        raise ConfigError(
+            f"{source}: [mechanism] flap_travel_s: the servo's next pulse comes up to "
+            f"{SERVO_FRAME_S * 1000:.0f} ms after the command and the flap then takes "
+            f"{mechanism.flap_travel_s * 1000:.0f} ms, but at card_rate {mechanism.card_rate:g}"
+            f" a card comes every {mechanism.card_interval * 1000:.0f} ms (lower card_rate, "
+            "fit a faster flap, or a solenoid)")
     sv = sub("service")
     service = ServiceConfig(
         socket=sv.path("socket", None, "a socket path", most=SOCKET_PATH_BYTES),

@@ -50,7 +50,7 @@ from gpiozero import (
 )
 
 from .clock import Clock, RealClock, wait
-from .config import GpioConfig
+from .config import PWM_LIMIT_HZ, GpioConfig
 from .device import (
     BatteryReading,
     CardCallback,
@@ -68,7 +68,7 @@ from .device import (
 )
 from .engine import Card, Command, Divert, Done, EdgeFilter, PassEngine, Tick
 from .engine import Motor as MotorCommand
-from .errors import DeviceError, FaultLatchedError
+from .errors import ConfigError, DeviceError, FaultLatchedError
 from .mechanics import Feed, Pile
 from .planning import PassPlan
 from .pwm_chip import OVERLAY, SYSFS, pwm_channel
@@ -184,6 +184,15 @@ class _HardwareServo:
         self.pwm.stop()
 
 
+def check_pwm_hz(factory, hz: int) -> None:
+    """Refuse a motor PWM frequency the pin factory cannot time (lgpio: 10 kHz)."""
+    name = type(factory).__name__.lower().removesuffix("factory")
+    limit = PWM_LIMIT_HZ.get(name)
+    if limit is not None and hz > limit:
+        raise ConfigError(f"[gpio] motor_pwm_hz = {hz}: the {name} pin factory gives PWM up "
+                          f"to {limit} Hz; set motor_pwm_hz to {limit} or less")
+
+
 class GpioDevice(ShufflerDevice):
     """The shuffler on GPIO pins. Pass ``pin_factory`` to choose the backend
     (``MockFactory`` in tests, lgpio on a Pi 5)."""
@@ -215,6 +224,7 @@ class GpioDevice(ShufflerDevice):
 
         try:
             self.touch = self._part(Button(gpio.touch, pull_up=not gpio.touch_active_high, **pf))
+            check_pwm_hz(self.touch.pin_factory, gpio.motor_pwm_hz)
             if gpio.motor_kind == "motor":
                 self.motor = self._part(Motor(gpio.motor, gpio.motor_backward, pwm=True, **pf))
                 for half in (self.motor.forward_device, self.motor.backward_device):
@@ -296,6 +306,7 @@ class GpioDevice(ShufflerDevice):
         nothing but 0 reaches the pins until the next pass."""
         if self._stopping and speed:
             return
+        speed *= self.gpio.motor_max_duty  # full speed is the motor's rated voltage
         if isinstance(self.motor, Motor):
             if speed > 0:
                 self.motor.forward(speed)

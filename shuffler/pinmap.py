@@ -102,6 +102,23 @@ MCP3008_PINS = {1: ("CH0", "battery divider tap"), 2: ("CH1", "—"), 3: ("CH2",
 DIVIDER_TOP, DIVIDER_BOTTOM, DIVIDER_TOLERANCE, DIVIDER_CAP_NF = 100_000, 33_000, 0.01, 100
 
 
+#: the feed motor in the BOM: a 6 V N20 gear motor (medium-power winding)
+MOTOR_RATED_VOLTS = 6.0
+#: servo pulses come every 20 ms: a flap command waits up to one frame before it starts
+SERVO_FRAME_S = 0.020
+
+
+def motor_duty_cap(motor_volts: float, block_volts: float) -> float:
+    """The largest PWM duty that keeps a ``motor_volts`` motor at its rating on a fresh
+    ``block_volts`` block (the mean voltage across the motor is duty × block), rounded
+    down to the hundredth.
+
+    >>> motor_duty_cap(6.0, 9.5), motor_duty_cap(9.0, 9.5), motor_duty_cap(12.0, 9.8)
+    (0.63, 0.94, 1.0)
+    """
+    return min(1.0, int(100 * motor_volts / block_volts) / 100)
+
+
 def divider_ratio() -> float:
     """Battery volts per volt at the ADC: (top + bottom) / bottom."""
     return (DIVIDER_TOP + DIVIDER_BOTTOM) / DIVIDER_BOTTOM

@@ -1,11 +1,18 @@
 """``shuffler selftest``: bring a freshly wired machine up, one part at a time.
 
+The order is the first-power-on procedure's (docs/hardware.md): the 9 V rail at
+the battery monitor first (an over-range reading at CH0 stops everything), then
+the inputs, then the outputs that do not move (light, buzzer), and last the
+parts that move (motor, flap), each only after the builder confirms that hands
+are clear. Nobody at the bench (``--yes``) means nothing moves: those steps are
+skipped and say why.
+
 Each step asks the builder to do something (touch the sensor, cover the tray,
 pass a card through the beam) and watches the pin that should answer, or
-drives an output (motor, flap, light, buzzer) and asks the builder what
-happened. A step passes, fails with what to check (the part, its header pin,
-the likely wiring fault), or is skipped. The last step reads the battery and,
-given a multimeter reading, calibrates the divider.
+drives an output and asks the builder what happened. A step passes, fails with
+what to check (the part, its header pin, the likely wiring fault), or is
+skipped. Given a multimeter reading the first step calibrates the divider from
+the mean of :data:`SAMPLES` readings.
 
 Two sides are abstract so one run works on a real machine and on the rig:
 
@@ -29,6 +36,11 @@ from .pinmap import WIRES, divider_ratio
 SENSORS = ("touch", "tray", "pile_left", "pile_right", "beam")
 #: how far a calibrated divider may sit from the schematic's ratio (1% parts, meter, Vref)
 CALIBRATION_SPREAD = 0.05
+#: readings of CH0 averaged for the calibration, and how far apart they may lie (volts at
+#: CH0: about 4 LSB of the MCP3008 at 3.3 V)
+SAMPLES, SAMPLE_SPREAD = 16, 0.013
+#: the parts that move: run only after the builder confirms, never unattended
+MOVING = ("motor", "flap")
 COLOURS = {"red": (1.0, 0.0, 0.0), "green": (0.0, 1.0, 0.0), "blue": (0.0, 0.0, 1.0)}
 
 
@@ -56,11 +68,13 @@ class Builder(Protocol):
     """Who does what a step asks: ``act`` before the step watches, ``ask`` after it acts.
     Actions and questions have stable ids (``cover:tray``, ``flap:left``) so the rig can
     play them; ``text`` is what a person reads. ``can_act`` is False when nobody is
-    there (``--yes`` on a real machine): the steps that need hands are skipped."""
+    there (``--yes`` on a real machine): the steps that need hands are skipped.
+    ``confirm`` is asked before a part moves; False skips it (``--yes`` always says no)."""
 
     can_act: bool
 
     def act(self, action: str, text: str) -> None: ...
+    def confirm(self, question: str, text: str) -> bool: ...
     def ask(self, question: str, text: str, choices: dict[str, str]) -> str | None: ...
     def measure(self, question: str, text: str) -> float | None: ...
 
@@ -123,11 +137,16 @@ CHECK = {
 }
 
 
+#: why a moving part was not run
+UNATTENDED = ("not run: a part that moves runs only when the builder at the bench says "
+              "hands are clear (never with --yes)")
+
+
 class SelfTest:
     """One run of the steps, in order; ``skip`` names steps not to run."""
 
-    STEPS = ("touch", "tray", "pile_left", "pile_right", "beam", "motor", "flap", "light",
-             "buzzer", "battery")
+    STEPS = ("battery", "touch", "tray", "pile_left", "pile_right", "beam", "light",
+             "buzzer", "motor", "flap")
 
     def __init__(self, bench: Bench, builder: Builder, *, clock: Clock | None = None,
                  timeout: float = 20.0, skip: tuple[str, ...] = ()) -> None:
@@ -136,6 +155,7 @@ class SelfTest:
         self.timeout = timeout
         self.skip = set(skip)
         self.report = Report()
+        self.over_range = self.no_power = False  # what the rails step found
 
     def run(self, on_step: Callable[[StepResult], None] | None = None) -> Report:
         steps: dict[str, Callable[[], StepResult]] = {
@@ -145,14 +165,22 @@ class SelfTest:
             "motor": self.motor, "flap": self.flap, "light": self.light,
             "buzzer": self.buzzer, "battery": self.battery}
         hands = ("touch", "tray", "pile_left", "pile_right", "beam")
+        halt: str | None = None  # why the steps after the rails do not run
         for name in self.STEPS:
             if name in self.skip:
                 result = StepResult(name, name, Outcome.SKIP, "skipped (--skip)")
+            elif halt is not None:
+                result = StepResult(name, name, Outcome.SKIP, halt)
             elif name in hands and not self.builder.can_act:
                 result = StepResult(name, PART[name], Outcome.SKIP,
                                     "needs the builder's hands: run without --yes")
+            elif name in MOVING and self.no_power:
+                result = StepResult(name, name, Outcome.SKIP, "not run: no 9 V at the "
+                                    "mechanism (the rails step failed)")
             else:
                 result = steps[name]()
+            if name == "battery" and result.outcome is Outcome.FAIL and self.over_range:
+                halt = "not run: CH0 read over range; disconnect the block and fix it first"
             self.report.steps.append(result)
             if on_step:
                 on_step(result)
@@ -250,9 +278,12 @@ class SelfTest:
                 f"R3, {pins}, the motor's leads at AOUT1/AOUT2")
         runs = [("forward", 0.6)] + ([("backward", -0.6)] if self.bench.can_reverse else [])
         choices = {"f": "forward (feeding a card)", "b": "backward", "n": "not at all"}
+        if not self.builder.confirm("move:motor", "The roller turns forward then backward "
+                                    "for half a second each. Hands clear of the roller?"):
+            return StepResult("motor", part, Outcome.SKIP, UNATTENDED)
         for way, speed in runs:
-            self.builder.act(f"watch:motor:{way}", f"Hands clear of the roller: it turns "
-                             f"{way} for half a second.")
+            self.builder.act(f"watch:motor:{way}", f"Watch the roller: it turns {way} for "
+                             "half a second.")
             try:
                 self.bench.run_motor(speed, 0.5)
             finally:
@@ -275,6 +306,9 @@ class SelfTest:
 
     def flap(self) -> StepResult:
         part = "diverter (servo)"
+        if not self.builder.confirm("move:flap", "The flap swings left and right. Fingers "
+                                    "clear of the flap?"):
+            return StepResult("flap", part, Outcome.SKIP, UNATTENDED)
         self.bench.throw(Pile.RIGHT)  # from the other side, so each throw is a real move
         self.clock.sleep(0.3)
         for pile in (Pile.LEFT, Pile.RIGHT):
@@ -344,22 +378,33 @@ class SelfTest:
 
     # -- the battery -------------------------------------------------------------------
     def battery(self) -> StepResult:
-        part = "battery monitor (MCP3008 + divider)"
-        tap = self.bench.adc_volts()
-        if tap is None:
+        part = "9 V rail at the battery monitor (MCP3008 + divider)"
+        first = self.bench.adc_volts()
+        if first is None:
             return StepResult("battery", part, Outcome.SKIP,
                               "no battery monitor ([gpio] adc_channel = false)")
+        readings = [first]
+        for _ in range(SAMPLES - 1):
+            self.clock.sleep(0.005)
+            readings.append(self.bench.adc_volts() or 0.0)
+        tap = sum(readings) / len(readings)
         ratio = self.bench.divider_ratio
-        if tap < 0.3:
+        self.over_range, self.no_power = max(readings) > 3.2, tap < 0.3
+        if self.no_power:
             return StepResult("battery", part, Outcome.FAIL, f"CH0 reads {tap:.2f} V",
                               "SW1 on and a charged block in; R1 from the 9 V rail to the "
                               "tap, R2 to GND, the tap to MCP3008 pin 1; the MCP3008's VDD "
                               "and VREF on 3V3 and the SPI pins 19, 21, 23, 24")
-        if tap > 3.2:
+        if self.over_range:
             return StepResult("battery", part, Outcome.FAIL, f"CH0 reads full scale "
                               f"({tap:.2f} V)", "disconnect the battery now: CH0 sees more "
                               "than 3.3 V. R1 (100 kΩ) and R2 (33 kΩ) must divide the 9 V; "
                               "is R1 shorted or R2 open?")
+        if max(readings) - min(readings) > SAMPLE_SPREAD:
+            return StepResult("battery", part, Outcome.FAIL, f"CH0 wanders from "
+                              f"{min(readings):.3f} to {max(readings):.3f} V over {SAMPLES} "
+                              "readings", "C3 (100 nF across R2) and C5 (100 nF at the "
+                              "MCP3008's VDD) fitted; a loose tap wire or ground")
         volts = tap * ratio
         measured = self.builder.measure(
             "multimeter", f"The monitor reads {volts:.2f} V. Measure the 9 V block at its "
@@ -431,20 +476,14 @@ class GpioBench:
         return float(self.device.gpio.divider_ratio)
 
     def run_motor(self, speed: float, seconds: float) -> None:
-        """``speed`` for ``seconds`` (negative: backward), then off, whatever happens."""
-        motor = self.device.motor
+        """``speed`` for ``seconds`` (negative: backward), then off, whatever happens;
+        through the device's own motor output, so the duty cap holds here too."""
         try:
-            if speed > 0:
-                motor.forward(speed) if self.can_reverse else setattr(motor, "value", speed)
-            elif speed < 0 and self.can_reverse:
-                motor.backward(-speed)
+            self.device._motor(speed if speed > 0 or self.can_reverse else 0.0)
             if seconds > 0:
                 self.clock.sleep(seconds)
         finally:
-            if self.can_reverse:
-                motor.stop()
-            else:
-                motor.value = 0
+            self.device._motor(0.0)
 
     def throw(self, pile: Pile) -> None:
         diverter = self.device.diverter

@@ -95,7 +95,7 @@ def test_a_fault_stops_the_motor_pin_within_one_card_interval(rigged, spec, kind
     assert report.fault is not None and report.fault.kind is kind
     beam = _pin_times(dev.rig.pins["beam"], since)
     motor = _pin_times(dev.rig.pins["motor"], since)
-    full_on = min(t for t, s in motor if s == 1.0)
+    full_on = min(t for t, s in motor if s == dev.gpio.motor_max_duty)  # full speed: the cap
     first_off = min(t for t, s in motor if not s and t > full_on)
     if kind is FaultKind.JAM:  # the beam blocked longer than the jam limit
         due = max(t for t, s in beam if not s and t < first_off) + LIMITS.jam_seconds
@@ -163,7 +163,7 @@ def test_both_motor_and_diverter_kinds_deal_where_planned(rigged, motor, diverte
 def test_closing_stops_the_motor(rigged):
     dev = rigged(24)
     dev._motor(1.0)
-    assert dev.rig.pins["motor"].state == 1.0
+    assert dev.rig.pins["motor"].state == dev.gpio.motor_max_duty
     dev.close()
     assert dev.rig.pins["motor"].state == 0
     assert not dev.health().motor_on
@@ -355,3 +355,51 @@ def test_stop_from_another_thread_ends_the_pass_and_the_motor_stays_off():
         assert rig.pins["motor"].state == 0
     finally:
         dev.close()
+
+
+def test_the_motor_pins_never_exceed_the_duty_cap(rigged):
+    """Full speed is the motor's rated voltage: 6 V on a fresh 9.5 V alkaline block is
+    0.63 of the PWM, whatever the engine asks for, forward and backward."""
+    dev = rigged(24)
+    assert dev.gpio.motor_max_duty == 0.63
+    for pin in ("motor", "motor_backward"):
+        dev.rig.pins[pin].clear_states()
+    dev.run_pass(coin_plan(24, random.Random(1)))
+    dev._motor(-1.0)
+    levels = [float(s.state) for pin in ("motor", "motor_backward")
+              for s in dev.rig.pins[pin].states]
+    assert max(levels) == pytest.approx(0.63)
+    dev._motor(0)
+
+
+def test_a_pwm_frequency_the_pin_factory_cannot_time_is_refused():
+    from shuffler.gpio import check_pwm_hz
+
+    class LGPIOFactory:
+        pass
+
+    class MockFactory:
+        pass
+
+    check_pwm_hz(LGPIOFactory(), 10_000)
+    with pytest.raises(ConfigError, match=r"motor_pwm_hz = 20000: the lgpio pin factory "
+                                          r"gives PWM up to 10000 Hz"):
+        check_pwm_hz(LGPIOFactory(), 20_000)
+    check_pwm_hz(MockFactory(), 50_000)  # no limit known: the driver's own (config: 50 kHz)
+    with pytest.raises(ConfigError, match="motor_pwm_hz"):
+        load_config_text("[gpio]\nmotor_pwm_hz = 100000\n")
+
+
+def test_the_duty_cap_follows_the_motor_and_the_battery():
+    assert load_config_text("[gpio]\nmotor_volts = 9.0\n").gpio.motor_max_duty == 0.94
+    lithium = load_config_text('[battery]\nchemistry = "lithium"\n')
+    assert lithium.gpio.motor_max_duty == 0.61  # 6 V over a fresh lithium block's 9.8 V
+    assert load_config_text("[gpio]\nmotor_volts = 12\n").gpio.motor_max_duty == 1.0
+
+
+def test_the_servo_frame_counts_against_the_card_interval():
+    # 100 ms of travel fits 125 ms between cards, but not with a 20 ms servo frame first
+    with pytest.raises(ConfigError, match=r"up to 20 ms after the command"):
+        load_config_text("[mechanism]\ncard_rate = 8.5\nflap_travel_s = 0.1\n")
+    load_config_text('[mechanism]\ncard_rate = 8.5\nflap_travel_s = 0.1\n'
+                     '[gpio]\ndiverter = "solenoid"\n')

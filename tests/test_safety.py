@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from shuffler.client import ServiceClient
+from shuffler.config import GpioConfig
 
 MOTOR, BACKWARD, DIVERTER = "GPIO12", "GPIO13", "GPIO18"
 
@@ -71,7 +72,7 @@ def start_pass(tmp: Path) -> subprocess.Popen:
 
 
 def motor_running(pins: Path) -> bool:
-    return (level(pins, MOTOR) or 0) >= 0.99
+    return (level(pins, MOTOR) or 0) >= 0.99 * GpioConfig().motor_max_duty  # full speed
 
 
 def signal_mid_pass(proc: subprocess.Popen, pins: Path, sig: int) -> tuple[int, str]:
@@ -95,7 +96,7 @@ def test_sigkill_mid_pass_leaves_the_motor_on_until_the_safe_command(tmp_path):
     pins = tmp_path / "pins.json"
     code, _ = signal_mid_pass(start_pass(tmp_path), pins, signal.SIGKILL)
     assert code == -signal.SIGKILL  # no Python ran: nothing stopped the motor
-    assert level(pins, MOTOR) == 1.0  # the kernel kept the line high: the motor turns on
+    assert level(pins, MOTOR) == GpioConfig().motor_max_duty  # kept: the motor turns on
 
     out = subprocess.run([sys.executable, "-m", "shuffler.safe_pins", "--device", "gpio"],
                          env=env_for(tmp_path, GPIOZERO_PIN_FACTORY="shuffler-kept"),
