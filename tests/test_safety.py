@@ -248,13 +248,14 @@ def test_the_safe_command_drives_the_pins_the_killed_service_drove(tmp_path, cha
          "--sim-speed", "1", "--state-dir", str(tmp_path / "state"), "pass"],
         env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: (level(pins, "GPIO22") or 0) >= 0.99, "the motor on GPIO22")
+        wait_for(lambda: (level(pins, "GPIO22") or 0) >= 0.99 * GpioConfig().motor_max_duty,
+                 "the motor on GPIO22")
         proc.kill()
         proc.wait(20)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert level(pins, "GPIO22") == 1.0  # left running
+    assert level(pins, "GPIO22") == GpioConfig().motor_max_duty  # left running
     config.write_text("[pins]\nmotor = 23\n" if change == "a pin changed" else BROKEN[change])
     out = safe(tmp_path, "--config", str(config))
     assert out.returncode == 0, out.stderr
