@@ -17,10 +17,9 @@ beyond it. A command's module is imported only when that command runs (see
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from importlib import import_module
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 
@@ -197,13 +196,10 @@ def cli(ctx: click.Context, **given: Any) -> None:
     ctx.obj = make_app(ctx, options.GlobalOptions(**given))
 
 
-def _terminate(signum: int, frame: Any) -> NoReturn:
-    # unwind through every finally: the devices stop their motors on the way out
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> None:
-    signal.signal(signal.SIGTERM, _terminate)
+    from shuffler.signals import install
+
+    install()  # every terminal signal: motor off on the way out (shuffler/signals.py)
     try:
         cli.main(args=argv, prog_name="shuffler")
     except KeyboardInterrupt:

@@ -1,5 +1,5 @@
 """``python -m shuffler``: the command line."""
 
-from shuffler_cli.main import main
+from shuffler_cli.start import main
 
 main()

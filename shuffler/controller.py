@@ -19,7 +19,6 @@ from . import battery as batt
 from .audit import AuditLog
 from .config import BatteryConfig
 from .device import CardCallback, Fault, FaultKind, PassReport, ShufflerDevice, Signal, Status
-from .engine import HALT_MESSAGES
 from .errors import FaultLatchedError, FileAccessError, LowBatteryError
 from .logs import get_logger
 from .state import FAULT, Invalid, State, StateStore
@@ -198,6 +197,8 @@ class PassController:
 
     def _never_started(self, plan: PassPlan) -> PassReport:
         """The report of a pass stopped before it started: nothing moved, nothing counted."""
+        from .engine import HALT_MESSAGES  # only then: status loads no engine
+
         log.info("pass stopped before it started", expected=plan.cards)
         stopped = Fault(FaultKind.STOPPED, HALT_MESSAGES[FaultKind.STOPPED], 1)
         return PassReport(plan.cards, 0, (0, 0), 0.0, stopped, None, False)

@@ -15,6 +15,7 @@ import abc
 import enum
 import queue
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -193,11 +194,20 @@ CardCallback = Callable[[int, int], None]
 TickCallback = Callable[[], None]
 
 
+_OPEN: weakref.WeakSet[ShufflerDevice] = weakref.WeakSet()
+
+
+def open_devices() -> list[ShufflerDevice]:
+    """Every device this process made (and has not let go of): SIGTSTP stops them all."""
+    return list(_OPEN)
+
+
 class ShufflerDevice(abc.ABC):
     """The one contract every backend implements."""
 
     def __init__(self) -> None:
         self.events: queue.Queue[InputEvent] = queue.Queue()
+        _OPEN.add(self)
         self._stop_guard = threading.Lock()
         self._armed = False  # a pass is about to start: a stop now must prevent it
         self._stop_asked = False

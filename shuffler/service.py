@@ -61,7 +61,8 @@ from .logs import get_logger
 from .planning import Mode
 from .reports import error_kind
 from .scorebook import handle as score_request
-from .session import ENDINGS, Session
+from .session import Session
+from .signals import ENDINGS, SUSPEND, suspend_after
 
 PROTOCOL = 1
 SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
@@ -631,14 +632,16 @@ def error_reply(error: ShufflerError, exit_code: int | None = None) -> dict[str,
 
 
 def install_signal_handlers(service: Service) -> None:
-    """SIGTERM, SIGINT and SIGHUP (the SSH session that started it dropped): the loop
-    unwinds at once, through the pass's ``finally`` that stops the motor and
-    :meth:`Service.close`, and the process exits 0. The handler touches no pin (it may
-    have interrupted the main thread inside one). Leaving the interpreter any other way
-    stops the motor too."""
+    """SIGTERM, SIGINT, SIGHUP (the SSH session that started it dropped), SIGQUIT and
+    SIGUSR1/2: the loop unwinds at once, through the pass's ``finally`` that stops the
+    motor and :meth:`Service.close`, and the process exits 0. The handler touches no pin
+    (it may have interrupted the main thread inside one). SIGTSTP stops the job (the
+    motor first, from a thread), then suspends the process. Leaving the interpreter any
+    other way stops the motor too (shuffler/signals.py has the table)."""
     def stop(signum, frame):
         raise SystemExit(0)
 
     for sig in ENDINGS:
         signal.signal(sig, stop)
+    signal.signal(SUSPEND, suspend_after(service.session.controller.request_stop))
     atexit.register(service.session.device.stop)

@@ -31,6 +31,7 @@ from .reports import (
 )
 from .score import Game
 from .scorebook import ScoreBook
+from .signals import ENDINGS, ending
 
 Event = Callable[[dict[str, Any]], None]
 Tick = Callable[[], None]
@@ -40,8 +41,6 @@ def _quiet(event: dict[str, Any]) -> None:
     pass
 
 
-#: signals that end a process; SIGHUP comes when the SSH session running the CLI drops
-ENDINGS = (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)
 
 
 @contextlib.contextmanager
@@ -55,11 +54,6 @@ def motor_off_on_exit(device: ShufflerDevice) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-
-    def ending(signum, frame):
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise SystemExit(128 + signum)
 
     taken = {}
     for sig in ENDINGS:

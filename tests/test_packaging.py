@@ -15,7 +15,7 @@ def test_licence_classifiers_and_extras():
     assert "MIT License" in (ROOT / "LICENSE").read_text()
     assert "License :: OSI Approved :: MIT License" in project["classifiers"]
     assert any(dep.startswith("lgpio") for dep in project["optional-dependencies"]["pi"])
-    assert project["scripts"]["shuffler"] == "shuffler_cli.main:main"
+    assert project["scripts"]["shuffler"] == "shuffler_cli.start:main"
 
 
 def test_no_top_level_package_called_cli():

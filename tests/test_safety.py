@@ -118,8 +118,10 @@ def test_sighup_mid_pass_stops_the_motor_and_exits_cleanly(tmp_path):
 
 
 @kept_factory
-@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM])
-def test_the_service_stops_the_motor_and_exits_0_on_a_hangup_or_term(tmp_path, sig):
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT,
+                                 signal.SIGUSR1, signal.SIGUSR2],
+                         ids=lambda s: signal.Signals(s).name)
+def test_the_service_stops_the_motor_and_exits_0_on_every_ending_signal(tmp_path, sig):
     pins, sock = tmp_path / "pins.json", tmp_path / "s.sock"
     proc = subprocess.Popen(
         [sys.executable, "-m", "shuffler", "--device", "sim-gpio", "--sim-speed", "1",
@@ -261,3 +263,66 @@ def test_the_safe_command_drives_the_pins_the_killed_service_drove(tmp_path, cha
     assert out.returncode == 0, out.stderr
     assert level(pins, "GPIO22") == 0.0 and "motor GPIO22" in out.stderr
     assert "the pins the service drove" in out.stderr and "Traceback" not in out.stderr
+
+
+ENDING = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+          signal.SIGUSR2]
+
+
+def start_cli(tmp: Path, command: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "shuffler", "--device", "sim-gpio", "--sim-speed", "1",
+         "--state-dir", str(tmp / "state"), command],
+        env=env_for(tmp), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=hangup_as_in_a_terminal)
+
+
+def motor_off_at(pins: Path) -> bool:
+    return level(pins, MOTOR) in (None, 0.0) and level(pins, BACKWARD) in (None, 0.0)
+
+
+@kept_factory
+@pytest.mark.parametrize("command", ["pass", "hand"])
+@pytest.mark.parametrize("sig", ENDING, ids=lambda s: signal.Signals(s).name)
+def test_every_ending_signal_mid_pass_stops_the_motor_without_a_traceback(tmp_path, sig,
+                                                                          command):
+    pins = tmp_path / "pins.json"
+    code, stderr = signal_mid_pass(start_cli(tmp_path, command), pins, sig)
+    assert code == 128 + sig and "Traceback" not in stderr, stderr
+    assert motor_off_at(pins)
+
+
+@pytest.mark.parametrize("after", [0.15, 0.3, 0.6])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGQUIT, signal.SIGTERM],
+                         ids=lambda s: signal.Signals(s).name)
+def test_a_signal_during_start_up_is_a_quiet_exit(tmp_path, sig, after):
+    proc = start_cli(tmp_path, "pass")
+    time.sleep(after)  # importing, reading the config, opening the device
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=30)
+    # 0: it finished first; -N: the interpreter itself was still starting (no code of ours
+    # had run, nothing was open)
+    assert proc.returncode in (128 + sig, -sig, 0), stderr
+    assert "Traceback" not in stderr, stderr
+
+
+@kept_factory
+@pytest.mark.parametrize("command", ["pass", "hand"])
+def test_ctrl_z_stops_the_motor_before_the_process_suspends(tmp_path, command):
+    pins = tmp_path / "pins.json"
+    proc = start_cli(tmp_path, command)
+    try:
+        wait_for(lambda: motor_running(pins), "the motor to run")
+        proc.send_signal(signal.SIGTSTP)
+        wait_for(lambda: Path(f"/proc/{proc.pid}/stat").read_text().split()[2] == "T",
+                 "the process to be suspended")
+        assert motor_off_at(pins)  # off before it was suspended
+        time.sleep(0.5)
+        assert motor_off_at(pins)
+        proc.send_signal(signal.SIGCONT)  # fg: the pass reports itself stopped
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3 and "Traceback" not in stderr, stderr
+    assert "stopped" in stderr and motor_off_at(pins)
