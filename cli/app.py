@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from .options import GlobalOptions
+from .options import GlobalOptions, wants_json
 
 if TYPE_CHECKING:
     from shuffler.client import ServiceClient
@@ -191,6 +191,23 @@ class App:
         elif text is not None:
             click.echo(text, color=self.color)
 
+    def emit_result(self, result: dict[str, Any], key: str, text: str) -> int:
+        """A pass's or a hand's result, its exit code returned. One that failed (a jam, a
+        misfeed, a stall: exit 3 or 4) is, with --json, the one failure shape: ``error``
+        from its fault, the passes that ran as ``pass_reports``, its report beside them."""
+        code = int(result.pop("exit"))
+        report = result[key]
+        if code and self.json and report["fault"]:
+            fault = report["fault"]
+            passes = report["pass_reports"] if key == "hand" else [report]
+            click.echo(json.dumps(error_object(fault["kind"], fault["message"], code,
+                                               pass_reports=passes, **result)))
+        else:
+            self.emit(result, text)
+            if report["fault"] and not self.json:
+                self.warn(report["fault"]["message"])
+        return code
+
     def warn(self, message: str) -> None:
         """A line for the dealer on stderr, ``shuffler:`` in red when colour is on."""
         click.echo(click.style("shuffler:", fg="red", bold=True) + " " + message, err=True,
@@ -232,13 +249,13 @@ def error_object(kind: str, message: str, code: int, **partial: Any) -> dict[str
 
 
 def fail(app: App | None, error: ShufflerError, *, as_json: bool = False) -> NoReturn:
-    from shuffler.reports import error_kind
+    from shuffler.errors import error_kind
 
     code = error.exit_code
-    if (app is not None and app.json) or as_json:
+    if (app is not None and app.json) or as_json:  # stdout only: stderr says nothing twice
         partial = {"pass_reports": app.pass_reports} if app and app.pass_reports else {}
         click.echo(json.dumps(error_object(error_kind(error), str(error), code, **partial)))
-    if app is not None:
+    elif app is not None:
         app.warn(str(error))
     else:
         click.echo(f"shuffler: {error}", err=True)
@@ -269,17 +286,12 @@ def run_guarded(app: App, body: Callable[[], int | None]) -> NoReturn:
     sys.exit(code or EXIT_OK)
 
 
-def wants_json(argv: list[str]) -> bool:
-    args = argv[: argv.index("--")] if "--" in argv else argv
-    env = os.environ.get("SHUFFLER_JSON", "").lower()
-    return "--json" in args or env in ("1", "true", "yes", "on", "t", "y")
-
-
 def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:
     """A usage error: click's message on stderr, and with --json the error on stdout."""
-    if wants_json(argv):
+    if wants_json(argv):  # stdout only: stderr says nothing twice
         click.echo(json.dumps(error_object("usage", error.format_message(), EXIT_USAGE)))
-    error.show()
+    else:
+        error.show()
     sys.exit(EXIT_USAGE)
 
 

@@ -50,11 +50,7 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
         result = app.ask("hand", load=pending["cards"] if pending else cards, on_event=progress,
                          passes=passes, cards=cards, mode=mode,
                          local=lambda s: s.do_hand(passes, cards, mode, progress))
-        code = result.pop("exit")
-        app.emit(result, render.hand_summary(result["hand"]))
-        if result["hand"]["fault"] and not app.json:
-            app.warn(result["hand"]["fault"]["message"])
-        return code
+        return app.emit_result(result, "hand", render.hand_summary(result["hand"]))
 
     run_guarded(app, body)
 
@@ -78,11 +74,7 @@ def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
         result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode,
                          local=lambda s: s.do_pass(cards, mode, progress))
         progress.bar.end()
-        code = result.pop("exit")
-        app.emit(result, render.pass_line(result["pass"]))
-        if result["pass"]["fault"] and not app.json:
-            app.warn(result["pass"]["fault"]["message"])
-        return code
+        return app.emit_result(result, "pass", render.pass_line(result["pass"]))
 
     run_guarded(app, body)
 

@@ -76,6 +76,7 @@ class LazyGroup(click.Group):
     def __init__(self, *args: Any, commands_map: dict[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands_map = commands_map
+        self.json_wanted = False
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(self.commands_map) + [c for c in self.commands if c not in self.commands_map]
@@ -107,6 +108,7 @@ class LazyGroup(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, False, **extra)
         argv = list(args) if args is not None else sys.argv[1:]
+        self.json_wanted = options.wants_json(argv)  # for --version, read before --json is
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as e:
@@ -182,11 +184,28 @@ def _version() -> str:
     return __version__
 
 
+def _print_version(ctx: click.Context, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    if getattr(ctx.command, "json_wanted", False):
+        import json
+
+        from .app import SCHEMA, check_json
+
+        out = {"schema": SCHEMA, "version": _version()}
+        check_json(out, "version")
+        click.echo(json.dumps(out))
+    else:
+        click.echo(f"shuffler {_version()}")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, commands_map=COMMANDS, epilog=EPILOG,
              context_settings={"help_option_names": ["-h", "--help"],
                                "auto_envvar_prefix": "SHUFFLER", "show_default": True})
-@click.version_option(None, "-V", "--version", prog_name="shuffler", package_name="shuffler",
-                      message="%(prog)s %(version)s")
+@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True,
+              callback=lambda ctx, param, value: _print_version(ctx, value),
+              help="Show the version and exit (with --json: {\"schema\": 1, \"version\": ...}).")
 @options.global_options
 @click.pass_context
 def cli(ctx: click.Context, **given: Any) -> None:

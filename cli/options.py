@@ -152,3 +152,9 @@ def global_option_names(group: click.Command) -> tuple[set[str], set[str]]:
 def value_option_names(command: click.Command) -> set[str]:
     """A command's options that take a value (their value is never a global option)."""
     return _names(command.params)[0]
+
+
+def wants_json(argv: list[str]) -> bool:
+    args = argv[: argv.index("--")] if "--" in argv else argv
+    env = os.environ.get("SHUFFLER_JSON", "").lower()
+    return "--json" in args or env in ("1", "true", "yes", "on", "t", "y")

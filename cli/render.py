@@ -54,8 +54,14 @@ def hand_summary(h: dict[str, Any]) -> str:
         return (f"hand {h['number']}: dealt by {h['dealer']}; {done} of {h['passes']} "
                 f"passes done ({mode}, {distance}); "
                 f"{h['next_dealer']} deals next{deck}")
+    from shuffler.device import FaultKind
+
+    fault = h.get("fault")
+    step = ("free the machine, run `shuffler clear`, then `shuffler hand` to finish it"
+            if fault and FaultKind(fault["kind"]).latches
+            else "run `shuffler hand` to finish it")
     return (f"hand {h['number']}: stopped after {done} of {h['passes']} passes; "
-            f"{h['dealer']} still deals; run `shuffler hand` to finish it")
+            f"{h['dealer']} still deals; {step}")
 
 
 def status_text(s: dict[str, Any], color: bool = False) -> str:
@@ -77,7 +83,8 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
                      f"tracking {'kept' if last['tracking'] else 'lost'}")
     h = s.get("hand_in_progress")
     if h:
-        lines.append(f"hand {h['number']} in progress: {h['done']} of {h['passes']} passes done")
+        lines.append(f"hand {h['number']} in progress: {h['passes_done']} of {h['passes']} "
+                     "passes done")
     return "\n".join(lines)
 
 

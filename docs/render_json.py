@@ -24,12 +24,16 @@ then run `.venv/bin/python docs/render_json.py`. A test fails while this page is
 - Every `--json` output is one JSON object on stdout with `"schema": {SCHEMA_VERSION}`, the
   version of these schemas. A breaking change (a key renamed, removed or retyped) bumps
   it; a new optional key does not.
-- Every failure with `--json`, usage and config errors included, prints
-  `{{"schema": {SCHEMA_VERSION}, "error": {{"kind": ..., "message": ..., "exit": ...}}}}` on stdout
-  (schema `error`); `kind` is a slug (`usage`, `config`, `bad_input`, `busy`,
-  `fault_latched`, `low_battery`, `service_not_running`, ...), `exit` the process's exit
-  code. A command stopped half-way keeps what it did: `pass_reports` lists the passes
-  that ran.
+- Every failure with `--json`, usage and config errors included, prints one shape on
+  stdout, `{{"schema": {SCHEMA_VERSION}, "error": {{"kind": ..., "message": ..., "exit": ...}}}}`
+  ([error](#error)), and nothing on stderr; `kind` is one of the [error kinds](#error-kinds),
+  `exit` the process's exit code. A command that failed after doing something keeps what
+  it did: `pass_reports` lists the passes that ran (a jam or a low battery mid-hand, a
+  touch that never came), and a `pass` or `hand` that ended in a fault (a jam: exit 3,
+  `error.kind` `"jam"`) has its own report beside them. A hand that finished despite a
+  double feed is no failure: exit 0, its report names the degraded pass.
+- `seconds` in a `pass_report` is machine time: how long the mechanism ran, on the
+  device's own clock (the simulator's simulated time at any `--sim-speed`).
 - One name for one thing: a distance from random is `distance` (`coin_distance`,
   `planned_distance` when both are shown); a count of passes is `passes` (a number);
   a list of passes is `pass_reports`, each a `pass_report`; a fault is a `fault`
@@ -56,44 +60,77 @@ then run `.venv/bin/python docs/render_json.py`. A test fails while this page is
 """
 
 
+def anchor(ref: str) -> str:
+    """The page's anchor for a ``$ref``: ``defs.json#/$defs/fault`` -> ``defs-fault``,
+    ``hand.json#/properties/hand`` -> ``hand``."""
+    target, _, pointer = ref.partition("#")
+    name = target.removesuffix(".json")
+    if name in ("", "defs") and pointer.startswith("/$defs/"):
+        return "defs-" + pointer.rsplit("/", 1)[-1].replace("_", "-")
+    return name.replace("_", "-")
+
+
+def link(ref: str) -> str:
+    target, _, pointer = ref.partition("#")
+    label = pointer.rsplit("/", 1)[-1] if pointer else target.removesuffix(".json")
+    return f"[{label}](#{anchor(ref)})"
+
+
+def is_object(s: dict[str, Any]) -> bool:
+    return s.get("type") == "object" and "properties" in s
+
+
 def type_of(s: dict[str, Any]) -> str:
     if "$ref" in s:
-        target = s["$ref"].rsplit("/", 1)[-1].removesuffix(".json")
-        return f"[{target}](#defs-{target.replace('_', '-')})"
+        return link(s["$ref"])
     if "const" in s:
         return f"`{s['const']!r}`".replace("True", "true").replace("False", "false")
     if "enum" in s:
         return " \\| ".join(f"`{v}`" for v in s["enum"])
     if "anyOf" in s:
-        return " or ".join(type_of(x) for x in s["anyOf"])
+        kinds: list[str] = []
+        for x in s["anyOf"]:
+            kind = "object" if is_object(x) else type_of(x)
+            if kind not in kinds:
+                kinds.append(kind)
+        return " or ".join(kinds)
     t = s.get("type", "any")
+    if isinstance(t, list):
+        return " or ".join(t)
     if t == "array":
-        return f"list of {type_of(s.get('items', {}))}"
+        items = s.get("items", {})
+        return f"list of {'objects' if is_object(items) else type_of(items)}"
     if t == "integer" and "minimum" in s:
         return f"integer ≥ {s['minimum']}"
     return str(t)
 
 
+def describe(sub: dict[str, Any]) -> str:
+    return sub.get("description") or next(
+        (x["description"] for x in sub.get("anyOf", []) if "description" in x), "")
+
+
 def rows(s: dict[str, Any], prefix: str = "") -> list[str]:
+    """One row per key, and one per key of every object inside: an object's keys as
+    ``key.inner``, a list's items' keys as ``key[].inner``."""
     out = []
     required = set(s.get("required", []))
     for key, sub in s.get("properties", {}).items():
-        inner = next((x for x in sub.get("anyOf", []) if x.get("type") == "object"), sub)
-        desc = sub.get("description") or next(
-            (x["description"] for x in sub.get("anyOf", []) if "description" in x), "")
-        kind = "object" if inner.get("type") == "object" and "properties" in inner \
-            else type_of(sub)
-        if sub is not inner:
-            kind += " or null"
         need = "yes" if key in required else ""
-        out.append(f"| `{prefix}{key}` | {kind} | {need} | {desc} |")
-        if inner.get("type") == "object" and "properties" in inner:
+        kind = "object" if is_object(sub) else type_of(sub)
+        out.append(f"| `{prefix}{key}` | {kind} | {need} | {describe(sub)} |")
+        inner = sub if is_object(sub) else next(
+            (x for x in sub.get("anyOf", []) if is_object(x)), None)
+        if inner is not None:
             out.extend(rows(inner, f"{prefix}{key}."))
+        items = sub.get("items", {})
+        if sub.get("type") == "array" and is_object(items):
+            out.extend(rows(items, f"{prefix}{key}[]."))
     return out
 
 
-def section(name: str, s: dict[str, Any], level: str = "###") -> list[str]:
-    lines = [f"{level} {name}", ""]
+def section(name: str, s: dict[str, Any], ident: str, level: str = "###") -> list[str]:
+    lines = [f'<a id="{ident}"></a>', "", f"{level} {name}", ""]
     if s.get("title"):
         lines += [s["title"] + (f": {s['description']}" if s.get("description") else "."), ""]
     elif s.get("description"):
@@ -103,6 +140,8 @@ def section(name: str, s: dict[str, Any], level: str = "###") -> list[str]:
             lines += [f"One of ({i}):", "", *table(alt), ""]
     elif "properties" in s:
         lines += [*table(s), ""]
+    elif s.get("type") == "array" and is_object(s.get("items", {})):
+        lines += ["A list; each item:", "", *table(s["items"]), ""]
     else:
         lines += [f"Type: {type_of(s)}", ""]
     return lines
@@ -112,14 +151,24 @@ def table(s: dict[str, Any]) -> list[str]:
     return ["| key | type | required | meaning |", "| --- | --- | --- | --- |", *rows(s)]
 
 
+def error_kinds() -> list[str]:
+    from shuffler.errors import ERROR_KINDS
+
+    lines = ['<a id="error-kinds"></a>', "", "## Error kinds", "",
+             "`error.kind` is one of these, and nothing else (the schema's enum; "
+             "`shuffler.errors.ERROR_KINDS`):", "", "| kind | meaning |", "| --- | --- |"]
+    lines += [f"| `{kind}` | {meaning} |" for kind, meaning in ERROR_KINDS.items()]
+    return [*lines, ""]
+
+
 def render() -> str:
-    lines = [INTRO, "## Outputs and messages", ""]
+    lines = [INTRO, *error_kinds(), "## Outputs and messages", ""]
     for name in names():
         if name != "defs":
-            lines += section(name, load(name))
+            lines += section(name, load(name), anchor(f"{name}.json"))
     lines += ["## Shared definitions (defs.json)", ""]
     for name, s in load("defs")["$defs"].items():
-        lines += section(f"defs: {name}", s)
+        lines += section(f"defs: {name}", s, anchor(f"defs.json#/$defs/{name}"))
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -70,3 +70,90 @@ class LowBatteryError(ShufflerError, RuntimeError):
     """The battery cannot finish what was asked; nothing was started."""
 
     exit_code = 4
+
+
+#: every ``error.kind`` a failure can carry (``--json``, the socket, the page), closed:
+#: the schema's enum is this list (a test keeps them equal) and docs/json.md lists it
+ERROR_KINDS: dict[str, str] = {
+    # exit 1
+    "internal": "a bug: an unexpected error (please report it)",
+    # exit 2: usage and bad input
+    "usage": "a bad option or argument on the command line",
+    "bad_input": "a value given (an option, a file, a request) is not acceptable",
+    "config": "the config file is unreadable or holds a bad value; the message names "
+              "the file and the key",
+    "file_access": "a file or folder the program keeps cannot be read or written "
+                   "(permission, a full or read-only disk); the message names the path",
+    "state_file": "the state file fails its schema; the message says how to continue",
+    "bad_request": "the service refused a malformed request",
+    "too_deep": "a request nested too deep for the service to read",
+    "bad_score": "a score the game cannot take (a seat, a trick count)",
+    "already_running": "`shuffler serve` while a service already runs",
+    "too_long": "a request line (socket) or body (page) longer than the service reads",
+    "idle": "a socket connection sent no request for too long and was closed",
+    "not_found": "the page has no such path or action",
+    "forbidden": "the page refused an action: not paired, or a wrong or expired code",
+    "throttled": "too many wrong pairing codes: wait the seconds the message names",
+    "wrong_host": "the page was asked under a host name it does not answer to",
+    # exit 3: the machine
+    "device": "the machine cannot do what was asked",
+    "fault_latched": "a fault is latched: free the machine, then `shuffler clear`",
+    "jam": "a card stuck in the throat: a pass or a hand stopped there "
+           "(`pass_reports` holds what ran); free it, then `shuffler clear`",
+    "misfeed": "no card reached the gate while the tray held cards: as a jam",
+    "count_mismatch": "a pass counted other cards than it planned (a double feed, a "
+                      "missing card); the pass ran, degraded",
+    "timeout": "a pass ran longer than the machine allows",
+    "device_timeout": "the machine or the dealer did not answer in time (no touch "
+                      "between a hand's passes)",
+    "link_lost": "the microcontroller stopped answering",
+    "mcu_restarted": "the microcontroller restarted during a pass",
+    "interrupted": "a pass was cut short (the process ended during it)",
+    "state_damaged": "the state file was damaged and set aside",
+    "stopped": "a stop was asked for and the motor stopped",
+    "protocol": "the microcontroller broke the serial protocol",
+    "frame": "a serial frame failed its check",
+    "payload": "a serial message held a value out of range",
+    "busy": "another process drives the machine (the message names it and the fix)",
+    "too_many_clients": "the service has as many clients as it takes",
+    "unsupported": "a remote (MQTT) command this service does not handle",
+    "service_protocol": "the service speaks another protocol version than this CLI",
+    "service_permission": "this user may not talk to the service (the message names "
+                          "the group to join)",
+    "service_not_running": "no service answers where one should (not started, or its "
+                           "socket left from an earlier run)",
+    "service_not_answering": "the service is there but did not answer in time",
+    "service_bad_answer": "the service answered something this CLI cannot read",
+    "service_untrusted": "the socket is not owned by the service's account",
+    "service_stopped": "the service stopped while it ran the request",
+    "service_closed": "the connection to the service ended before its answer came",
+    "bad_answer": "a line from the service that is not what the protocol says",
+    # exit 4
+    "low_battery": "refused, or stopped, for low battery: change the 9 V battery",
+}
+
+
+def error_kind(error: BaseException) -> str:
+    """The documented slug for an error: its ``kind`` if listed, else its class's name
+    (``FaultLatchedError`` -> ``fault_latched``), else the nearest listed base class's,
+    else ``internal``."""
+    kind = getattr(error, "kind", None)
+    if isinstance(kind, str) and kind in ERROR_KINDS:
+        return kind
+    for cls in type(error).__mro__:
+        if cls is ShufflerError or not issubclass(cls, ShufflerError):
+            continue
+        slug = class_kind(cls)
+        if slug in ERROR_KINDS:
+            return slug
+    if isinstance(error, BadInputError):
+        return "bad_input"
+    return "internal"
+
+
+def class_kind(cls: type) -> str:
+    """``FaultLatchedError`` -> ``fault_latched``, ``BadInputError`` -> ``bad_input``."""
+    import re
+
+    name = cls.__name__.removesuffix("Error") or "error"
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()

@@ -120,15 +120,18 @@ class HandRunner:
             report.deck = "AB"[state.deck % 2]
         tracker = self.tracker = PackTracker(cards, self.device.info.feed)
         pending = state.hand
-        first = 0
+        first, resuming = 0, False
         if pending and (pending["passes"], pending["cards"]) == (passes, cards):
+            resuming = True
             first = pending["done"]  # resume: the passes done are done, the rest follow
             tracker.order, tracker.from_start = None, False  # where the cards are is unknown
         self.controller.check_ready(cards, passes - first)
         self.controller.update(lambda s: setattr(s, "hand", {
             "number": report.number, "passes": passes, "cards": cards,
             "mode": self.planner.mode.value, "done": first}))
-        report.resumed_at = first + 1 if first else None
+        # a hand left pending resumes, even at its first pass (a jam in pass 1): the
+        # field says so whenever "resuming hand N at pass P" was said
+        report.resumed_at = first + 1 if resuming else None
         for index in range(first, passes):
             number = index + 1
             if on_pass_start:
@@ -148,7 +151,14 @@ class HandRunner:
                 if on_stack:
                     on_stack(ask)
                 self.device.show(ask)
-                stacking = self._await_restack(number, passes, not last, ended, on_tick)
+                try:
+                    stacking = self._await_restack(number, passes, not last, ended, on_tick)
+                except DeviceTimeoutError:  # no touch: the pass that ran is still reported
+                    record = PassRecord(number, result, None)
+                    report.records.append(record)
+                    if on_pass_done:
+                        on_pass_done(record)
+                    raise
             tracker.after_pass(plan, result.counted, stacking)
             self.planner.observe(index, plan, result.counted, stacking)
             record = PassRecord(number, result, stacking)

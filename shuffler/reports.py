@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -19,16 +18,6 @@ def exit_code(fault: dict[str, Any] | None) -> int:
     if fault is None:
         return EXIT_OK
     return EXIT_BATTERY if fault["kind"] == "low_battery" else EXIT_FAULT
-
-
-def error_kind(error: BaseException) -> str:
-    """The slug for an error in JSON: its ``kind`` if it has one, else from its class
-    (``FaultLatchedError`` -> ``fault_latched``)."""
-    kind = getattr(error, "kind", None)
-    if isinstance(kind, str):
-        return kind
-    name = type(error).__name__.removesuffix("Error") or "error"
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 def pass_dict(report: PassReport, number: int = 1, stacking=None) -> dict[str, Any]:
@@ -65,6 +54,15 @@ def last_hand(hand: dict[str, Any]) -> dict[str, Any]:
     return {k: hand[k] for k in ("number", "dealer", "passes_done", "passes",
                                  "completed", "tracking", "distance")} | {
         "fault": hand["fault"]["kind"] if hand["fault"] else None}
+
+
+def hand_in_progress(pending: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The hand left unfinished, with the names ``hand`` and ``last_hand`` use
+    (``passes_done``; the state file keeps ``done``)."""
+    if pending is None:
+        return None
+    return {"number": pending["number"], "passes": pending["passes"],
+            "passes_done": pending["done"], "cards": pending["cards"], "mode": pending["mode"]}
 
 
 def hand_dict(hand: HandReport) -> dict[str, Any]:
@@ -112,7 +110,7 @@ def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
         "counters": {"hands": state.hands_completed, "passes": state.passes,
                      "cards": state.cards, "jams": state.jams, "faults": state.faults,
                      "interrupted": state.interrupted},
-        "hand_in_progress": state.hand,
+        "hand_in_progress": hand_in_progress(state.hand),
         "last_hand": state.last_hand,
         "dealer": seats[dealer],
         "next_dealer": seats[(dealer + 1) % len(seats)],

@@ -51,7 +51,7 @@ from . import __version__
 from .cards import MAX_CARDS
 from .clock import Clock, RealClock
 from .device import EventKind, Signal, Status
-from .errors import BadInputError, ShufflerError
+from .errors import BadInputError, ShufflerError, error_kind
 from .events import Event, Translator
 from .faces import Faces, signal_tee
 from .files import make_folder
@@ -59,7 +59,6 @@ from .hand import RESTACK_LOCKOUT
 from .lock import MachineLock
 from .logs import get_logger
 from .planning import Mode
-from .reports import error_kind
 from .scorebook import handle as score_request
 from .session import Session
 from .signals import ENDINGS, SUSPEND, suspend_after

@@ -21,6 +21,7 @@ from .hand import pending_hand, play_hand
 from .panel import stack_prompt
 from .planning import Mode, PackTracker, RandomSource, make_planner
 from .reports import (
+    EXIT_OK,
     battery_dict,
     exit_code,
     hand_dict,
@@ -117,8 +118,10 @@ class Session:
             hand = self._hand(passes, cards, mode, of, on_event, on_tick)
         result = hand_dict(hand)
         self.controller.update(lambda s: setattr(s, "last_hand", last_hand(result)))
+        # a hand that finished is done, even with a degraded (double-fed) pass in it: its
+        # report names the pass and the distance that still holds (README, exit codes)
         return {"device": self.device.info.to_dict(), "hand": result,
-                "exit": exit_code(result["fault"])}
+                "exit": EXIT_OK if result["completed"] else exit_code(result["fault"])}
 
     def _hand(self, passes, cards, mode, of, on_event: Event, on_tick: Tick | None):
         return play_hand(

@@ -65,7 +65,7 @@ def test_killed_mid_pass_then_restarted_loses_nothing(served):
     served.start()
     status = served.client().request("status")
     assert status["counters"]["passes"] == 1 and status["counters"]["interrupted"] == 1
-    assert status["hand_in_progress"]["done"] == 1
+    assert status["hand_in_progress"]["passes_done"] == 1
     audit = list(AuditLog(served.state / "audit.jsonl").read())
     assert [e["pass"] for e in audit] == [1, 2] and audit[1]["interrupted"]
 

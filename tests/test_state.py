@@ -166,8 +166,9 @@ def test_a_pass_never_starts_when_its_audit_record_cannot_be_written(tmp_path):
     (tmp_path / "audit.jsonl").mkdir()  # not a file: no record can be appended
     result = shuffler(tmp_path, "--json", "pass")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert f"{tmp_path / 'audit.jsonl'}: cannot write the audit log" in result.stderr
-    assert "nothing was started" in result.stderr
+    message = json.loads(result.stdout)["error"]["message"]  # --json: on stdout only
+    assert f"{tmp_path / 'audit.jsonl'}: cannot write the audit log" in message
+    assert "nothing was started" in message and result.stderr == ""
     assert StateStore(tmp_path).load().in_flight is None
     assert StateStore(tmp_path).load().passes == 0
     status = shuffler(tmp_path, "status")  # nothing left broken behind
