@@ -88,6 +88,7 @@ ERROR_KINDS: dict[str, str] = {
     "bad_request": "the service refused a malformed request",
     "too_deep": "a request nested too deep for the service to read",
     "bad_score": "a score the game cannot take (a seat, a trick count)",
+    "stale_score": "a score change made against a version of the score no longer current",
     "already_running": "`shuffler serve` while a service already runs",
     "too_long": "a request line (socket) or body (page) longer than the service reads",
     "idle": "a socket connection sent no request for too long and was closed",
