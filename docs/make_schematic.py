@@ -21,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from shuffler import battery, pinmap  # noqa: E402
+from shuffler.config import FRESH_VOLTS  # noqa: E402
 from shuffler.pinmap import WIRES  # noqa: E402
 
 schemdraw.use("svg")  # no matplotlib needed
@@ -48,8 +49,9 @@ def net(d: schemdraw.Drawing, at, name: str, side: str = "right", length: float 
 
 
 def sig(role: str) -> str:
-    """A signal's tag: net name, BCM name and header pin."""
-    return f"{NET[role]} · {WIRES[role].label}"
+    """A signal's tag at the part: net name and BCM name (the header pin is written once,
+    at the header)."""
+    return f"{NET[role]} · GPIO{WIRES[role].bcm}"
 
 
 def rail(d: schemdraw.Drawing, at, name: str):
@@ -93,7 +95,7 @@ def pi_header(d: schemdraw.Drawing):
     pins = [("L", "3V3 (pin 1, 17)", None), ("L", "5V (pin 2, 4)", None),
             ("L", "GND (pin 6, 9, 14, 20, 25, 30, 34, 39)", None)]
     pins += [("R", w.label, None) for w in WIRES.values()]
-    box = ic(pins, "", w=9, h=13, spacing=0.8)
+    box = ic(pins, "J4\nRaspberry Pi\n40-pin header", w=12, h=13, spacing=0.8)
     d.add(box.at((0, 0)).anchor("3v3"))
     for w in WIRES.values():
         net(d, box.absanchors[anchor_name(w.label)], NET[w.role])
@@ -103,31 +105,53 @@ def pi_header(d: schemdraw.Drawing):
     ground(d, d.here)
     lowest = min(p[1] for p in box.absanchors.values())
     note(d, (box.absanchors["gnd"][0] - 1, lowest - 1.2),
-         "The Pi runs from its own USB-C supply (a mains adapter or a power bank).\n"
-         "Nothing else feeds its 5 V pins; 5V_PI powers only the buzzer.")
+         "J4: the Pi's 40-pin header (female header or HAT). The Pi runs from its own\n"
+         "USB supply (USB-C on a Pi 4 or 5, micro-USB on a Zero 2 W or 3B+). Nothing\n"
+         "else feeds its 5 V pins; 5V_PI powers only the buzzer. A GPIO sources or\n"
+         "sinks 16 mA at most (50 mA for all together): drive nothing but logic and\n"
+         "the LED's 8 mA from it.")
+
+
+def test_point(d: schemdraw.Drawing, at, name: str, side: str = "up"):
+    """A test point: a short stub ending in a named ring the meter's probe touches."""
+    stub = elm.Line().at(at).length(0.5)
+    d.add(stub.up() if side == "up" else stub.down())
+    d.add(elm.Dot(open=True).label(name, fontsize=9, loc="right"))
 
 
 def power(d: schemdraw.Drawing):
-    bat = elm.Battery().at((0, 0)).up().label("BT1 9 V block\nalkaline,\nlithium or NiMH",
-                                              loc="bottom", fontsize=9)
+    bat = elm.Battery().at((0, 0)).up().label("BT1 9 V block\nalkaline,\nlithium or NiMH\n"
+                                              "on J1 (snap)", loc="bottom", fontsize=9)
     d.add(bat)
     ground(d, bat.start)
     d.add(elm.Line().at(bat.end).up(0.5))
-    sw = elm.Switch().right().label("SW1 power", fontsize=9)
+    fuse = elm.Fuse().right().label("F1 0.75 A\nPTC", fontsize=9)
+    d.add(fuse)
+    q3 = ic([("L", "D", None), ("R", "S", None), ("B", "G", None)],
+            "Q3 AO3401A\nP-MOSFET\nSOT-23: 1 G\n2 S, 3 D", w=3.6, h=3.0)
+    d.add(elm.Line().right(0.4))
+    d.add(q3.at(d.here).anchor("d"))
+    d.add(elm.Line().at(q3.absanchors["g"]).down(0.3))
+    rg = elm.Resistor().down().length(2).label("R14\n10 kΩ", loc="bottom", fontsize=9)
+    d.add(rg)
+    ground(d, rg.end)
+    d.add(elm.Line().at(q3.absanchors["s"]).right(0.4))
+    sw = elm.Switch().right().label("SW1 power\n≥ 1 A DC", fontsize=9)
     d.add(sw)
     d.add(elm.Dot())
     node = sw.end
     d.add(elm.Line().at(node).right(2.5))
     d.add(elm.Dot())
     vm = d.here
+    test_point(d, vm, "TP1")
     net(d, vm, "9V", length=1.0)
-    cap = elm.Capacitor(polar=True).at(vm).down().label("C1 100 µF 16 V\nbulk, at the\n"
-                                                       "DRV8833's VM", loc="bottom", fontsize=9)
+    cap = elm.Capacitor(polar=True).at(vm).down().label("C1 100 µF 16 V\nbulk, at\n"
+                                                       "U1's VIN", loc="bottom", fontsize=9)
     d.add(cap)
     ground(d, cap.end)
     buck = ic([("L", "VIN", None), ("B", "GND", None), ("R", "VOUT", None)],
-              "5 V buck\nD24V5F5", w=3.2, h=2.2)
-    d.add(buck.at((node[0] + 1.2, node[1] - 4.5)).anchor("vin"))
+              "U5 buck", w=4.4, h=2.2)
+    d.add(buck.at((node[0] + 1.2, node[1] - 6.0)).anchor("vin"))
     d.add(elm.Line().at(buck.absanchors["vin"]).left(1.2))
     d.add(elm.Line().up().toy(node))
     d.add(elm.Line().at(buck.absanchors["gnd"]).down(0.3))
@@ -135,13 +159,17 @@ def power(d: schemdraw.Drawing):
     d.add(elm.Line().at(buck.absanchors["vout"]).right(1.2))
     d.add(elm.Dot())
     out = d.here
+    test_point(d, out, "TP2")
     net(d, out, "5V_MECH", length=1.2)
     c2 = elm.Capacitor(polar=True).at(out).down().label("C2 100 µF\nat the servo", loc="bottom",
                                                        fontsize=9)
     d.add(c2)
     ground(d, c2.end)
-    note(d, (-1, out[1] - 3.4), "One ground: the mechanism's GND joins the Pi's GND once,\n"
-         "at header pin 6. 9V and 5V_MECH never reach the Pi's 5 V pins.")
+    note(d, (-1, out[1] - 3.6), "U5: 5 V buck, Pololu D24V5F5 (500 mA). F1 trips on a short;\n"
+         "Q3 conducts only with the block the right way round (a snap touched\n"
+         "on backwards is blocked): together they cost about 0.1 V at 0.4 A.\n"
+         "One ground: the mechanism's GND joins the Pi's GND once, at header\n"
+         "pin 6 (TP5). 9V and 5V_MECH never reach the Pi's 5 V pins.")
 
 
 def divider_and_adc(d: schemdraw.Drawing):
@@ -162,61 +190,105 @@ def divider_and_adc(d: schemdraw.Drawing):
     c = elm.Capacitor().down().label(f"C3 {pinmap.DIVIDER_CAP_NF} nF", loc="top", fontsize=9)
     d.add(c)
     ground(d, c.end)
+    series = elm.Resistor().at(tap).right().length(2.4).label("R10 1 kΩ", fontsize=9)
+    d.add(series)
+    d.add(elm.Dot())
+    clamp = series.end
+    upper = elm.Diode().at(clamp).up().length(1.6).label("D4\nBAT54S", loc="bottom",
+                                                         fontsize=9)
+    d.add(upper)
+    rail(d, upper.end, "3V3")
+    lower = elm.Diode().at(clamp).down().reverse().length(1.6)
+    d.add(lower)
+    ground(d, lower.end)
     pins = [("L" if n <= 8 else "R", name, str(n)) for n, (name, _) in pinmap.MCP3008_PINS.items()]
     left = sorted((p for p in pins if p[0] == "L"), key=lambda p: int(p[2]))
     right = sorted((p for p in pins if p[0] == "R"), key=lambda p: -int(p[2]))
-    adc = ic(left + right, "MCP3008", w=4.0, h=6.4, spacing=0.8)
-    d.add(elm.Line().at(tap).right(3))
+    adc = ic(left + right, "U2\nMCP3008", w=4.4, h=6.4, spacing=0.8)
+    d.add(elm.Line().at(clamp).right(2.6))
     d.add(adc.at(d.here).anchor("ch0"))
-    d.add(elm.Label().at((tap[0] + 0.3, tap[1] + 0.2)).label(
-        f"tap: 9.6 V → {9.6 / ratio:.2f} V", fontsize=9, halign="left", valign="bottom"))
+    test_point(d, (tap[0] - 0.9, tap[1]), "TP3", side="up")
+    d.add(elm.Label().at((tap[0] - 0.2, tap[1] + 1.4)).label(
+        f"9.6 V → {9.6 / ratio:.2f} V", fontsize=9, halign="right", valign="bottom"))
+    unused = [adc.absanchors[anchor_name(pinmap.MCP3008_PINS[n][0])] for n in range(2, 9)]
+    for at in unused:
+        d.add(elm.Line().at(at).left(0.5))
+    top, bottom = unused[0], unused[-1]
+    d.add(elm.Line().at((top[0] - 0.5, top[1])).toy(bottom[1] - 0.6))
+    ground(d, d.here)
     for number, (name, to) in pinmap.MCP3008_PINS.items():
         at = adc.absanchors[anchor_name(name)]
-        if number in range(2, 9):
-            d.add(elm.Line().at(at).left(0.3))
-            d.add(elm.Label().label("nc", fontsize=8, loc="left", halign="right"))
-        elif to == "GND":
+        if number <= 8:
+            continue
+        if to == "GND":
             d.add(elm.Line().at(at).right(0.6))
             ground(d, d.here)
-        elif to == "3V3":
-            d.add(elm.Line().at(at).right(0.6))
-            rail(d, d.here, "3V3")
-        elif number > 8:
+        elif name == "VDD":
+            d.add(elm.Line().at(at).right(0.8))
+            d.add(elm.Dot())
+            node = d.here
+            rail(d, node, "3V3")
+            d.add(elm.Line().at(node).right(0.9))
+            test_point(d, d.here, "TP4")
+            d.add(elm.Line().right(0.7))
+            dec = elm.Capacitor().right().label("C5 100 nF", loc="top", fontsize=9)
+            d.add(dec)
+            ground(d, dec.end)
+        elif name == "VREF":
+            d.add(elm.Line().at(at).right(0.8))
+            d.add(elm.Line().up(0.8))
+        else:
             role = next(w.role for w in WIRES.values() if w.label == to)
             net(d, at, sig(role))
     note(d, (-3, tap[1] - 7.0),
-         f"Battery volts = CH0 volts × {ratio:.3f} ([gpio] divider_ratio).\n"
-         f"With ±{tol:g}% resistors the ratio lies between {low:.2f} and {high:.2f}:\n"
-         "`shuffler selftest` calibrates it against a multimeter.\n"
-         f"CH0 sees at most {10 / ratio:.2f} V from a 10 V block, never 9 V.")
+         f"U2: MCP3008 (DIP-16). Battery volts = CH0 volts × {ratio:.3f} ([gpio]\n"
+         f"divider_ratio). With ±{tol:g}% resistors the ratio lies between {low:.2f} and\n"
+         f"{high:.2f}: `shuffler selftest` calibrates it against a multimeter. CH0 sees\n"
+         f"at most {10.8 / ratio:.2f} V from 10.8 V (the driver's limit). R10 and D4 hold a\n"
+         "slipped 9 V wire on the tap to a few mA into 3V3; C5 decouples VDD; the\n"
+         "unused inputs CH1–CH7 are tied to GND.")
+
+
+def pulled_down(d: schemdraw.Drawing, at, ref: str, role: str, gap: float = 0.8):
+    """A driver input at ``at``: a 10 kΩ pull-down to GND at the part, then the GPIO's tag."""
+    d.add(elm.Line().at(at).left(gap))
+    d.add(elm.Dot())
+    node = d.here
+    r = elm.Resistor().at(node).down().length(1.4).label(f"{ref}\n10 kΩ", loc="bottom",
+                                                          fontsize=9)
+    d.add(r)
+    ground(d, r.end)
+    net(d, node, sig(role), side="left", length=0.4)
 
 
 def motor_driver(d: schemdraw.Drawing):
-    box = ic([("L", "nSLEEP", "1"), ("L", "AIN1", "16"), ("L", "AIN2", "15"),
-              ("T", "VM", "12"), ("B", "GND", "13"), ("B", "AISEN", "3"),
-              ("R", "AOUT1", "2"), ("R", "AOUT2", "4")], "DRV8833", w=4.4, h=3.2,
-             spacing=0.9)
+    box = ic([("L", "AIN1", None), ("L", "AIN2", None), ("L", "SLP", None),
+              ("T", "VIN", None), ("B", "GND", None),
+              ("R", "AOUT1", None), ("R", "AOUT2", None)], "U1\nDRV8833\nbreakout",
+             w=4.4, h=7.2, spacing=2.6)
     d.add(box.at((0, 0)).anchor("ain1"))
-    net(d, box.absanchors["ain1"], sig("motor"), side="left")
-    net(d, box.absanchors["ain2"], sig("motor_backward"), side="left")
-    d.add(elm.Line().at(box.absanchors["nsleep"]).left(0.6))
+    pulled_down(d, box.absanchors["ain1"], "R11", "motor")
+    pulled_down(d, box.absanchors["ain2"], "R12", "motor_backward")
+    d.add(elm.Line().at(box.absanchors["slp"]).left(0.8))
     r = elm.Resistor().left().label("R3 10 kΩ", fontsize=9)
     d.add(r)
     rail(d, r.end, "3V3")
-    d.add(elm.Line().at(box.absanchors["vm"]).up(0.5))
+    d.add(elm.Line().at(box.absanchors["vin"]).up(0.5))
     rail(d, d.here, "9V")
-    for pin in ("gnd", "aisen"):
-        d.add(elm.Line().at(box.absanchors[pin]).down(0.3))
-        ground(d, d.here)
-    d.add(elm.Line().at(box.absanchors["aout1"]).right(1.2))
-    m = elm.Motor().down().toy(box.absanchors["aout2"]).label("M1 feed\nmotor", loc="bottom",
+    d.add(elm.Line().at(box.absanchors["gnd"]).down(0.3))
+    ground(d, d.here)
+    d.add(elm.Line().at(box.absanchors["aout1"]).right(1.8).label("J2-1 red", fontsize=9))
+    m = elm.Motor().down().toy(box.absanchors["aout2"]).label("M1 feed\nmotor 6 V", loc="bottom",
                                                               fontsize=9)
     d.add(m)
-    d.add(elm.Line().left().tox(box.absanchors["aout2"]))
-    note(d, (-7.5, -3.6), "nSLEEP is held high by R3 from the Pi's 3V3, so the driver sleeps\n"
-         "whenever the Pi is off. AIN1/AIN2 have internal pull-downs: a floating\n"
-         "input is off. C1 (power block) is the VM bulk capacitor; the breakout\n"
-         "carries the VINT and VCP capacitors. Pin numbers: HTSSOP-16 chip.")
+    d.add(elm.Line().left().tox(box.absanchors["aout2"]).label("J2-2 black", fontsize=9,
+                                                               loc="bottom"))
+    note(d, (-9.5, -9.4), "U1: DRV8833 breakout, Pololu #2130's labels (others may print VM\n"
+         "for VIN, nSLEEP or EEP for SLP). SLP is held high by R3 from the Pi's 3V3,\n"
+         "so the driver sleeps whenever the Pi is off; if your board pulls SLP up on\n"
+         "its own (SLP reads the 9 V with the Pi unplugged), leave R3 out. R11 and\n"
+         "R12 keep AIN1/AIN2 low while the Pi boots, is off or lets go of the pins.\n"
+         "BIN1, BIN2 and FLT are not connected. VIN 2.7–10.8 V: never 12 V.")
 
 
 def driven_from(d: schemdraw.Drawing, at, gap: float, series: str, pulldown: str, role: str):
@@ -256,14 +328,14 @@ def mosfet_option(d: schemdraw.Drawing):
 
 def servo_and_beam(d: schemdraw.Drawing):
     servo = ic([("L", "SIG", None), ("T", "V+", None), ("B", "GND", None)],
-               "SG90 servo", w=3.4, h=2.2)
+               "M2 SG90\nservo", w=3.4, h=2.2)
     d.add(servo.at((0, 0)).anchor("sig"))
-    net(d, servo.absanchors["sig"], sig("diverter"), side="left")
+    pulled_down(d, servo.absanchors["sig"], "R13", "diverter", gap=1.0)
     d.add(elm.Line().at(servo.absanchors["vplus"]).up(0.4))
     rail(d, d.here, "5V_MECH")
     d.add(elm.Line().at(servo.absanchors["gnd"]).down(0.3))
     ground(d, d.here)
-    ex = 4.5
+    ex = 5.5
     rail(d, (ex, 1.5), "5V_MECH")
     r = elm.Resistor().at((ex, 1.5)).down().label("R6 330 Ω", loc="bottom", fontsize=9)
     d.add(r)
@@ -271,7 +343,7 @@ def servo_and_beam(d: schemdraw.Drawing):
     d.add(led)
     ground(d, led.end)
     rx = ic([("L", "OUT", None), ("T", "VCC", None), ("B", "GND", None)],
-            "IR receiver\n(low while\nblocked)", w=3.6, h=2.8)
+            "U3 IR\nreceiver", w=3.8, h=2.8)
     d.add(rx.at((ex + 9.5, -1.2)).anchor("out"))
     d.add(elm.Line().at(rx.absanchors["vcc"]).up(0.4))
     rail(d, d.here, "3V3")
@@ -284,44 +356,54 @@ def servo_and_beam(d: schemdraw.Drawing):
     d.add(pu)
     rail(d, pu.end, "3V3")
     net(d, node, sig("beam"), side="left", length=0.3)
-    note(d, (-4, -4.6), "Emitter and receiver face each other across the card gate;\n"
-         "the emitter runs from the mechanism's 5 V, the receiver from 3V3.")
+    note(d, (-4, -5.2), "J3, the servo's lead: 1 brown GND, 2 red V+, 3 orange SIG. R13 holds\n"
+         "SIG low while the Pi is off. U3: the IR beam receiver, low while blocked.\n"
+         "D2 and U3 face each other across the card gate; the emitter runs from\n"
+         "the mechanism's 5 V, the receiver from 3V3.")
+
+
+SENSOR_REFS = {"touch": "U4", "tray": "U6", "pile_left": "U7", "pile_right": "U8"}
 
 
 def sensors(d: schemdraw.Drawing):
     for i, role in enumerate(("touch", "tray", "pile_left", "pile_right")):
-        name = "TTP223\ntouch" if role == "touch" else f"TCRT5000\n{role.replace('_', ' ')}"
-        out = "OUT" if role == "touch" else "D0"
-        box = ic([("R", "VCC", None), ("R", out, None), ("R", "GND", None)], name,
-                 w=2.6, h=2.4)
-        d.add(box.at(((i % 2) * 11.0, -(i // 2) * 4.5)).anchor("vcc"))
+        ref = SENSOR_REFS[role]
+        name = f"{ref}\nTTP223" if role == "touch" else f"{ref}\nTCRT5000"
+        out = "I/O" if role == "touch" else "DO"
+        pins = [("R", "VCC", None), ("R", out, None), ("R", "GND", None)]
+        if role != "touch":
+            pins.append(("R", "AO", None))
+        box = ic(pins, name, w=4.2, h=3.2)
+        d.add(box.at(((i % 2) * 11.0, -(i // 2) * 5.5)).anchor("vcc"))
         d.add(elm.Line().at(box.absanchors["vcc"]).right(0.6))
         rail(d, d.here, "3V3")
         d.add(elm.Line().at(box.absanchors["gnd"]).right(0.6))
         ground(d, d.here)
         net(d, box.absanchors[anchor_name(out)], sig(role), length=1.6)
-    note(d, (-1, -8.4), "Tray and pile modules: D0 low while a card covers them (the\n"
-         "module's own 10 kΩ pull-up to its VCC, 3V3). Touch: OUT high while touched.")
+    note(d, (-1, -10.0), "U6 tray, U7 left pile, U8 right pile: TCRT5000 modules, DO low while\n"
+         "a card covers them (the module's own 10 kΩ pull-up to its VCC, 3V3);\n"
+         "AO not connected. U4: TTP223 touch module, I/O high while touched.")
 
 
 def led_and_buzzer(d: schemdraw.Drawing):
     for i, role in enumerate(("led_red", "led_green", "led_blue")):
         y = -i * 1.5
-        r = elm.Resistor().at((0, y)).right().label(ohms(LED_OHMS[role]), fontsize=9,
-                                                    loc="bottom")
+        ref = {"led_red": "R15", "led_green": "R16", "led_blue": "R17"}[role]
+        r = elm.Resistor().at((0, y)).right().label(f"{ref} {ohms(LED_OHMS[role])}",
+                                                    fontsize=9, loc="bottom")
         d.add(r)
-        net(d, (0, y), sig(role), side="left", length=0.2)
-        d.add(elm.Line().right(1.0))
-        led = elm.LED().right().label(role.split("_")[1], fontsize=9, loc="bottom")
+        net(d, (0, y), sig(role), side="left", length=0.4)
+        d.add(elm.Line().at(r.end).right(0.6))
+        led = elm.LED().right().label(f"D5 {role.split('_')[1]}", fontsize=9, loc="bottom")
         d.add(led)
-        d.add(elm.Line().right().tox(7))
+        d.add(elm.Line().right().tox(8))
         if i:
             d.add(elm.Line().up(1.5))
         else:
             d.add(elm.Dot())
-    d.add(elm.Line().at((7, -3.0)).down(0.4))
+    d.add(elm.Line().at((8, -3.0)).down(0.4))
     ground(d, d.here)
-    note(d, (-6, -4.2), "Common-cathode RGB LED. A resistor per colour (red 330 Ω,\n"
+    note(d, (-6, -4.2), "D5: common-cathode RGB LED. A resistor per colour (red 330 Ω,\n"
          "green 68 Ω, blue 100 Ω) balances them, so amber (red + half green)\n"
          "looks amber, not red.")
     bx = 21
@@ -342,6 +424,34 @@ def led_and_buzzer(d: schemdraw.Drawing):
     driven_from(d, q.absanchors["base"], 0.5, "R8 1 kΩ", "R9 100 kΩ", "buzzer")
 
 
+LIMITS = (
+    "9 V side (BT1 to U1 VIN): 6.0–10.8 V. The DRV8833's VM is 10.8 V at most:\n"
+    "never a 12 V supply, nor an 8-cell NiMH block off the charger (11+ V).\n"
+    "U5 (D24V5F5) input: up to 36 V; its output 500 mA at most: servo + emitter.\n"
+    "3V3 (Pi pins 1, 17): sensors, ADC and LED, about 70 mA; the Pi gives ~500 mA.\n"
+    "5V_PI (Pi pins 2, 4): the buzzer only (30 mA). GPIO: 3.3 V logic only, 16 mA\n"
+    "a pin, 50 mA for all; never 5 V on a GPIO.\n"
+    "U1 DRV8833: 1.5 A RMS, 2 A peak a channel. M1: {motor:g} V rated, duty capped at\n"
+    "{motor:g} / {fresh:g} = {duty:.2f} ([gpio] motor_volts); medium-power N20, stall\n"
+    "~0.7 A at 6 V.\n"
+    "F1: 0.75 A hold, 1.5 A trip. SW1: rated 1 A DC or more.\n"
+    "MCP3008 inputs: 0 V to VREF (3.3 V); CH0 gets at most {ch0:.2f} V at 10.8 V.\n"
+    "Motor PWM ([gpio] motor_pwm_hz): lgpio 10 kHz at most, pigpio 8 kHz,\n"
+    "drivers 50 kHz. Servo: 20 ms frame; flap travel + 20 ms < 1 / card_rate.")
+
+
+def limits(d: schemdraw.Drawing):
+    fresh = FRESH_VOLTS["alkaline"]
+    text = LIMITS.format(motor=pinmap.MOTOR_RATED_VOLTS, fresh=fresh,
+                         ch0=10.8 / pinmap.divider_ratio(),
+                         duty=pinmap.motor_duty_cap(pinmap.MOTOR_RATED_VOLTS, fresh))
+    d.add(elm.Label().at((0, 0)).label(text, fontsize=10, halign="left", valign="top"))
+    d.add(elm.Label().at((0, -8.6)).label(
+        "Test points (first power-on, docs/hardware.md):\n" + "\n".join(
+            f"{tp}: {where}: {expect}" for tp, (where, expect, _) in
+            pinmap.TEST_POINTS.items()), fontsize=10, halign="left", valign="top"))
+
+
 BLOCKS = (
     ("Raspberry Pi 40-pin header: BCM name (physical pin)", pi_header),
     ("Mechanism power: the 9 V block drives the mechanism only", power),
@@ -351,8 +461,9 @@ BLOCKS = (
     ("Diverter servo and card beam", servo_and_beam),
     ("Touch and presence sensors (3V3 logic)", sensors),
     ("Status light and buzzer", led_and_buzzer),
+    ("Limits: stay inside these", limits),
 )
-ROWS = ((0, 1, 2), (3, 4, 5), (6, 7))
+ROWS = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
 
 
 def draw() -> schemdraw.Drawing:
@@ -393,6 +504,7 @@ def main() -> None:
     text = md.read_text(encoding="utf-8")
     text = replace_block(text, "wiring", pinmap.wiring_table())
     text = replace_block(text, "power budget", battery.budget_tables())
+    text = replace_block(text, "modules", pinmap.modules_table())
     md.write_text(text, encoding="utf-8")
     print("wrote docs/schematic.svg and the tables of docs/hardware.md")
 

@@ -123,8 +123,8 @@ class GpioConfig:
     """Pins (BCM numbers) and parts for the gpiozero backend; see docs/hardware.md."""
 
     touch: int = _PIN["touch"]
-    motor: int = _PIN["motor"]  # PWM0: the motor driver's forward input (or its only input)
-    motor_backward: int | None = _PIN["motor_backward"]  # PWM1: the H-bridge's reverse input
+    motor: int = _PIN["motor"]  # the motor driver's forward input (or its only input)
+    motor_backward: int | None = _PIN["motor_backward"]  # the H-bridge's reverse input
     diverter: int = _PIN["diverter"]  # servo signal or solenoid driver
     beam: int = _PIN["beam"]  # IR beam receiver: low while a card blocks it
     tray: int = _PIN["tray"]  # low while cards sit in the tray

@@ -53,34 +53,39 @@ class Wire:
 
 
 _WIRES = (
-    Wire("touch", 17, "in", "down (Pi internal)", "3V3", "TTP223 touch module OUT",
+    Wire("touch", 17, "in", "down (Pi internal)", "3V3", "U4 TTP223 touch module I/O",
          "Button(pull_up=False)"),
-    Wire("motor", 12, "out", "down (DRV8833 internal)", "9 V", "DRV8833 AIN1 (PWM0)",
+    Wire("motor", 12, "out", "down 10 kΩ (R11)", "9 V", "U1 DRV8833 breakout AIN1",
          "Motor / PWMOutputDevice"),
-    Wire("motor_backward", 13, "out", "down (DRV8833 internal)", "9 V", "DRV8833 AIN2 (PWM1)",
+    Wire("motor_backward", 13, "out", "down 10 kΩ (R12)", "9 V", "U1 DRV8833 breakout AIN2",
          "Motor", optional=True),
-    Wire("diverter", 18, "out", "none", "5 V mechanism", "SG90 servo signal",
-         "AngularServo"),
-    Wire("beam", 24, "in", "up 10 kΩ to 3V3", "3V3", "IR beam receiver OUT (open collector)",
+    Wire("diverter", 18, "out", "down 10 kΩ (R13)", "5 V mechanism",
+         "M2 SG90 servo signal (J3, orange)", "AngularServo"),
+    Wire("beam", 24, "in", "up 10 kΩ (R7) to 3V3", "3V3",
+         "U3 IR beam receiver OUT (open collector)",
          "DigitalInputDevice"),
-    Wire("tray", 25, "in", "up (module's 10 kΩ)", "3V3", "TCRT5000 module D0, tray",
+    Wire("tray", 25, "in", "up (module's 10 kΩ)", "3V3", "U6 TCRT5000 module DO, tray",
          "DigitalInputDevice"),
-    Wire("pile_left", 5, "in", "up (module's 10 kΩ)", "3V3", "TCRT5000 module D0, left pile",
+    Wire("pile_left", 5, "in", "up (module's 10 kΩ)", "3V3", "U7 TCRT5000 module DO, left pile",
          "DigitalInputDevice"),
-    Wire("pile_right", 6, "in", "up (module's 10 kΩ)", "3V3", "TCRT5000 module D0, right pile",
+    Wire("pile_right", 6, "in", "up (module's 10 kΩ)", "3V3", "U8 TCRT5000 module DO, right pile",
          "DigitalInputDevice"),
-    Wire("led_red", 16, "out", "none", "3V3 (GPIO)", "RGB LED red anode via 330 Ω", "RGBLED",
+    Wire("led_red", 16, "out", "none", "3V3 (GPIO)",
+         "D5 RGB LED red anode via R15 330 Ω", "RGBLED",
          optional=True),
-    Wire("led_green", 20, "out", "none", "3V3 (GPIO)", "RGB LED green anode via 68 Ω", "RGBLED",
+    Wire("led_green", 20, "out", "none", "3V3 (GPIO)",
+         "D5 RGB LED green anode via R16 68 Ω", "RGBLED",
          optional=True),
-    Wire("led_blue", 21, "out", "none", "3V3 (GPIO)", "RGB LED blue anode via 100 Ω", "RGBLED",
+    Wire("led_blue", 21, "out", "none", "3V3 (GPIO)",
+         "D5 RGB LED blue anode via R17 100 Ω", "RGBLED",
          optional=True),
-    Wire("buzzer", 26, "out", "down 100 kΩ", "5V (Pi)", "2N3904 base via 1 kΩ (buzzer)",
+    Wire("buzzer", 26, "out", "down 100 kΩ (R9)", "5V (Pi)",
+         "Q2 2N3904 base via R8 1 kΩ (buzzer BZ1)",
          "Buzzer", optional=True),
-    Wire("SPI CE0", 8, "spi", "none", "3V3", "MCP3008 CS/SHDN (pin 10)", "MCP3008"),
-    Wire("SPI MISO", 9, "spi", "none", "3V3", "MCP3008 DOUT (pin 12)", "MCP3008"),
-    Wire("SPI MOSI", 10, "spi", "none", "3V3", "MCP3008 DIN (pin 11)", "MCP3008"),
-    Wire("SPI SCLK", 11, "spi", "none", "3V3", "MCP3008 CLK (pin 13)", "MCP3008"),
+    Wire("SPI CE0", 8, "spi", "none", "3V3", "U2 MCP3008 CS/SHDN (pin 10)", "MCP3008"),
+    Wire("SPI MISO", 9, "spi", "none", "3V3", "U2 MCP3008 DOUT (pin 12)", "MCP3008"),
+    Wire("SPI MOSI", 10, "spi", "none", "3V3", "U2 MCP3008 DIN (pin 11)", "MCP3008"),
+    Wire("SPI SCLK", 11, "spi", "none", "3V3", "U2 MCP3008 CLK (pin 13)", "MCP3008"),
 )
 WIRES: dict[str, Wire] = {w.role: w for w in _WIRES}
 
@@ -150,4 +155,84 @@ def wiring_table() -> str:
     power = ", ".join(f"{name}: pins {', '.join(map(str, pins))}"
                       for name, pins in POWER_PINS.items())
     rows += ["", f"Power pins of the header: {power}."]
+    return "\n".join(rows)
+
+
+@dataclass(frozen=True)
+class Module:
+    """A breakout board or connector of the build: its reference, what it is, and each of
+    its pins as (label on the board, where it goes, wire colour)."""
+
+    ref: str
+    name: str
+    pins: tuple[tuple[str, str, str], ...]
+
+
+def _to(role: str) -> str:
+    return f"{WIRES[role].label} ({role})"
+
+
+#: every board and connector, pin by pin, with the wire colours the schematic suggests:
+#: red for a supply, black for GND, one colour per signal
+MODULES = (
+    Module("J1", "9 V snap clip (BT1)", (("red +", "F1, then Q3 drain", "red"),
+                                         ("black −", "GND", "black"))),
+    Module("U1", "DRV8833 breakout (Pololu #2130 labels)", (
+        ("VIN", "9V (after SW1), C1 +", "red"), ("GND", "GND", "black"),
+        ("AIN1", _to("motor") + ", R11 10 kΩ to GND", "white"),
+        ("AIN2", _to("motor_backward") + ", R12 10 kΩ to GND", "grey"),
+        ("SLP", "R3 10 kΩ to 3V3", "yellow"),
+        ("AOUT1", "J2 pin 1, motor +", "red"), ("AOUT2", "J2 pin 2, motor −", "black"),
+        ("BIN1, BIN2, FLT", "not connected", "—"))),
+    Module("J3", "SG90 servo lead (M2)", (("brown", "GND", "brown"),
+                                         ("red", "5V_MECH (U5 VOUT)", "red"),
+                                         ("orange", _to("diverter") + ", R13 10 kΩ to GND",
+                                          "orange"))),
+    Module("U5", "5 V buck (Pololu D24V5F5)", (("VIN", "9V (after SW1)", "red"),
+                                               ("GND", "GND", "black"),
+                                               ("VOUT", "5V_MECH: servo, IR emitter", "red"))),
+    Module("U2", "MCP3008 (DIP-16)", (
+        ("1 CH0", "R10 1 kΩ from the divider tap; D4 clamp", "green"),
+        ("2–8 CH1–CH7", "GND (unused inputs tied down)", "black"),
+        ("9 DGND, 14 AGND", "GND", "black"), ("15 VREF, 16 VDD", "3V3, C5 100 nF", "red"),
+        ("10 CS/SHDN", _to("SPI CE0"), "blue"), ("11 DIN", _to("SPI MOSI"), "green"),
+        ("12 DOUT", _to("SPI MISO"), "yellow"), ("13 CLK", _to("SPI SCLK"), "white"))),
+    Module("U3", "IR beam receiver", (("VCC", "3V3", "red"), ("GND", "GND", "black"),
+                                      ("OUT", _to("beam") + ", R7 10 kΩ to 3V3", "yellow"))),
+    Module("U4", "TTP223 touch module", (("VCC", "3V3", "red"), ("GND", "GND", "black"),
+                                         ("I/O", _to("touch"), "blue"))),
+    Module("U6", "TCRT5000 module, tray", (("VCC", "3V3", "red"), ("GND", "GND", "black"),
+                                           ("DO", _to("tray"), "green"),
+                                           ("AO", "not connected", "—"))),
+    Module("U7", "TCRT5000 module, left pile", (("VCC", "3V3", "red"), ("GND", "GND", "black"),
+                                                ("DO", _to("pile_left"), "white"),
+                                                ("AO", "not connected", "—"))),
+    Module("U8", "TCRT5000 module, right pile", (("VCC", "3V3", "red"),
+                                                 ("GND", "GND", "black"),
+                                                 ("DO", _to("pile_right"), "grey"),
+                                                 ("AO", "not connected", "—"))),
+)
+
+#: the first power-on's test points: name -> (where, expected, with what connected)
+TEST_POINTS = {
+    "TP1": ("9V after SW1 (U1 VIN)", "the block's volts less 0.03 V (7.5–9.8 V)",
+            "block in, SW1 on, Pi not connected"),
+    "TP2": ("5V_MECH (U5 VOUT)", "4.9–5.1 V", "block in, SW1 on"),
+    "TP3": ("divider tap (R1/R2, before R10)", "block volts × 0.248 (2.38 V at 9.6 V)",
+            "block in, SW1 on"),
+    "TP4": ("3V3 at U2 VDD", "3.2–3.4 V", "Pi on its USB supply"),
+    "TP5": ("GND (the one ground, header pin 6)", "0 V: the meter's black lead", "always"),
+}
+
+
+def modules_table() -> str:
+    """The per-module wiring table of docs/hardware.md (Markdown)."""
+    rows = ["| ref | module | its pin | goes to | wire |", "|---|---|---|---|---|"]
+    for m in MODULES:
+        for i, (pin, to, colour) in enumerate(m.pins):
+            rows.append(f"| {m.ref if not i else ''} | {m.name if not i else ''} | {pin} | "
+                        f"{to} | {colour} |")
+    rows += ["", "| test point | where | expect | with |", "|---|---|---|---|"]
+    rows += [f"| {tp} | {where} | {expect} | {when} |"
+             for tp, (where, expect, when) in TEST_POINTS.items()]
     return "\n".join(rows)

@@ -126,13 +126,13 @@ def where(role: str) -> str:
 PART = {"touch": "touch sensor", "tray": "tray sensor", "pile_left": "left pile sensor",
         "pile_right": "right pile sensor", "beam": "card beam"}
 CHECK = {
-    "touch": "the TTP223's VCC on 3V3 (pin 1), its GND, and OUT to pin 11",
-    "tray": "the tray's TCRT5000: VCC on 3V3, GND, D0 to pin 22; turn its trimmer until "
+    "touch": "U4, the TTP223: VCC on 3V3 (pin 1), its GND, and I/O to pin 11",
+    "tray": "U6, the tray's TCRT5000: VCC on 3V3, GND, DO to pin 22; turn its trimmer until "
             "its LED lights only with a card over it",
-    "pile_left": "the left pile's TCRT5000: VCC on 3V3, GND, D0 to pin 29; its trimmer",
-    "pile_right": "the right pile's TCRT5000: VCC on 3V3, GND, D0 to pin 31; its trimmer",
-    "beam": "the IR emitter (R6 330 Ω from 5V_MECH: a phone camera sees it glow), its "
-            "alignment with the receiver, the receiver's 3V3 and GND, R7 10 kΩ pull-up, "
+    "pile_left": "U7, the left pile's TCRT5000: VCC on 3V3, GND, DO to pin 29; its trimmer",
+    "pile_right": "U8, the right pile's TCRT5000: VCC on 3V3, GND, DO to pin 31; its trimmer",
+    "beam": "the IR emitter D2 (R6 330 Ω from 5V_MECH: a phone camera sees it glow), its "
+            "alignment with the receiver U3, its 3V3 and GND, R7 10 kΩ pull-up, "
             "OUT to pin 18",
 }
 
@@ -274,8 +274,8 @@ class SelfTest:
         part = "feed motor (DRV8833)" if self.bench.can_reverse else "feed motor (MOSFET)"
         pins = f"{where('motor')}" + (f" and {where('motor_backward')}"
                                       if self.bench.can_reverse else "")
-        dead = (f"9 V at the driver's VM (SW1 on, C1 polarity), nSLEEP pulled up to 3V3 by "
-                f"R3, {pins}, the motor's leads at AOUT1/AOUT2")
+        dead = (f"9 V at U1's VIN (TP1: SW1 on, F1 not tripped, C1 polarity), SLP (nSLEEP) "
+                f"pulled up to 3V3 by R3, {pins}, the motor's leads at AOUT1/AOUT2 (J2)")
         runs = [("forward", 0.6)] + ([("backward", -0.6)] if self.bench.can_reverse else [])
         choices = {"f": "forward (feeding a card)", "b": "backward", "n": "not at all"}
         if not self.builder.confirm("move:motor", "The roller turns forward then backward "
@@ -392,9 +392,11 @@ class SelfTest:
         self.over_range, self.no_power = max(readings) > 3.2, tap < 0.3
         if self.no_power:
             return StepResult("battery", part, Outcome.FAIL, f"CH0 reads {tap:.2f} V",
-                              "SW1 on and a charged block in; R1 from the 9 V rail to the "
-                              "tap, R2 to GND, the tap to MCP3008 pin 1; the MCP3008's VDD "
-                              "and VREF on 3V3 and the SPI pins 19, 21, 23, 24")
+                              "SW1 on and a charged block in; TP1 reads the block (else F1 "
+                              "tripped or Q3 fitted the wrong way); R1 from the 9 V rail to "
+                              "the tap (TP3), R2 to GND, R10 from the tap to MCP3008 pin 1; "
+                              "the MCP3008's VDD and VREF on 3V3 and the SPI pins 19, 21, 23,"
+                              " 24")
         if self.over_range:
             return StepResult("battery", part, Outcome.FAIL, f"CH0 reads full scale "
                               f"({tap:.2f} V)", "disconnect the battery now: CH0 sees more "

@@ -84,7 +84,7 @@ def test_the_schematic_shows_every_pin_rail_and_part():
 
 def test_each_led_colour_has_its_own_resistor():
     text = svg_text()
-    ohms = [re.search(r"via (\d+) Ω", pinmap.WIRES[f"led_{c}"].part).group(1)  # type: ignore
+    ohms = [re.search(r"via R\d+ (\d+) Ω", pinmap.WIRES[f"led_{c}"].part).group(1)  # type: ignore
             for c in ("red", "green", "blue")]
     assert len(set(ohms)) == 3
     for value in ohms:
