@@ -136,6 +136,12 @@ class Faces:
 
     # -- MQTT ---------------------------------------------------------------------------
     def remote_command(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Run a remote command (from telemetry's worker thread, never MQTT's network
+        thread) through the deciding loop; a dealer's touch waiting for the machine goes
+        first."""
+        deadline = time.monotonic() + 10
+        while self.service.touch_waiting and time.monotonic() < deadline:
+            time.sleep(0.02)
         request = {"cmd": command["cmd"]}
         if command.get("first_dealer"):
             request["first_dealer"] = command["first_dealer"]

@@ -72,6 +72,7 @@ SCORE_COMMANDS = ("score", "undo", "redo", "new_game")
 CLAIMED = ("pass", "hand", "clear", *SCORE_COMMANDS)
 #: requests that may turn the motor: a stop while one is accepted or running stops it
 MOVING = ("pass", "hand")
+TOUCH_WAIT_S = 5.0  # how long a touch waits for a client's short job to end
 MAX_LINE = 64 * 1024  # bytes in one request line
 MAX_DEPTH = 4  # nesting of a request: a flat object is 1; deeper is never a request
 IDLE_SECONDS = 60.0  # a connection that sends nothing for this long is closed
@@ -250,6 +251,7 @@ class Service:
         self._last_ping = -1e9
         self._job_ended = -1e9  # when the last pass or hand ended (the touch lock-out)
         self.notice: str | None = None  # why the last touch started nothing
+        self._touch_at: float | None = None  # a touch waiting for a client's short job
         self.listeners: list[Callable[[str, Any], None]] = []
         signal_tee(self)
         self.faces = Faces(self)
@@ -313,24 +315,32 @@ class Service:
             self.close()
 
     def step(self, wait: float) -> None:
-        """One turn of the deciding loop: a client's job, or the dealer's touch, then the
-        watchdog. ``wait`` is how long (real time) to wait for a job."""
+        """One turn of the deciding loop: the dealer's touch first (a stream of clients'
+        jobs never starves it), then a client's job, then the watchdog. ``wait`` is how
+        long (real time) to wait for a job."""
+        self._idle()
         try:
-            job = self.jobs.get(timeout=wait)
+            job = self.jobs.get(timeout=0 if self._touch_at is not None else wait)
         except queue.Empty:
             job = None
         if job is not None:
             self._run_job(job)
-        else:
-            self._idle()
         self.tick(health=True)
 
+    @property
+    def touch_waiting(self) -> bool:
+        """Whether a touch waits for the machine: remote commands hold back until then."""
+        return self._touch_at is not None
+
     def _idle(self) -> None:
-        for ev in self.session.device.drain_events():
+        events = self.session.device.drain_events()
+        for ev in events:
             if ev.kind is EventKind.TOUCH:
                 self._touched()
             elif ev.kind is EventKind.LONG_PRESS:
                 self._long_press()
+        if self._touch_at is not None and not any(e.kind is EventKind.TOUCH for e in events):
+            self._touched(again=True)
         if self.clock.now() - self._last_snapshot >= self.SNAPSHOT_EVERY:
             self.refresh()
 
@@ -359,10 +369,12 @@ class Service:
             self.claim.release()
             self.refresh()
 
-    def _touched(self) -> None:
+    def _touched(self, again: bool = False) -> None:
         """The dealer's touch between hands: the next pass of the hand, unless the dealer
-        is still restacking, the tray is empty, or a client's job holds the machine."""
-        if self.clock.now() - self._job_ended < RESTACK_LOCKOUT:
+        is still restacking or the tray is empty. While a client's short job (a clear, a
+        score, a remote command) holds the machine the touch waits for it, up to
+        :data:`TOUCH_WAIT_S`, and then says why it started nothing."""
+        if not again and self.clock.now() - self._job_ended < RESTACK_LOCKOUT:
             log.debug("touch ignored", why="the dealer is restacking")
             return
         if not self.session.device.health().tray_loaded:
@@ -372,8 +384,16 @@ class Service:
             self.refresh()
             return
         if not self.claim.acquire(blocking=False):
-            log.debug("touch ignored", why="a client's request holds the machine")
+            now = self.clock.now()
+            if self._touch_at is None:
+                self._touch_at = now
+            elif now - self._touch_at > TOUCH_WAIT_S:
+                self._touch_at = None
+                self.notice = "touch ignored: a client's request held the machine; touch again"
+                log.warning(self.notice)
+                self.refresh()
             return
+        self._touch_at = None
         log.info("touch: starting a pass of the hand")
         self.session.controller.begin_job()
         try:
@@ -432,8 +452,9 @@ class Service:
             return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}}
         finally:
             self.session.controller.end_job()
-            self._job_ended = self.clock.now()
-            self.session.device.drain_events()  # touches made while it ran start nothing
+            if req["cmd"] in MOVING:  # touches made while it ran start nothing
+                self._job_ended, self._touch_at = self.clock.now(), None
+                self.session.device.drain_events()
             self.refresh()
 
     def _run(self, req: dict[str, Any], put: Callable[[dict[str, Any]], None]) -> dict:

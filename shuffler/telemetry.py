@@ -17,7 +17,16 @@ order: the payloads are built from the reports the CLI prints.
 The deciding loop never waits on the broker: it hands messages to a bounded queue
 (:meth:`Telemetry.publish`), and one sender thread feeds the MQTT client, whose own
 bounded store keeps QoS 1 messages while the broker is away and resends them when it is
-back. When the queue is full the oldest message goes, and the drop is counted.
+back. When the queue is full the oldest message goes, and the drop is counted. Retained
+messages (availability, discovery, state, fault, score) travel in a lane of their own,
+one per topic and ahead of everything else, so no flood can drop them; after every
+reconnect ``online`` goes first, then discovery, then each retained message.
+
+MQTT's network thread (paho's) never runs a command: it checks it and puts it in a
+bounded queue (:data:`COMMAND_QUEUE`); one worker hands each to the service, whose
+deciding loop runs it like any client's request. A command that finds the queue full,
+a bad one, or any command while ``remote_actions`` is off is refused at once; every
+command gets exactly one reply. Refusals are logged once per burst, never once each.
 """
 
 from __future__ import annotations
@@ -25,8 +34,10 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import queue
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +50,11 @@ from .logs import get_logger
 
 log = get_logger("shuffler.telemetry")
 
+MQTT_ERR_QUEUE_SIZE = 15  # paho: its store of unsent QoS 1 messages is full
+
 SCHEMA = 1
+COMMAND_QUEUE = 8  # remote commands waiting for the service; more are refused
+LOG_EVERY_S = 10.0  # refusals: one line per burst, with how many
 
 
 @dataclass(frozen=True)
@@ -122,41 +137,49 @@ class Telemetry:
         self.boot = secrets.token_hex(4)  # ids stay unique across restarts
         self.seq = 0
         self.dropped = 0
+        self.refused = 0  # remote commands refused (bad, off, or the queue full)
         self.connected = threading.Event()
+        self.commands: queue.Queue[dict[str, Any] | None] = queue.Queue(COMMAND_QUEUE)
         self._queue: collections.deque[_Message] = collections.deque()
+        self._control: dict[str, _Message] = {}  # retained, by topic, sent first
         self._wake = threading.Condition()
         self._closing = False
         self._retained: dict[str, _Message] = {}
+        self._refusals = _Burst("remote commands refused")
         self._client = (client_factory or connect_client)(config)
         self._client.on_connect = _guarded(self._on_connect)
         self._client.on_disconnect = _guarded(self._on_disconnect)
         self._client.on_message = _guarded(self._on_message)
         self._client.will_set(self.topics.availability, "offline", qos=1, retain=True)
         self._sender = threading.Thread(target=self._send_loop, name="mqtt-send", daemon=True)
+        self._worker = threading.Thread(target=self._serve_commands, name="mqtt-commands",
+                                        daemon=True)
 
     # -- the service's side: never blocks ----------------------------------------------
     def start(self) -> None:
         self._client.connect_async(self.config.host, self.config.port, self.config.keepalive)
         self._client.loop_start()
         self._sender.start()
+        self._worker.start()
         log.info("telemetry on", broker=f"{self.config.host}:{self.config.port}",
                  topic=self.topics.base)
 
     def publish(self, name: str, body: dict[str, Any], *, retain: bool = False) -> None:
         """Queue ``body`` for ``<prefix>/<table>/<name>``; ``retain`` keeps it on the
         broker and republishes it after every reconnect."""
-        self.seq += 1
-        payload = {"schema": SCHEMA, "table": self.config.table,
-                   "id": f"{self.boot}-{self.seq}", **body}
-        msg = _Message(getattr(self.topics, name), json.dumps(payload, separators=(",", ":")),
-                       1, retain)
         with self._wake:
+            self.seq += 1
+            payload = {"schema": SCHEMA, "table": self.config.table,
+                       "id": f"{self.boot}-{self.seq}", **body}
+            msg = _Message(getattr(self.topics, name),
+                           json.dumps(payload, separators=(",", ":")), 1, retain)
             if retain:
-                self._retained[msg.topic] = msg
-            if len(self._queue) >= self.config.queue_limit:
-                self._queue.popleft()
-                self.dropped += 1
-            self._queue.append(msg)
+                self._retained[msg.topic] = self._control[msg.topic] = msg
+            else:
+                if len(self._queue) >= self.config.queue_limit:
+                    self._queue.popleft()
+                    self.dropped += 1
+                self._queue.append(msg)
             self._wake.notify()
 
     def state(self, status: dict[str, Any]) -> None:
@@ -166,6 +189,10 @@ class Telemetry:
         with self._wake:
             self._closing = True
             self._wake.notify()
+        with contextlib.suppress(queue.Full):
+            self.commands.put_nowait(None)
+        if self._worker.is_alive():
+            self._worker.join(timeout=2)
         if self._sender.is_alive():
             self._sender.join(timeout=2)
         if self.connected.is_set():
@@ -176,16 +203,24 @@ class Telemetry:
         self._client.loop_stop()
 
     # -- the sender thread ------------------------------------------------------------
+    def _next(self) -> _Message | None:
+        """The next message to send (retained ones first), or None when closing."""
+        with self._wake:
+            while not (self._control or self._queue or self._closing):
+                self._wake.wait()
+            if self._control:
+                return self._control.pop(next(iter(self._control)))
+            return self._queue.popleft() if self._queue else None
+
     def _send_loop(self) -> None:
-        while True:
-            with self._wake:
-                while not self._queue and not self._closing:
-                    self._wake.wait()
-                if self._closing and not self._queue:
-                    return
-                msg = self._queue.popleft()
-            info = self._client.publish(msg.topic, msg.payload, qos=msg.qos, retain=msg.retain)
-            if info.rc not in (0, 4):  # 4: no connection yet, the client keeps it
+        while (msg := self._next()) is not None:
+            while True:
+                info = self._client.publish(msg.topic, msg.payload, qos=msg.qos,
+                                            retain=msg.retain)
+                if info.rc != MQTT_ERR_QUEUE_SIZE or self._closing:
+                    break
+                time.sleep(0.02)  # the client's store is full: wait for the broker's acks
+            if info.rc not in (0, 4, MQTT_ERR_QUEUE_SIZE):  # 4: no connection, kept
                 self.dropped += 1
                 log.warning("telemetry message dropped", topic=msg.topic, rc=info.rc)
 
@@ -197,15 +232,13 @@ class Telemetry:
             log.warning("broker refused the connection", reason=str(reason_code))
             return
         log.info("broker connected", broker=f"{self.config.host}:{self.config.port}")
-        if self.config.remote_actions:
-            client.subscribe(self.topics.command, qos=1)
+        client.subscribe(self.topics.command, qos=1)  # with actions off, to say so
         first = [_Message(self.topics.availability, "online", 1, True)]
         if self.config.discovery:
             first += [_Message(topic, json.dumps(body), 1, True)
                       for topic, body in discovery_messages(self.config, self.topics)]
-        with self._wake:  # the retained state may have been lost with the broker
-            again = [m for m in self._retained.values() if m not in self._queue]
-            self._queue.extendleft(reversed(first + again))
+        with self._wake:  # the retained messages may have been lost with the broker
+            self._control = {m.topic: m for m in (*first, *self._retained.values())}
             self._wake.notify()
         self.connected.set()
 
@@ -215,21 +248,71 @@ class Telemetry:
         self.connected.clear()
 
     def _on_message(self, client, userdata, message) -> None:
-        if message.topic != self.topics.command or not self.config.remote_actions:
+        """A command: checked and queued here, never run (this is the network thread)."""
+        if message.topic != self.topics.command:
             log.warning("message on an unexpected topic ignored", topic=message.topic)
             return
         try:
             command = parse_command(message.payload)
         except ValueError as e:
-            log.warning("remote command refused", error=str(e))
-            self.publish("command_reply", {"ok": False, "error": {
-                "kind": "bad_request", "message": str(e), "exit": 2}})
+            self._refuse(_request_id(message.payload), "bad_request", str(e))
             return
-        log.info("remote command", cmd=command["cmd"])
-        reply = (self.on_command(command) if self.on_command
-                 else {"ok": False, "error": {"kind": "unsupported",
-                                              "message": "no handler", "exit": 2}})
-        self.publish("command_reply", {"request": command["id"], **reply})
+        if not self.config.remote_actions:
+            self._refuse(command["id"], "forbidden", "remote actions are off on this table "
+                         "([mqtt] remote_actions = false)")
+            return
+        try:
+            self.commands.put_nowait(command)
+        except queue.Full:
+            self._refuse(command["id"], "busy", f"{COMMAND_QUEUE} remote commands are "
+                         "already waiting; try again")
+
+    def _refuse(self, request: str | None, kind: str, message: str) -> None:
+        self.refused += 1
+        self._refusals.note(kind, message)
+        self.publish("command_reply", {"request": request, "ok": False, "error": {
+            "kind": kind, "message": message, "exit": 2}})
+
+    # -- the command worker -------------------------------------------------------------
+    def _serve_commands(self) -> None:
+        while (command := self.commands.get()) is not None:
+            try:
+                reply = (self.on_command(command) if self.on_command
+                         else {"ok": False, "error": {"kind": "unsupported",
+                                                      "message": "no handler", "exit": 2}})
+            except Exception as e:
+                log.exception("remote command failed")
+                reply = {"ok": False, "error": {"kind": "internal", "message": str(e),
+                                                "exit": 1}}
+            log.info("remote command", cmd=command["cmd"], ok=bool(reply.get("ok")))
+            self.publish("command_reply", {"request": command["id"], **reply})
+
+
+class _Burst:
+    """Logs the first of a run of like events, then at most one line every
+    :data:`LOG_EVERY_S` seconds with how many there were since."""
+
+    def __init__(self, what: str) -> None:
+        self.what, self.count, self.last = what, 0, -1e9
+        self.lock = threading.Lock()
+
+    def note(self, kind: str, message: str) -> None:
+        with self.lock:
+            self.count += 1
+            now = time.monotonic()
+            if now - self.last < LOG_EVERY_S:
+                return
+            count, self.count, self.last = self.count, 0, now
+        log.warning(self.what, count=count, kind=kind, last=message)
+
+
+def _request_id(payload: bytes) -> str | None:
+    """The ``id`` of a command that is otherwise wrong, to reply to it, if it has one."""
+    with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError, AttributeError):
+        found = json.loads(payload[:4096].decode("utf-8")).get("id")
+        if isinstance(found, str) and len(found) <= 64:
+            return found
+    return None
 
 
 def _guarded(callback: Callable[..., None]) -> Callable[..., None]:
@@ -278,22 +361,33 @@ def _str(path: Path | None) -> str | None:
 
 # -- Home Assistant -----------------------------------------------------------------
 
-#: (component, key, name, value template, unit, device class)
+#: what the battery templates read: a number, or nothing (the state had no battery)
+_BATTERY = "(value_json.get('battery') or {{}}).get('{key}')"
+
+#: (component, key, name, value template, unit, device class). A template renders
+#: ``None`` (Home Assistant: unknown) when the field is missing or null, never an error.
 ENTITIES = (
-    ("sensor", "state", "State", "{{ value_json.state }}", None, None),
-    ("sensor", "battery", "Battery", "{{ value_json.battery.percent | round(0) }}", "%",
-     "battery"),
-    ("sensor", "battery_volts", "Battery voltage", "{{ value_json.battery.volts }}", "V",
-     "voltage"),
-    ("sensor", "passes_left", "Passes left", "{{ value_json.battery.passes_left }}",
-     "passes", None),
+    ("sensor", "state", "State", "{{ value_json.state | default(none) }}", None, None),
+    ("sensor", "battery", "Battery",
+     "{% set v = " + _BATTERY.format(key="percent") + " %}"
+     "{{ v | round(0) if v is number else none }}", "%", "battery"),
+    ("sensor", "battery_volts", "Battery voltage",
+     "{% set v = " + _BATTERY.format(key="volts") + " %}{{ v if v is number else none }}",
+     "V", "voltage"),
+    ("sensor", "passes_left", "Passes left",
+     "{% set v = " + _BATTERY.format(key="passes_left") + " %}"
+     "{{ v if v is number else none }}", "passes", None),
     ("binary_sensor", "fault", "Fault", "{{ 'ON' if value_json.fault else 'OFF' }}", None,
      "problem"),
 )
 
+ORIGIN = {"name": "shuffler", "sw_version": __version__}
+
 
 def discovery_messages(config: MqttConfig, topics: Topics) -> list[tuple[str, dict[str, Any]]]:
-    """Home Assistant MQTT discovery: one retained config message per entity."""
+    """Home Assistant MQTT discovery: one retained config message per entity, under
+    ``<discovery_prefix>/<component>/<table>/<key>/config`` (the table as the node id,
+    so a broker's ACL can give each table its own discovery topics)."""
     device = {"identifiers": [f"shuffler_{config.table}"], "name": f"Shuffler {config.table}",
               "manufacturer": "shuffler project", "model": "two-pile card shuffler",
               "sw_version": __version__}
@@ -301,15 +395,16 @@ def discovery_messages(config: MqttConfig, topics: Topics) -> list[tuple[str, di
     for component, key, name, template, unit, device_class in ENTITIES:
         uid = f"shuffler_{config.table}_{key}"
         body: dict[str, Any] = {
-            "name": name, "unique_id": uid, "object_id": uid, "state_topic": topics.state,
-            "value_template": template, "availability_topic": topics.availability,
+            "name": name, "unique_id": uid, "default_entity_id": f"{component}.{uid}",
+            "state_topic": topics.state, "value_template": template,
+            "availability_topic": topics.availability,
             "payload_available": "online", "payload_not_available": "offline",
-            "device": device}
+            "device": device, "origin": ORIGIN}
         if unit:
             body["unit_of_measurement"] = unit
         if device_class:
             body["device_class"] = device_class
         if component == "sensor" and unit:
             body["state_class"] = "measurement"
-        out.append((f"{config.discovery_prefix}/{component}/{uid}/config", body))
+        out.append((f"{config.discovery_prefix}/{component}/{config.table}/{key}/config", body))
     return out

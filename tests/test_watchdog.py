@@ -246,3 +246,34 @@ def test_in_a_hand_touches_during_a_pass_or_the_restack_start_nothing(tmp_path, 
     assert run(service, "hand", watch, passes=3)["result"]["hand"]["completed"]
     assert len(starts) == 3
     assert all(b - a >= SlowDealer.delay for a, b in itertools.pairwise(starts))
+
+
+def test_a_touch_waits_for_a_clients_short_job_and_then_starts_the_hand(tmp_path, clock):
+    device = sim(clock=clock)
+    service = serve(tmp_path, device, clock)
+    assert service.claim.acquire(blocking=False)  # a remote clear has the machine
+    device.events.put(InputEvent(EventKind.TOUCH, clock.now()))
+    service.step(0)
+    assert service.touch_waiting and service.session.status()["counters"]["passes"] == 0
+    service.jobs.put(Job({"cmd": "clear"}))  # its job runs, and frees the machine
+    service.step(0)
+    service.step(0)
+    assert not service.touch_waiting
+    assert service.session.status()["counters"]["passes"] == Config().hand.passes
+
+
+def test_a_touch_that_cannot_start_within_its_wait_says_why(tmp_path, clock):
+    from shuffler.service import TOUCH_WAIT_S
+
+    device = sim(clock=clock)
+    service = serve(tmp_path, device, clock)
+    assert service.claim.acquire(blocking=False)  # held, and never let go
+    device.events.put(InputEvent(EventKind.TOUCH, clock.now()))
+    service.step(0)
+    clock.sleep(TOUCH_WAIT_S + 0.1)
+    service.step(0)
+    assert not service.touch_waiting
+    assert "touch ignored" in service.snapshot["status"]["notice"]
+    service.claim.release()
+    service.step(0)
+    assert service.session.status()["counters"]["passes"] == 0  # the old touch is gone
