@@ -246,8 +246,8 @@ def kill_case(device: str, args: list[str], delay: float) -> tuple[str, str]:
             return "traceback", stderr
         state_file = state_dir / "state.json"
         try:
-            check_state(json.loads(state_file.read_bytes()) if state_file.exists() else
-                        {"version": 1, "fault": None})
+            left = check_state(json.loads(state_file.read_bytes()) if state_file.exists() else
+                               {"version": 1, "fault": None})
         except (Invalid, ValueError) as e:
             return "wrong", f"state after the kill fails its schema: {e}"
         audit = state_dir / "audit.jsonl"
@@ -255,8 +255,9 @@ def kill_case(device: str, args: list[str], delay: float) -> tuple[str, str]:
         if lines[-1] != b"" or any(not _json_ok(line) for line in lines[:-1]):
             return "wrong", "a torn audit line"
         entries = [json.loads(line) for line in lines[:-1]]
-        latched = any(e.get("fault") and FaultKind(e["fault"]["kind"]).latches
-                      for e in entries)
+        # a jam in the log, or a pass cut off in flight (cards may be in the machine)
+        latched = left.in_flight is not None or any(
+            e.get("fault") and FaultKind(e["fault"]["kind"]).latches for e in entries)
         status = run(["--json", "status"], state_dir)
         outcome = exit_outcome(status.returncode, status.stderr)
         if outcome != "ok":

@@ -101,6 +101,8 @@ class App:
 
         controller = PassController(device, StateStore(self.state_dir), self.config.battery,
                                     self.config.hand.passes)
+        if self.locks:
+            controller.guard = self.locks[0].verify  # a removed lock file stops the next pass
         settled = controller.recover()
         if settled and settled.get("interrupted"):
             click.echo(f"shuffler: pass {settled.get('pass', '?')} of hand "

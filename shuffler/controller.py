@@ -19,7 +19,7 @@ from . import battery as batt
 from .audit import AuditLog
 from .config import BatteryConfig
 from .device import CardCallback, Fault, FaultKind, PassReport, ShufflerDevice, Signal, Status
-from .errors import FaultLatchedError, FileAccessError, LowBatteryError
+from .errors import FaultLatchedError, FileAccessError, LowBatteryError, UnsavedFaultError
 from .logs import get_logger
 from .state import FAULT, Invalid, State, StateStore
 
@@ -53,6 +53,17 @@ def count_fault(report: PassReport) -> Fault | None:
     return None
 
 
+def interrupted_fault(flight: dict[str, Any]) -> Fault:
+    """The latch a pass holds while it runs, left by anything that stops it unfinished."""
+    where = ""
+    if flight.get("hand") is not None:
+        where = f" (pass {flight.get('pass', '?')} of hand {flight['hand']})"
+    return Fault(FaultKind.INTERRUPTED,
+                 f"A pass{where} did not finish (a crash, a kill, the power or a failed "
+                 "write): cards may be in the machine. Put every card back in the tray, "
+                 "then run `shuffler clear` and start again.")
+
+
 def takes_on_tick(device: ShufflerDevice) -> bool:
     """Whether the device's ``run_pass`` calls back while it runs (the engine's contract)."""
     return "on_tick" in inspect.signature(device.run_pass).parameters
@@ -68,7 +79,10 @@ class PassController:
                  battery: BatteryConfig | None = None, passes_per_hand: int = 4) -> None:
         self.device = device
         self.store = store
-        self.audit = AuditLog(store.folder / "audit.jsonl")
+        self.audit = AuditLog(store.folder / "audit.jsonl", store.reserve)
+        #: called before every pass: raises if this process no longer owns the machine
+        #: (the CLI and the service give their lock's ``verify``)
+        self.guard: Callable[[], None] = lambda: None
         self.battery_config = battery or BatteryConfig()
         self.passes_per_hand = passes_per_hand
         self._job_lock = threading.Lock()
@@ -130,7 +144,9 @@ class PassController:
         ``passes`` passes of ``cards`` cards."""
         fault = self.latched_fault()
         if fault is not None:
-            raise FaultLatchedError(f"A {fault.kind.value} fault is latched: {fault.message}")
+            article = "An" if fault.kind.value[0] in "aeiou" else "A"
+            raise FaultLatchedError(f"{article} {fault.kind.value} fault is latched: "
+                                    f"{fault.message}")
         est = self.battery_estimate(cards)
         why = batt.refusal(est, passes)
         if why is None:
@@ -148,14 +164,18 @@ class PassController:
                  on_tick: Callable[[], None] | None = None) -> PassReport:
         """Run ``plan``; ``passes_after`` more passes must also fit in the battery.
 
-        The pass is marked in flight in the state before the motor starts, and on
-        completion goes to the audit log (with ``context``: hand, pass, mode) and the
-        counters, so a crash at any point loses nothing and counts nothing twice. When
-        the audit log or the state cannot be written the motor never starts.
-        ``on_tick`` goes to a device that takes it (called while the pass runs).
+        Before the motor starts the state records, durably, the pass in flight and a
+        latched ``interrupted`` fault ("cards may be in the machine"); a pass that ends
+        replaces that latch with its own result, in the audit log (with ``context``:
+        hand, pass, mode) and the counters. A crash, a kill or a write that fails at
+        any point leaves the latch, so the next pass is refused until the dealer has
+        put the cards back and cleared it; nothing is counted twice. When the audit
+        log or the state cannot be written the motor never starts. ``on_tick`` goes to
+        a device that takes it (called while the pass runs).
         """
         if self.stop_requested:
             return self._never_started(plan)
+        self.guard()
         self.check_ready(plan.cards, 1 + passes_after)
         self.audit.check_writable()
         with self._job_lock:
@@ -169,18 +189,23 @@ class PassController:
                 report = self.device.run_pass(plan, on_card, on_tick=on_tick)
             else:
                 report = self.device.run_pass(plan, on_card)
-        finally:
+        except BaseException:  # a bug, a signal: the latch stays; record the pass cut off
             self.device.stop()
+            self._settle_cut_off(entry)
+            raise
+        self.device.stop()
         report = replace(report, fault=count_fault(report))
+        problems = []
         try:
             self.audit.append(self._audit_entry(entry, report))
-        except FileAccessError as e:  # the disk failed during the pass: keep the counts
+        except FileAccessError as e:
+            problems.append(str(e))
+        try:
             self._record(report)
-            raise FileAccessError(
-                f"{e}. The pass ran ({report.counted} of {report.expected} cards"
-                + (f", {report.fault.kind.value}" if report.fault else "")
-                + "); its counters and any fault are kept in the state file") from None
-        self._record(report)
+        except FileAccessError as e:
+            problems.append(str(e))
+        if problems:
+            raise self._unsaved(report, problems)
         log.info(
             "pass",
             expected=report.expected,
@@ -202,6 +227,35 @@ class PassController:
         log.info("pass stopped before it started", expected=plan.cards)
         stopped = Fault(FaultKind.STOPPED, HALT_MESSAGES[FaultKind.STOPPED], 1)
         return PassReport(plan.cards, 0, (0, 0), 0.0, stopped, None, False)
+
+    def _unsaved(self, report: PassReport, problems: list[str]) -> Exception:
+        """The error for a pass whose end could not be written: a latching fault is
+        still shown with its exit code (3) and kept in memory; either way the state file
+        keeps the pass's ``interrupted`` latch, so nothing runs until ``clear``."""
+        ran = (f"The pass ran ({report.counted} of {report.expected} cards"
+               + (f", {report.fault.kind.value}" if report.fault else "") + ")")
+        tail = (f"{ran}, but {'; '.join(problems)}. This process keeps the result in "
+                "memory; the state file still holds a latched `interrupted` fault, so no "
+                "pass runs until the cards are back in the tray and `shuffler clear` has "
+                "run.")
+        if report.fault is not None and report.fault.kind.latches:
+            return UnsavedFaultError(f"{report.fault.message} {tail}")
+        return FileAccessError(tail)
+
+    def _settle_cut_off(self, entry: dict[str, Any]) -> None:
+        """A pass that ended by an exception: recorded as interrupted, its latch kept
+        (best effort: when even this cannot be written the next start settles it)."""
+        try:
+            self.audit.append({**entry, "time": _now(), "interrupted": True,
+                               "counted": None, "version": __version__})
+
+            def change(s: State) -> None:
+                s.interrupted += 1
+                s.in_flight = None
+                s.fault = s.fault or interrupted_fault(entry).to_dict()
+            self.update(change)
+        except Exception as e:  # the original error matters more than this one
+            log.warning("could not record the interrupted pass", error=str(e))
 
     def clear(self) -> bool:
         """The dealer's ``clear``: true when the machine reports itself clear."""
@@ -226,6 +280,7 @@ class PassController:
                          device=self.device.info.kind, **context)
             s.next_pass_id += 1
             s.in_flight = dict(entry)
+            s.fault = interrupted_fault(entry).to_dict()  # until the pass ends well
         self.update(change)
         return entry
 
@@ -242,6 +297,8 @@ class PassController:
         log has it, it finished (its counters are brought up to date); if not, it was
         interrupted and is recorded as such. Returns the audit entry it settled."""
         self.device.stop()
+        for name in self.store.clean():
+            log.info("removed a temporary file a killed write left", name=name)
         state = self.store.load()
         flight = state.in_flight
         if not flight:
@@ -256,8 +313,11 @@ class PassController:
         def change(s: State) -> None:
             if done.get("interrupted"):
                 s.interrupted += 1
+                s.fault = s.fault or interrupted_fault(flight).to_dict()
             else:  # finished, but the crash came before the counters and latch were saved
                 counted = done.get("counted")
+                if s.fault == interrupted_fault(flight).to_dict():
+                    s.fault = None  # the pass ended: its own result replaces the latch
                 self._count(s, counted if type(counted) is int and counted >= 0 else 0,
                             self._logged_fault(done))
             s.in_flight = None
@@ -293,6 +353,7 @@ class PassController:
 
         def change(s: State) -> None:
             s.in_flight = None
+            s.fault = None  # the pass's interrupted latch: its result replaces it
             self._count(s, report.counted, report.fault)
             if report.min_volts is not None and report.counted:
                 if s.battery and (curve.charge_at(report.min_volts, True)

@@ -42,7 +42,7 @@ class FaultKind(enum.Enum):
     def latches(self) -> bool:
         """Faults that keep the motor locked until the dealer clears them."""
         return self in (FaultKind.JAM, FaultKind.MISFEED, FaultKind.LINK_LOST,
-                        FaultKind.STATE_DAMAGED)
+                        FaultKind.STATE_DAMAGED, FaultKind.INTERRUPTED)
 
 
 @dataclass(frozen=True)

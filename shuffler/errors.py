@@ -50,6 +50,13 @@ class FaultLatchedError(DeviceError):
     """A fault is latched: nothing moves until the dealer clears it."""
 
 
+class UnsavedFaultError(DeviceError):
+    """A pass ended with a latching fault that could not be written (a full or failing
+    disk): shown, exit 3, kept in memory; the state file keeps the pass's latch."""
+
+    kind = "fault_unsaved"
+
+
 class JamError(DeviceError):
     """A card stuck in the throat and retries did not free it."""
 

@@ -191,11 +191,63 @@ def clean_temp_files(folder: Path, names: tuple[str, ...]) -> list[str]:
     return removed
 
 
-def write_file(path: Path, data: bytes, what: str) -> None:
-    """:func:`atomic_write`, with any failure (permission, read-only, disk full, a
-    missing or unusable folder) a :class:`FileAccessError` naming the path."""
+class Reserve:
+    """A small preallocated file in the state folder, given up when a write fails, so
+    that the write that records a fault finds room on a disk that filled meanwhile
+    (journald, another process). It is made again before the next pass; a disk with no
+    room for it refuses the pass (nothing is started)."""
+
+    NAME = ".reserve"
+    BYTES = 128 * 1024
+
+    def __init__(self, folder: Path) -> None:
+        self.path = Path(folder) / self.NAME
+
+    def ensure(self) -> None:
+        """Make the reserve if it is missing or short; OSError if the disk has no room."""
+        try:
+            if os.lstat(self.path).st_size == self.BYTES:
+                return
+        except FileNotFoundError:
+            pass
+        fd = open_kept(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            block = bytes(1 << 16)
+            written = 0
+            while written < self.BYTES:
+                written += os.write(fd, block[: self.BYTES - written])
+            os.fsync(fd)
+        except OSError:
+            os.close(fd)
+            os.unlink(self.path)  # a short reserve is no reserve; give the room back
+            raise
+        os.close(fd)
+
+    def release(self) -> bool:
+        """Give the room back; whether there was any to give."""
+        try:
+            os.unlink(self.path)
+        except OSError:
+            return False
+        return True
+
+
+def retry_with_reserve(reserve: Reserve | None, write) -> None:
+    """``write()``; if it fails and ``reserve`` had room to give, once more."""
     try:
-        atomic_write(path, data)
+        write()
+    except OSError:
+        if reserve is None or not reserve.release():
+            raise
+        write()
+
+
+def write_file(path: Path, data: bytes, what: str, reserve: Reserve | None = None) -> None:
+    """:func:`atomic_write`, with any failure (permission, read-only, disk full, a
+    missing or unusable folder) a :class:`FileAccessError` naming the path. A failed
+    write is tried once more after releasing ``reserve``."""
+    try:
+        retry_with_reserve(reserve, lambda: atomic_write(path, data))
     except OSError as e:
         where = e.filename if isinstance(e.filename, str) else path
         raise FileAccessError(f"{where}: cannot write the {what}: {why(e)}") from None

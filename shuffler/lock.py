@@ -3,6 +3,10 @@
 Whoever drives the device (``shuffler serve``, or a CLI command run in-process) holds
 ``<state dir>/machine.lock`` with ``fcntl.flock`` for as long as the device is open.
 The kernel drops the lock when the holder dies, so a crash never leaves it stale.
+The lock file is never opened through a symlink (nor truncated before it is locked),
+and the lock is held on an open file whose identity is checked: a lock file removed
+or replaced while held would let a second owner in, so :meth:`MachineLock.verify`
+notices it and the holder refuses to go on (exit 3).
 The file holds the holder's pid and what it runs, for the message the next one reads::
 
     >>> import tempfile
@@ -25,6 +29,7 @@ import re
 from pathlib import Path
 
 from .errors import BadInputError, DeviceError
+from .files import make_folder, open_kept, symlink_refusal
 
 LOCK_NAME = "machine.lock"
 
@@ -33,6 +38,13 @@ class MachineBusyError(DeviceError):
     """Another process drives the machine (exit 3)."""
 
     kind = "busy"
+
+
+class LockLostError(DeviceError):
+    """The lock file was removed or replaced while held: another process may now think it
+    owns the machine, so this one stops (exit 3)."""
+
+    kind = "lock_lost"
 
 
 class MachineLock:
@@ -48,12 +60,47 @@ class MachineLock:
         """Take the lock at once or raise :class:`MachineBusyError` naming the holder."""
         if self._fd is not None:
             return self
+        for _ in range(5):  # replaced between our open and our lock: open the new one
+            fd = self._open()
+            self._take(fd)
+            if self._same(fd):
+                break
+            os.close(fd)
+        else:
+            raise LockLostError(f"{self.path}: the lock file keeps being replaced; "
+                                "someone else is meddling with the state folder")
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{holder} (pid {os.getpid()})\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def _open(self) -> int:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o664)
+            make_folder(self.path.parent)
+            return open_kept(self.path, os.O_RDWR | os.O_CREAT, 0o664)
         except OSError as e:
-            raise BadInputError(f"{self.path.parent}: cannot use it as the state folder: "
-                                f"{e.strerror or e}") from None
+            where = self.path if e.filename else self.path.parent
+            raise BadInputError(f"{where}: cannot use it as the state folder's lock: "
+                                f"{symlink_refusal(e)}") from None
+
+    def _same(self, fd: int) -> bool:
+        """Whether ``fd`` is still the file at the lock's path (not removed, not replaced)."""
+        try:
+            held, there = os.fstat(fd), os.lstat(self.path)
+        except OSError:
+            return False
+        return held.st_nlink > 0 and (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
+    def verify(self) -> None:
+        """Raise :class:`LockLostError` if the held lock file was removed or replaced."""
+        if self._fd is not None and not self._same(self._fd):
+            raise LockLostError(
+                f"{self.path}: the machine's lock file was removed or replaced while this "
+                "process held it, so another one may drive the machine: stopping. Find who "
+                "removed it, then start again")
+
+    def _take(self, fd: int) -> None:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -63,11 +110,6 @@ class MachineLock:
         except OSError as e:
             os.close(fd)
             raise BadInputError(f"{self.path}: cannot lock: {e.strerror or e}") from None
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{holder} (pid {os.getpid()})\n".encode(), 0)
-        self._fd = fd
-        return self
 
     def release(self) -> None:
         if self._fd is None:

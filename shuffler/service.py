@@ -20,9 +20,13 @@ Protocol (version 1), one JSON object per line each way::
     <- {"ok": true, "result": {...}}  or  {"ok": false, "error": {"kind": "busy", ...}}
 
 Limits, each answered with an error reply and never a traceback: ``[service]
-max_clients`` connections at once (the listen backlog holds that many arriving together;
-one more is told ``too_many_clients``), a connection idle for :data:`IDLE_SECONDS` is told
-``idle`` and closed, a line longer than :data:`MAX_LINE` bytes is ``too_long`` (then
+max_clients`` connections at once (the listen backlog holds that many arriving together);
+a connection that sends no request within
+:data:`~shuffler.connections.FIRST_REQUEST_SECONDS` (5 s), or none for
+:data:`IDLE_SECONDS` after its last, is told ``idle`` and closed; at the limit the
+connection idle the longest is closed to make room (told ``idle``), and a newcomer is
+told ``too_many_clients`` (exit 3) only when every place is busy answering
+(:mod:`shuffler.connections`); a line longer than :data:`MAX_LINE` bytes is ``too_long`` (then
 closed), nesting deeper than :data:`MAX_DEPTH` is ``too_deep``. A second service on the
 same socket is refused (``already_running``, exit 2); an existing path is replaced only
 when it is a socket nobody answers on.
@@ -50,6 +54,7 @@ from typing import Any
 from . import __version__
 from .cards import MAX_CARDS
 from .clock import Clock, RealClock
+from .connections import FIRST_REQUEST_SECONDS, Places
 from .device import EventKind, Signal, Status
 from .errors import BadInputError, ShufflerError, error_kind
 from .events import Event, Translator
@@ -237,9 +242,10 @@ class Service:
         self.watchdog = watchdog if watchdog is not None else watchdog_interval()
         # one owner of the machine: the CLI passes the lock it took before opening the device
         self.lock = lock or MachineLock(session.controller.store.folder)
+        session.controller.guard = self.lock.verify  # checked again before every pass
         self.socket_path = Path(socket_path)
         self.group = group
-        self.clients = threading.BoundedSemaphore(max_clients)
+        self.places = Places(max_clients)
         self.clients_max = max_clients
         self.idle_seconds = idle_seconds
         self.jobs: queue.Queue[Job] = queue.Queue()
@@ -317,7 +323,10 @@ class Service:
     def step(self, wait: float) -> None:
         """One turn of the deciding loop: the dealer's touch first (a stream of clients'
         jobs never starves it), then a client's job, then the watchdog. ``wait`` is how
-        long (real time) to wait for a job."""
+        long (real time) to wait for a job. A lock file removed or replaced meanwhile
+        ends the service (``lock_lost``, exit 3): another process may believe it owns the
+        machine."""
+        self.lock.verify()
         self._idle()
         try:
             job = self.jobs.get(timeout=0 if self._touch_at is not None else wait)
@@ -418,8 +427,13 @@ class Service:
         self._last_ping = self.clock.now()
 
     def _run_job(self, job: Job) -> None:
-        final: dict[str, Any] = {"ok": False, "error": {"kind": "internal",
-                                                        "message": "not run", "exit": 1}}
+        cmd = job.request["cmd"]
+        # what the client hears if the service stops (SIGTERM, a restart) in the middle
+        final: dict[str, Any] = {"ok": False, "error": {
+            "kind": "service_stopped", "exit": 3,
+            "message": f"the service stopped in the middle of the {cmd}; a pass it was "
+                       "running is latched `interrupted`: put every card back in the tray, "
+                       "then `shuffler status` and `shuffler clear`"}}
         try:
             final = self._execute(job)
         finally:  # free before answering: the client's next request must not find it busy
@@ -510,10 +524,11 @@ class Service:
         service = self
 
         class Handler(socketserver.StreamRequestHandler):
-            timeout = service.idle_seconds  # reads give up after this: an idle client goes
+            # the first request must come soon; later ones within the idle limit
+            timeout = min(FIRST_REQUEST_SECONDS, service.idle_seconds)
 
             def handle(self) -> None:
-                service._client(self.rfile, self.wfile)
+                service._client(self.rfile, self.wfile, self.request)
 
         class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
             daemon_threads = True
@@ -536,27 +551,35 @@ class Service:
         finally:
             os.umask(old)
 
-    def _client(self, rfile, wfile) -> None:
+    def _client(self, rfile, wfile, sock: socket.socket) -> None:
         def send(obj: dict[str, Any]) -> None:
             wfile.write((json.dumps(obj) + "\n").encode())
             wfile.flush()
 
-        if not self.clients.acquire(blocking=False):
-            send({"ok": False, "error": {"kind": "too_many_clients",
-                                         "message": "too many clients; try again", "exit": 3}})
+        place = self.places.admit(sock)
+        if place is None:
+            with contextlib.suppress(OSError):
+                send({"ok": False, "error": {
+                    "kind": "too_many_clients", "exit": 3,
+                    "message": f"too many clients: all {self.clients_max} places are busy "
+                               "answering; try again"}})
             return
         try:
             send({"shuffler": __version__, "protocol": PROTOCOL, "schema": SCHEMA,
                   "device": self.session.device.info.kind})
+            waited = min(FIRST_REQUEST_SECONDS, self.idle_seconds)
             while not self.stopping.is_set():
                 try:
                     line = rfile.readline(MAX_LINE + 1)
                 except TimeoutError:
                     send(error_reply(RequestError(
-                        f"no request for {self.idle_seconds:g} s: closing the connection",
-                        "idle")))
+                        f"no request for {waited:g} s: closing the connection", "idle")))
                     return
                 if not line:
+                    if place.evicted:
+                        send(error_reply(RequestError(
+                            f"closed to make room: all {self.clients_max} places were taken "
+                            "and this connection was idle the longest", "idle")))
                     return  # the client went away (half a line is simply dropped)
                 if len(line) > MAX_LINE:
                     send(error_reply(RequestError(f"request longer than {MAX_LINE} bytes",
@@ -564,16 +587,22 @@ class Service:
                     return  # the rest of the line cannot be trusted: close
                 if not line.strip():
                     continue
+                sock.settimeout(self.idle_seconds)
+                waited = self.idle_seconds
                 try:
                     req = parse_request(line)
                 except RequestError as e:
                     send(error_reply(e))
                     continue
-                self._answer(req, send)
+                self.places.busy(place, True)
+                try:
+                    self._answer(req, send)
+                finally:
+                    self.places.busy(place, False)
         except OSError:  # the client went away mid-reply, or timed out on a write
             return
         finally:
-            self.clients.release()
+            self.places.leave(place)
 
     def _answer(self, req: dict[str, Any], send) -> None:
         cmd = req["cmd"]

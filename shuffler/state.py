@@ -1,18 +1,26 @@
 """The persistent state: counters, the dealer, a latched fault. Written atomically.
 
 Every field has a type and a range (:data:`SCHEMA`), checked on load. A file that
-fails the check is never half-trusted: it is set aside as ``state.json.bad-<time>``,
-a fresh state takes its place with a latched ``state_damaged`` fault (the damaged
-file may have held a jam), and the command refuses with exit 2, naming the file,
-the field and the problem. The dealer continues with ``shuffler clear``, the only
-way any latched fault goes away.
+fails the check is never half-trusted: it is copied aside as ``state.json.bad-<time>``,
+a fresh state holding a latched ``state_damaged`` fault (the damaged file may have
+held a jam) replaces it, and the command refuses with exit 2, naming the file, the
+field and the problem. The copy is made before the replacement, so a crash at any
+step leaves the damaged file or the latched fresh one, never no state at all. The
+fresh state's counters are rebuilt from the audit log's whole records. The dealer
+continues with ``shuffler clear``, the only way any latched fault goes away.
+
+A state that cannot be written (a full or failing disk) is kept in memory: this
+process goes on seeing it (a latched fault still refuses the next pass) and writes it
+as soon as it can. A preallocated reserve (:class:`shuffler.files.Reserve`) is given
+up when a write fails, so the write that records a fault finds room. The state
+folder's files are never opened through a symlink.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-import os
 import reprlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -23,7 +31,16 @@ from typing import Any, NoReturn
 from .cards import MAX_CARDS
 from .device import Fault, FaultKind
 from .errors import FileAccessError, StateFileError
-from .files import atomic_write, default_state_dir, read_limited, why, write_file
+from .files import (
+    Reserve,
+    atomic_write,
+    clean_temp_files,
+    default_state_dir,
+    read_limited,
+    retry_with_reserve,
+    why,
+    write_file,
+)
 from .planning import Mode
 
 __all__ = ["SCHEMA", "STATE_VERSION", "State", "StateStore", "atomic_write",
@@ -273,9 +290,17 @@ class StateStore:
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
         self.path = self.folder / "state.json"
+        self.reserve = Reserve(self.folder)
+        #: the state the last save could not write; this process trusts it over the file
+        self.unsaved: State | None = None
 
     def load(self) -> State:
-        raw = read_limited(self.path, "state file", error=FileAccessError)
+        if self.unsaved is not None:
+            pending = self.unsaved
+            with contextlib.suppress(FileAccessError):  # written at last: the disk has room
+                self.save(pending)
+            return pending
+        raw = read_limited(self.path, "state file", error=FileAccessError, follow=False)
         if raw is None:
             return State()
         try:
@@ -289,20 +314,31 @@ class StateStore:
                 raise Invalid("(file)", f"not valid JSON ({e})") from None
             return check_state(doc)
         except Invalid as bad:
-            raise self._set_aside(bad) from None
+            raise self._set_aside(bad, raw) from None
 
     def save(self, state: State) -> None:
+        """Write ``state``; if that fails it is kept in memory (see the module notes) and
+        the :class:`FileAccessError` says why."""
         data = json.dumps(asdict(state), indent=2, sort_keys=True, allow_nan=False) + "\n"
-        write_file(self.path, data.encode(), "state file")
+        try:
+            write_file(self.path, data.encode(), "state file", self.reserve)
+        except FileAccessError:
+            self.unsaved = state
+            raise
+        self.unsaved = None
 
-    def _set_aside(self, bad: Invalid) -> StateFileError:
-        """Move the damaged file aside and put a fresh state with a latched fault in its
-        place; the error to raise, saying what was wrong and how to go on."""
+    def clean(self) -> list[str]:
+        """Remove the temporary files a killed write left (with the machine's lock held)."""
+        return clean_temp_files(self.folder, (self.path.name,))
+
+    def _set_aside(self, bad: Invalid, raw: bytes) -> StateFileError:
+        """Copy the damaged file aside, then put a fresh state with a latched fault in
+        its place; the error to raise, saying what was wrong and how to go on."""
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
         aside = self.path.with_name(f"{self.path.name}.bad-{stamp}")
         head = f"{self.path}: {bad.where}: {bad.problem}."
         try:
-            os.rename(self.path, aside)
+            retry_write(self.reserve, aside, raw)
         except OSError as e:
             return StateFileError(
                 f"{head} It cannot be set aside ({why(e)}); nothing was started. Fix the "
@@ -310,26 +346,33 @@ class StateStore:
         message = (f"The state file was damaged ({bad.where}: {bad.problem}) and was set aside "
                    f"as {aside.name}. Check the machine: no card in the throat, the pack in "
                    "the tray; then run `shuffler clear`.")
-        fresh = State(next_pass_id=self._next_pass_id(),
-                      fault=Fault(FaultKind.STATE_DAMAGED, message).to_dict())
+        fresh = self._rebuilt()
+        fresh.fault = Fault(FaultKind.STATE_DAMAGED, message).to_dict()
         try:
             self.save(fresh)
         except FileAccessError as e:
-            return StateFileError(f"{head} It was set aside as {aside}, but a fresh state "
+            return StateFileError(f"{head} A copy was set aside as {aside}, but a fresh state "
                                   f"cannot be written ({e}); nothing was started.")
         return StateFileError(
             f"{head} It was set aside as {aside}; nothing was started. A fresh state file "
             "holds a latched fault: check the machine (no card in the throat, the pack in "
-            "the tray), then run `shuffler clear`. The counters start again from zero (the "
-            f"old ones are in {aside.name} and the audit log).")
+            "the tray), then run `shuffler clear`. The counters were rebuilt from the audit "
+            f"log (the old ones are in {aside.name}).")
 
-    def _next_pass_id(self) -> int:
-        """One past every pass the audit log holds, so no pass id is used twice."""
-        from .audit import AuditLog
+    def _rebuilt(self) -> State:
+        """A state whose counters and next pass id come from the audit log's whole
+        records, so no pass id is used twice and no pass is forgotten."""
+        from .audit import AuditLog, counters
 
         try:
-            ids = [e["id"] for e in AuditLog(self.folder / "audit.jsonl").read()
-                   if type(e.get("id")) is int]
+            entries = list(AuditLog(self.folder / "audit.jsonl").read())
         except FileAccessError:
-            ids = []
-        return max(ids, default=0) + 1
+            entries = []
+        state = State()
+        for name, value in counters(entries).items():
+            setattr(state, name, value)
+        return state
+
+
+def retry_write(reserve: Reserve, path: Path, data: bytes) -> None:
+    retry_with_reserve(reserve, lambda: atomic_write(path, data))

@@ -68,6 +68,13 @@ def test_killed_mid_pass_then_restarted_loses_nothing(served):
     assert status["hand_in_progress"]["passes_done"] == 1
     audit = list(AuditLog(served.state / "audit.jsonl").read())
     assert [e["pass"] for e in audit] == [1, 2] and audit[1]["interrupted"]
+    # cards may be strewn in the machine: nothing runs until the dealer clears
+    assert status["fault"]["kind"] == "interrupted" and "back in the tray" in status["fault"][
+        "message"]
+    with pytest.raises(ServiceError) as refused:
+        served.client().request("hand", passes=4)
+    assert refused.value.exit_code == 3 and "interrupted" in str(refused.value)
+    assert served.client().request("clear")["cleared"]
 
     events: list[dict] = []
     result = served.client().request("hand", events.append, passes=4)

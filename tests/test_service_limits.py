@@ -59,14 +59,60 @@ def test_idle_connections_time_out_and_free_their_places(running):
     service = running(max_clients=3, idle_seconds=0.5)
     idle = [connect(service) for _ in range(3)]
     assert all("protocol" in greeting for _, greeting in idle)
-    _, refused = connect(service)
-    assert refused["error"]["kind"] == "too_many_clients"
     for sock, _ in idle:  # each is told why, then closed
         assert json.loads(sock.makefile("rb").readline())["error"]["kind"] == "idle"
         assert sock.recv(1) == b""
     sock, greeting = connect(service)
     assert "protocol" in greeting
     assert ask(sock, b'{"cmd": "status"}\n')["ok"]
+
+
+def test_at_the_limit_the_oldest_idle_connection_makes_room(running):
+    service = running(max_clients=3)
+    idle = [connect(service) for _ in range(3)]
+    newcomer, greeting = connect(service)
+    assert "protocol" in greeting  # let in: the oldest idle one was closed for it
+    told = json.loads(idle[0][0].makefile("rb").readline())
+    assert told["error"]["kind"] == "idle" and "make room" in told["error"]["message"]
+    assert ask(newcomer, b'{"cmd": "status"}\n')["ok"]
+    assert ask(idle[2][0], b'{"cmd": "status"}\n')["ok"]  # the younger ones stay
+
+
+def test_forty_idle_connections_do_not_stop_status(running, tmp_path):
+    """The issue's flood: 40 idle connections against max_clients 32; the dealer's
+    ``shuffler status`` still answers, promptly."""
+    service = running()
+    flood = []
+    for _ in range(40):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(service.socket_path))
+        flood.append(sock)
+    try:
+        start = time.monotonic()
+        proc = cli(tmp_path, "--socket", str(service.socket_path), "--json", "status")
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "fault" in json.loads(out) and time.monotonic() - start < 30
+    finally:
+        for sock in flood:
+            sock.close()
+
+
+def test_a_newcomer_is_refused_only_when_every_place_is_busy_answering():
+    from shuffler.connections import Places
+
+    places = Places(2)
+    a, b = socket.socketpair()
+    first, second = places.admit(a), places.admit(b)
+    assert first is not None and second is not None
+    places.busy(first, True)
+    places.busy(second, True)
+    assert places.admit(a) is None and places.evicted == 0
+    places.busy(second, False)
+    places.leave(second)  # what its thread does once its read ends
+    assert places.admit(b) is not None
+    a.close()
+    b.close()
 
 
 def test_a_burst_of_every_client_at_once_waits_in_the_backlog(tmp_path):

@@ -3,11 +3,13 @@ path, never a traceback, never a latch lost, never a pass the log cannot record.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -175,11 +177,14 @@ def test_a_pass_never_starts_when_its_audit_record_cannot_be_written(tmp_path):
     assert status.returncode == 0, status.stderr
 
 
-def test_an_audit_log_that_is_not_a_file_stops_the_pass_before_the_motor(tmp_path):
-    (tmp_path / "audit.jsonl").symlink_to("/dev/full")  # a device: every write fails
+@pytest.mark.parametrize(("make", "says"), [
+    (lambda p: os.mkfifo(p), "a FIFO, not a regular file"),
+    (lambda p: p.symlink_to("/dev/full"), "a symbolic link, which is never followed")])
+def test_an_audit_log_that_is_not_a_file_stops_the_pass_before_the_motor(tmp_path, make, says):
+    make(tmp_path / "audit.jsonl")
     result = shuffler(tmp_path, "hand", "--passes", "2")
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "audit.jsonl: cannot write the audit log: not a regular file" in result.stderr
+    assert "audit.jsonl: cannot write the audit log" in result.stderr and says in result.stderr
     assert StateStore(tmp_path).load().passes == 0
 
 
@@ -220,13 +225,22 @@ def test_a_folder_of_another_user_is_exit_2_naming_it(tmp_path):
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_a_full_disk_under_the_state_is_exit_2(tmp_path):
+@contextlib.contextmanager
+def small_disk(tmp_path: Path, size: str) -> Iterator[Path]:
+    """A real tmpfs of ``size`` mounted under ``tmp_path`` (skips unless root)."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs",
-                                            str(mnt)], capture_output=True).returncode:
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}",
+                                            "tmpfs", str(mnt)], capture_output=True).returncode:
         pytest.skip("needs root and tmpfs to make a tiny disk")
     try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_a_full_disk_under_the_state_is_exit_2(tmp_path):
+    with small_disk(tmp_path, "16k") as mnt:
         (mnt / "filler").write_bytes(b"\0" * 12288)  # leaves less than a state file needs
         store = StateStore(mnt)
         with pytest.raises(FileAccessError, match=f"{mnt}.*No space left"):
@@ -235,8 +249,6 @@ def test_a_full_disk_under_the_state_is_exit_2(tmp_path):
         assert result.returncode == 2 and "Traceback" not in result.stderr
         assert "the disk is full; nothing was started" in result.stderr
         assert StateStore(mnt).load().passes == 0
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_a_kill_between_the_audit_record_and_the_counters_keeps_the_latch(sim, tmp_path):
