@@ -14,7 +14,7 @@ import pytest
 from shuffler.planning import default_passes
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```sh runnable\n(.*?)^```", re.M | re.S)
 EXIT = re.compile(r"#\s*exit\s+(\d+)\s*$")
 
@@ -34,7 +34,7 @@ LINES = runnable_lines()
 
 def test_there_are_runnable_blocks():
     pages = {page for page, _ in LINES}
-    assert "README.md" in pages and "docs/guide.md" in pages
+    assert {"README.md", "CONTRIBUTING.md", "docs/guide.md"} <= pages
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,26 @@ def test_ci_runs_the_readme_test_command():
     assert readme_commands()[1] in (ROOT / ".ci" / "run").read_text()
 
 
+def test_ci_checks_the_style_then_runs_the_readme_test_command_last():
+    """ruff and mypy run before the tests under `set -e`, so a finding fails CI."""
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    assert "set -euo pipefail" in lines
+    assert lines[-1] == readme_commands()[1]
+    ruff, mypy = lines.index(".venv/bin/ruff check ."), lines.index(".venv/bin/mypy")
+    assert ruff < len(lines) - 1 and mypy < len(lines) - 1
+
+
+def test_the_dev_extra_holds_what_the_tests_and_the_style_need():
+    import tomllib
+
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert extras["dev"] == ["shuffler[test]"]
+    names = {re.split(r"[<>=\[ ]", req)[0] for req in extras["test"]}
+    assert {"pytest", "jsonschema", "mypy", "ruff"} <= names
+
+
 def test_the_readme_lists_every_exit_code():
     text = (ROOT / "README.md").read_text()
     for code in range(5):
