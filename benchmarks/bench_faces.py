@@ -6,7 +6,11 @@
 - the time from a table publishing to the tournament view receiving it, with 50
   tables on one broker (p50, p99);
 - the messages a second one table's telemetry gets to the broker, and a pass's wall
-  time with and without telemetry flooding beside it.
+  time with and without telemetry flooding beside it;
+- with the page and MQTT (remote actions) both on: start-up, idle RSS, then the abuse
+  of issue 24 all at once (8 connections sending 6 MB of headers, 300 slow sockets,
+  20 event streams from one client, 2000 remote commands): peak and after RSS, peak
+  threads, the page's event latency meanwhile, and whether every command was answered.
 
 Prints a table, then the figures as JSON on the last line. Needs Mosquitto for the
 MQTT rows (skipped with a note otherwise).
@@ -29,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from shuffler.client import ServiceError  # noqa: E402
 from tests.mqtt_broker import MOSQUITTO, Broker, free_port  # noqa: E402
 from tests.served import Service  # noqa: E402
 
@@ -54,6 +59,13 @@ def page_latency(tmp: Path, hands: int = 3) -> list[float]:
     port = free_port()
     svc = Service(tmp, f"[web]\nenabled = true\nport = {port}\n", speed=2.0,
                   name="latency").start()
+    try:
+        return stream_latency(svc, port, hands)
+    finally:
+        svc.stop()
+
+
+def stream_latency(svc: Service, port: int, hands: int) -> list[float]:
     sent: dict[int, float] = {}
     seen: dict[int, float] = {}
     try:
@@ -77,15 +89,115 @@ def page_latency(tmp: Path, hands: int = 3) -> list[float]:
         for _ in range(hands):
             sent.clear()
             seen.clear()
-            client.request("pass", lambda ev: ev.get("event") == "card" and
-                           sent.setdefault(ev["counted"], time.perf_counter()))
+            while True:  # busy while remote commands hold the machine: ask again
+                try:
+                    client.request("pass", lambda ev: ev.get("event") == "card" and
+                                   sent.setdefault(ev["counted"], time.perf_counter()))
+                    break
+                except ServiceError as e:
+                    if e.kind != "busy":
+                        raise
+                    time.sleep(0.01)
             time.sleep(0.3)
             latencies += [seen[c] - t for c, t in sent.items() if c in seen and c > 0]
         stop.set()
         client.close()
         return latencies
     finally:
+        conn.close()
+
+
+def threads(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Threads:"):
+            return int(line.split()[1])
+    return 0
+
+
+def hold_sockets(port: int, count: int, data: bytes, stop: threading.Event) -> None:
+    """``count`` connections to the page from another address than the dealer's page
+    (127.0.0.2), each sending ``data`` and then holding on."""
+    import socket
+
+    held = []
+    for _ in range(count):
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=10,
+                                         source_address=("127.0.0.2", 0))
+            held.append(s)
+            s.sendall(data)
+        except OSError:
+            continue  # turned away, or the server hung up on it: as it should
+    stop.wait()
+    for s in held:
+        s.close()
+
+
+def abuse(tmp: Path, idle: float, commands: int = 2000) -> dict[str, object]:
+    """The page and MQTT on; every attack of issue 24 at once (see the module notes)."""
+    from shuffler.config import MqttConfig
+    from shuffler.telemetry import connect_client
+
+    broker = Broker(tmp).start()
+    port = free_port()
+    config = (f'[mqtt]\nhost = "127.0.0.1"\nport = {broker.port}\ntable = "abuse"\n'
+              f"remote_actions = true\n\n[web]\nenabled = true\nport = {port}\n")
+    started = time.perf_counter()
+    svc = Service(tmp, config, speed=2.0, name="abuse").start()
+    out: dict[str, object] = {"startup_s_page_mqtt": round(time.perf_counter() - started, 2)}
+    stop = threading.Event()
+    try:
+        pid = svc.proc.pid
+        time.sleep(idle)
+        out["rss_mib_idle_page_mqtt"] = round(rss_mib(pid), 1)
+        out["threads_idle"] = threads(pid)
+        huge = b"GET /api/panel HTTP/1.1\r\nHost: localhost\r\n" + b"".join(
+            b"X-%d: %s\r\n" % (i, b"a" * 60000) for i in range(100))
+        stream = b"GET /api/events HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        attackers = [threading.Thread(target=hold_sockets, args=args, daemon=True)
+                     for args in ((port, 8, huge, stop), (port, 300, b"GET / HTTP/1.1\r\n", stop),
+                                  (port, 20, stream, stop))]
+        replies: set[str] = set()
+        sender = connect_client(MqttConfig(host="127.0.0.1", port=broker.port), "bench-flood")
+        sender.on_connect = lambda c, u, f, rc, p=None: c.subscribe(
+            "shuffler/abuse/command/reply", 1)
+        sender.on_message = lambda c, u, m: replies.add(json.loads(m.payload)["request"])
+        sender.max_queued_messages_set(0)
+        sender.connect("127.0.0.1", broker.port, 30)
+        sender.loop_start()
+        time.sleep(0.5)
+        for a in attackers:
+            a.start()
+        peak, most = [0.0], [0]
+
+        def sample() -> None:
+            while not stop.is_set():
+                peak[0], most[0] = max(peak[0], rss_mib(pid)), max(most[0], threads(pid))
+                time.sleep(0.1)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        for i in range(commands):
+            sender.publish("shuffler/abuse/command", json.dumps({"cmd": "clear", "id": str(i)}),
+                           qos=1)
+        lat = stream_latency(svc, port, 2)
+        deadline = time.monotonic() + 60
+        while len(replies) < commands and time.monotonic() < deadline:
+            time.sleep(0.1)
+        out["rss_mib_peak_abuse"] = round(peak[0], 1)
+        out["threads_peak_abuse"] = most[0]
+        out["page_event_ms_p50_abuse"] = round(1000 * statistics.median(lat), 3)
+        out["page_event_ms_max_abuse"] = round(1000 * max(lat), 3)
+        out["commands_answered"] = f"{len(replies)}/{commands}"
+        stop.set()
+        time.sleep(1)
+        out["rss_mib_after_abuse"] = round(rss_mib(pid), 1)
+        sender.disconnect()
+        sender.loop_stop()
+        return out
+    finally:
+        stop.set()
         svc.stop()
+        broker.kill()
 
 
 def view_latency(tmp: Path, tables: int = 50, rounds: int = 20) -> list[float]:
@@ -217,6 +329,8 @@ def main() -> None:
         out["telemetry_msgs_per_s"] = round(rate)
         out["pass_s_alone"] = round(alone, 3)
         out["pass_s_with_flood"] = round(flooded, 3)
+        (tmp / "abuse").mkdir()
+        out.update(abuse(tmp / "abuse", args.idle))
     else:
         out["mqtt"] = "skipped: needs mosquitto (apt-get install mosquitto)"
     width = max(len(k) for k in out)
