@@ -29,6 +29,7 @@ PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "redo": "red
                 "new_game": "new_game"}
 #: the page's score changes name the version of the score they were made against
 VERSIONED = ("score", "undo", "redo", "new_game")
+TOUCH_ANSWER_S = 3.0  # the page's Start pass waits this long for a pass to start
 
 
 class Faces:
@@ -124,15 +125,33 @@ class Faces:
 
     def act(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
         if action == "pass":  # the page's button is the touch sensor, with all its rules
-            device = self.service.session.device
-            device.events.put(InputEvent(EventKind.TOUCH, at=time.monotonic()))
-            return {"ok": True, "result": {"touch": True}}
+            return self.touch()
         if action in VERSIONED and type(body.get("version")) is not int:
             return {"ok": False, "error": {
                 "kind": "bad_request", "exit": 2,
                 "message": "version: a score change from the page names the score's version"}}
         request = {"cmd": PAGE_ACTIONS[action], **body}
         return self.service.submit(request)
+
+    def touch(self, answer_within: float = TOUCH_ANSWER_S) -> dict[str, Any]:
+        """The page's Start pass: a touch, answered ok only once a pass has started; a
+        touch that started nothing is refused with the reason the machine gave."""
+        version, before = self.board.snapshot()
+        if before["phase"] == "dealing":
+            return _touch_refused("a pass is running: wait for it to end")
+        device = self.service.session.device
+        device.events.put(InputEvent(EventKind.TOUCH, at=time.monotonic()))
+        deadline = time.monotonic() + answer_within
+        while (left := deadline - time.monotonic()) > 0:
+            version, now = self.board.wait(version, left)
+            if now["phase"] == "dealing":
+                return {"ok": True, "result": {"touch": True, "started": True}}
+            if now["ignored"] != before["ignored"]:
+                return _touch_refused(now["notice"])
+            if now["phase"] in ("fault", "low_battery") and now["phase"] != before["phase"]:
+                return _touch_refused(now["prompt"])
+        return _touch_refused("the touch started no pass: the machine is busy or the dealer "
+                              "is restacking; touch again")
 
     # -- MQTT ---------------------------------------------------------------------------
     def remote_command(self, command: dict[str, Any]) -> dict[str, Any]:
@@ -150,6 +169,10 @@ class Faces:
             request["replace"] = command.get("version") is not None
             request["version"] = command.get("version")
         return self.service.submit(request)
+
+
+def _touch_refused(why: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"kind": "touch_ignored", "message": why, "exit": 3}}
 
 
 def _pass_reports(result: dict[str, Any]) -> list[dict[str, Any]]:

@@ -29,6 +29,10 @@ def ready_prompt(number: int, of: int) -> str:
     return f"Load the pack and touch to start pass {number} of {of}"
 
 
+#: after a hand's last pass, until the next pass starts: the pack is ready to deal
+SHUFFLED_PROMPT = "Shuffled: deal"
+
+
 CLEAR_STEPS = (
     "Open the throat and take out the stuck card.",
     "Put every card back in the tray.",
@@ -62,7 +66,7 @@ class Panel:
             "pass": {"number": 1, "of": passes_per_hand, "counted": 0, "expected": None},
             "fault": None, "clear_steps": [], "hand": None, "battery": None,
             "dealer": None, "next_dealer": None, "deck": None, "score": None,
-            "counters": None}
+            "counters": None, "notice": None, "ignored": 0}
 
     # -- the service's side ---------------------------------------------------------
     def _change(self, **values: Any) -> None:
@@ -87,7 +91,7 @@ class Panel:
         elif status.signal is Signal.LOW_BATTERY:
             self._change(phase="low_battery",
                          prompt="Battery low: change the 9 V battery before the next pass")
-        elif status.signal is Signal.READY and self.data["phase"] not in ("fault",):
+        elif status.signal is Signal.READY and self.data["phase"] not in ("fault", "shuffled"):
             self._change(phase="ready", prompt=ready_prompt(p["number"], p["of"]),
                          **{"pass": p})
 
@@ -98,14 +102,22 @@ class Panel:
         if kind == "pass_start":
             p.update(number=ev["number"], of=ev["of"], counted=0)
             self._change(phase="dealing", prompt=f"Dealing pass {p['number']} of {p['of']}",
-                         **{"pass": p})
+                         notice=None, **{"pass": p})
+        elif kind == "touch_ignored":  # the touch (or the page's Start pass) started nothing
+            self._change(notice=str(ev.get("why") or "touch ignored"),
+                         ignored=self.data["ignored"] + 1)
         elif kind == "card":
             p.update(counted=ev["counted"], expected=ev["expected"])
             self._change(**{"pass": p})
 
     def hand_done(self, summary: dict[str, Any]) -> None:
-        """A hand's summary (also when a fault stopped it): shuffler.reports.last_hand."""
-        self._change(hand=summary)
+        """A hand's summary (also when a fault stopped it): shuffler.reports.last_hand. A
+        completed hand leaves the panel at "shuffled: deal" until the next pass starts."""
+        if not summary.get("completed") or self.data["phase"] == "fault":
+            self._change(hand=summary)
+            return
+        p = {**self.data["pass"], "number": 1, "counted": 0, "expected": None}
+        self._change(hand=summary, phase="shuffled", prompt=SHUFFLED_PROMPT, **{"pass": p})
 
     def status(self, status: dict[str, Any]) -> None:
         """The service's status snapshot: fault, battery, dealer, counters."""
@@ -114,6 +126,8 @@ class Panel:
             "battery": status.get("battery"), "dealer": status.get("dealer"),
             "next_dealer": status.get("next_dealer"), "deck": status.get("deck"),
             "counters": status.get("counters"), "fault": fault}
+        if status.get("notice"):
+            values["notice"] = status["notice"]
         if status.get("last_hand"):
             values["hand"] = status["last_hand"]
         if fault:

@@ -385,11 +385,14 @@ class Service:
         :data:`TOUCH_WAIT_S`, and then says why it started nothing."""
         if not again and self.clock.now() - self._job_ended < RESTACK_LOCKOUT:
             log.debug("touch ignored", why="the dealer is restacking")
+            self._touch_ignored("touch ignored: the last pass has only just ended; stack the "
+                                "piles, then touch again")
             return
         if not self.session.device.health().tray_loaded:
             self.notice = "touch ignored: the tray is empty; load the cards, then touch"
             log.warning(self.notice)
             sd_notify(f"STATUS={self.notice}")
+            self._touch_ignored(self.notice)
             self.refresh()
             return
         if not self.claim.acquire(blocking=False):
@@ -400,6 +403,7 @@ class Service:
                 self._touch_at = None
                 self.notice = "touch ignored: a client's request held the machine; touch again"
                 log.warning(self.notice)
+                self._touch_ignored(self.notice)
                 self.refresh()
             return
         self._touch_at = None
@@ -409,6 +413,10 @@ class Service:
             self._execute(Job({"cmd": "hand", "cards": None, "passes": None, "mode": None}))
         finally:
             self.claim.release()
+
+    def _touch_ignored(self, why: str) -> None:
+        """Tell the faces that a touch started nothing, and why (the page shows it)."""
+        self.publish("event", {"event": "touch_ignored", "why": why})
 
     def tick(self, health: bool = False) -> None:
         """Pet systemd's watchdog when it is due, from the deciding loop only: between

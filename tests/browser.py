@@ -3,6 +3,7 @@ through Debian's chromedriver (no driver or browser is downloaded)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -26,8 +27,63 @@ needs_browser = pytest.mark.skipif(
     reason="needs a real browser: apt-get install chromium chromium-driver (Debian "
            "packages) and pip install selenium (in the test extra)")
 
-#: a phone held in one hand (CSS pixels)
-PHONE = (412, 915)
+#: a phone held in one hand, and a desktop window (CSS pixels)
+PHONE = (390, 844)
+DESKTOP = (1280, 800)
+
+ROOT = Path(__file__).resolve().parent.parent
+#: axe-core, the accessibility engine (npm package `axe-core`; .ci/run installs it here)
+AXE_JS = next((p for p in (
+    Path(os.environ.get("SHUFFLER_AXE_JS", "/nonexistent")),
+    ROOT / "tests" / ".axe" / "node_modules" / "axe-core" / "axe.min.js",
+    ROOT / "node_modules" / "axe-core" / "axe.min.js",
+    Path("/usr/lib/node_modules/axe-core/axe.min.js"),
+    Path("/usr/share/nodejs/axe-core/axe.min.js")) if p.is_file()), None)
+
+needs_axe = pytest.mark.skipif(
+    AXE_JS is None, reason="needs axe-core (the npm package): npm install --prefix tests/.axe "
+                           "axe-core (.ci/run does it)")
+
+RUN_AXE = """
+const done = arguments[arguments.length - 1];
+axe.run(document, {resultTypes: ["violations"]}).then((r) => done(r.violations.map((v) => (
+  {id: v.id, impact: v.impact, help: v.help,
+   nodes: v.nodes.map((n) => n.target.join(" ") + ": " + n.failureSummary)}))))
+  .catch((e) => done([{id: "axe-failed", impact: "critical", help: String(e), nodes: []}]));
+"""
+
+
+def view(driver, dark: bool, size: tuple[int, int]) -> None:
+    """Light or dark, phone or desktop, without reloading the page."""
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
+        "features": [{"name": "prefers-color-scheme", "value": "dark" if dark else "light"}]})
+    phone = size == PHONE
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": size[0], "height": size[1], "deviceScaleFactor": 2 if phone else 1,
+        "mobile": phone})
+
+
+def axe_violations(driver) -> list[dict]:
+    """What axe-core finds on the page as it stands (every rule, every impact)."""
+    assert AXE_JS is not None
+    if not driver.execute_script("return !!window.axe"):
+        driver.execute_script(AXE_JS.read_text(encoding="utf-8"))
+    return driver.execute_async_script(RUN_AXE)
+
+
+def audit(driver, state: str, dark: bool = False) -> None:
+    """axe-core in light and dark, on a phone and a desktop: nothing may be found. The
+    page is left as it was (phone, ``dark``)."""
+    found = {}
+    try:
+        for d in (False, True):
+            for size in (PHONE, DESKTOP):
+                view(driver, d, size)
+                if violations := axe_violations(driver):
+                    found[f"{'dark' if d else 'light'} {size[0]}x{size[1]}"] = violations
+    finally:
+        view(driver, dark, PHONE)
+    assert not found, f"axe-core on the {state} page: {found}"
 
 
 @contextmanager
@@ -47,6 +103,7 @@ def phone_browser(dark: bool = False) -> Iterator:
     options.add_experimental_option("mobileEmulation", {
         "deviceMetrics": {"width": PHONE[0], "height": PHONE[1], "pixelRatio": 2.0}})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    driver.set_script_timeout(60)
     try:
         if dark:
             driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {

@@ -1,4 +1,5 @@
-"""An evening at the table with only the phone page: a real browser, a real service."""
+"""An evening at the table with only the phone page: a real browser, a real service, and
+axe-core on every state of the page (light and dark, phone and desktop)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from .browser import needs_browser, phone_browser
+from .browser import audit, needs_axe, needs_browser, phone_browser
 from .mqtt_broker import free_port
 from .served import Service
 
 #: set to a folder (docs/img) to keep the screenshots for docs/guide.md
 SHOTS = os.environ.get("SHUFFLER_SCREENSHOTS")
 
+pytestmark = [needs_browser, needs_axe]
+
 WATCH = """
-window.seen = []; window.progress = [];
+window.seen = []; window.progress = []; window.said = []; window.awake = [];
 const prompt = document.getElementById('prompt');
 const bar = document.getElementById('progress');
 new MutationObserver(() => {
@@ -25,6 +28,11 @@ new MutationObserver(() => {
 }).observe(prompt, {childList: true, characterData: true, subtree: true});
 new MutationObserver(() => window.progress.push(Number(bar.getAttribute('aria-valuenow'))))
   .observe(bar, {attributes: true, attributeFilter: ['aria-valuenow']});
+const announce = document.getElementById('announce');
+new MutationObserver(() => window.said.push(announce.textContent))
+  .observe(announce, {childList: true, characterData: true, subtree: true});
+new MutationObserver(() => window.awake.push(document.body.dataset.awake))
+  .observe(document.body, {attributes: true, attributeFilter: ['data-awake']});
 """
 
 
@@ -43,119 +51,336 @@ def text(driver, element_id):
     return driver.find_element("id", element_id).get_attribute("textContent").strip()
 
 
+def attr(driver, element_id, name):
+    return driver.find_element("id", element_id).get_attribute(name)
+
+
+def shown(driver, element_id):
+    return driver.find_element("id", element_id).is_displayed()
+
+
 def shot(driver, name):
     if SHOTS:
         Path(SHOTS).mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(Path(SHOTS) / f"page-{name}.png"))
 
 
-def page_service(tmp_path, name, faults=()):
+def page_service(tmp_path, name, faults=(), web=""):
     port = free_port()
-    config = f"[web]\nenabled = true\nport = {port}\n\n[hand]\npasses = 5\n"
+    config = f"[web]\nenabled = true\nport = {port}\n{web}\n[hand]\npasses = 5\n"
     return Service(tmp_path, config, speed=3.0, faults=faults, name=name).start(), port
 
 
-@needs_browser
+def open_page(d, url):
+    d.get(url)
+    wait_for(lambda: attr(d, "banner", "data-live") == "true", what="the live panel")
+
+
+def score_in_view(d):
+    """The score bar is on screen (the header sticks to the top of a phone)."""
+    return d.execute_script(
+        "const r = document.getElementById('scorebar').getBoundingClientRect();"
+        "return r.top >= 0 && r.bottom <= window.innerHeight && r.height > 0;")
+
+
+def enter(d, makers, tricks, alone=False, renege=None, submit=True):
+    """One hand as the seed's keeper takes it: who named trump, each team's tricks."""
+    from selenium.webdriver.support.ui import Select
+
+    tap(d, f"m{makers}")
+    for team in (0, 1):
+        Select(d.find_element("id", f"tricks{team}")).select_by_value(
+            "" if tricks[team] is None else str(tricks[team]))
+    if d.find_element("id", "alone").is_selected() != alone:
+        tap(d, "alone")
+    Select(d.find_element("id", "renege")).select_by_value("" if renege is None else str(renege))
+    if submit:
+        tap(d, "enter")
+
+
+def tap(d, element_id=None, css=None):
+    """Scroll the element to the middle of the screen and tap it, as a thumb would."""
+    el = d.find_element("id", element_id) if element_id else d.find_element("css selector", css)
+    d.execute_script("arguments[0].scrollIntoView({block: 'center'})", el)
+    el.click()
+
+
+def totals(d):
+    return text(d, "s0"), text(d, "s1")
+
+
 def test_a_hand_and_a_game_played_from_the_phone(tmp_path):
     svc, port = page_service(tmp_path, "table")
     try:
         with phone_browser() as d:
-            d.get(f"http://127.0.0.1:{port}/")
+            open_page(d, f"http://127.0.0.1:{port}/")
             wait_for(lambda: text(d, "prompt").startswith("Load the pack"), what="ready")
             assert text(d, "prompt") == "Load the pack and touch to start pass 1 of 5"
             assert text(d, "dealer") == "North" and text(d, "next") == "East"
             d.execute_script(WATCH)
+            audit(d, "ready")
             shot(d, "ready")
-            d.find_element("id", "deal").click()
+            layout = d.execute_script("return document.getElementById('deal')"
+                                      ".getBoundingClientRect().top")
+            tap(d, "deal")
+            wait_for(lambda: text(d, "dealmsg") == "Pass started.", what="ok, once it started")
             seen_dealing = seen_stack = False
-            deadline = time.monotonic() + 60
-            while not d.find_element("id", "handbox").is_displayed():
+            tops = set()
+            deadline = time.monotonic() + 90
+            while attr(d, "banner", "data-phase") != "shuffled":
                 assert time.monotonic() < deadline, d.execute_script("return window.seen")
-                phase = d.find_element("id", "banner").get_attribute("data-phase")
+                phase = attr(d, "banner", "data-phase")
+                tops.add(d.execute_script("return document.getElementById('deal')"
+                                          ".getBoundingClientRect().top"))
                 if phase == "dealing" and not seen_dealing and \
                         d.execute_script("return window.progress.length") > 5:
                     shot(d, "dealing")
+                    audit(d, "dealing")
                     seen_dealing = True
                 if phase == "stack" and not seen_stack:
                     shot(d, "stack")
+                    audit(d, "stack")
                     seen_stack = True
                 time.sleep(0.03)
+            assert tops == {layout}  # the layout does not jump while dealing
             seen = d.execute_script("return window.seen")
             for n in range(1, 6):
                 assert f"Dealing pass {n} of 5" in seen, seen
             stacks = [s for s in seen if s.endswith("pile on top, then touch")]
             assert len(stacks) == 4, seen
-            assert all(s in ("Put the LEFT pile on top, then touch",
-                             "Put the RIGHT pile on top, then touch") for s in stacks)
-            assert any(s.endswith("pile on top: the pack is shuffled, deal") for s in seen)
             progress = d.execute_script("return window.progress")
             assert max(progress) == 24 and len(set(progress)) > 10  # the bar moved
-            assert "Hand 1: 5 of 5 passes done" in text(d, "hand")
-            assert "tracking kept" in text(d, "hand")
+            # the live region speaks when the state changes, never for each card
+            said = d.execute_script("return window.said")
+            assert not any("cards" in s for s in said) and len(said) < 30, said
+            assert "true" in d.execute_script("return window.awake")  # the screen stayed on
+            # hand done: "shuffled: deal" stays until the next pass, not "touch to start 5"
             wait_for(lambda: text(d, "dealer") == "East", what="the deal to move on")
+            time.sleep(2.5)  # past the service's status refresh and the LED's READY
+            assert text(d, "prompt") == "Shuffled: deal", d.execute_script("return window.seen")
+            assert text(d, "cardline") == "" and text(d, "passline") == ""
+            assert "Hand 1: 5 of 5 passes done" in text(d, "hand")
+            assert d.execute_script("return document.body.dataset.awake") == "false"
+            audit(d, "hand-done")
             shot(d, "hand-done")
-
-            # the score: two taps a hand, to 10
-            def score(team, outcome):
-                d.find_element("id", f"m{team}").click()
-                d.find_element("css selector",
-                               f"#outcomes button:nth-child({outcome})").click()
-
-            score(0, 4)  # all five alone: 4
-            wait_for(lambda: text(d, "s0") == "4", what="4 points")
-            score(0, 4)
-            wait_for(lambda: text(d, "s0") == "8", what="8 points")
-            score(1, 1)  # East & West euchred: 2 to North & South
-            wait_for(lambda: text(d, "s0") == "10", what="10 points")
-            assert text(d, "winner") == "North & South win!"
-            shot(d, "game-won")
-            d.find_element("id", "undo").click()
-            wait_for(lambda: text(d, "s0") == "8", what="undo")
-            score(0, 2)  # three or four tricks: 1
-            wait_for(lambda: text(d, "s0") == "9", what="9 points")
-            d.find_element("id", "newgame").click()
-            d.find_element("css selector", "#firstdealer option:nth-child(3)").click()  # South
-            d.find_element("id", "startgame").click()
-            wait_for(lambda: text(d, "gameno") == "game 2, to 10", what="a new game")
-            assert text(d, "s0") == "0" and text(d, "s1") == "0"
-            wait_for(lambda: text(d, "dealer") == "South", what="the new first dealer")
+            play_the_seeds_worked_game(d)
         client = svc.client()
         status = client.request("status")
         assert status["dealer"] == "South" and status["counters"]["hands"] == 1
         client.close()
     finally:
         svc.stop()
-    # the score and the dealer survive a restart
-    svc = svc.start()
+    svc = svc.start()  # the score, its target and names, and the dealer survive a restart
     try:
         client = svc.client()
-        assert client.request("score")["score"]["number"] == 2
+        score = client.request("score")["score"]
+        assert (score["number"], score["target"], score["team_names"]) == (2, 11, ["Us", "Them"])
         assert client.request("status")["dealer"] == "South"
         client.close()
     finally:
         svc.stop()
 
 
-@needs_browser
+def play_the_seeds_worked_game(d):
+    """Us and Them to 10: 2, 2 (a euchre), 4 alone, 1 to Them, 1, 2: 11 to 1 (the seed)."""
+    from selenium.webdriver.support.ui import Select
+
+    tap(d, css="#gamebox summary")
+    for team, name in ((0, "Us"), (1, "Them")):
+        d.find_element("id", f"name{team}").clear()
+        d.find_element("id", f"name{team}").send_keys(name)
+    Select(d.find_element("id", "target")).select_by_value("10")
+    tap(d, "savegame")
+    wait_for(lambda: text(d, "t0") == "Us" and text(d, "t1") == "Them", what="the names")
+    assert score_in_view(d)
+    # entry by each team's tricks, with the seed's warning when they do not add to five
+    enter(d, 0, (4, 2), submit=False)
+    assert text(d, "trickwarn") == "The tricks add up to 6, not 5: check them"
+    assert not d.find_element("id", "enter").is_enabled()
+    audit(d, "score entry with the warning")
+    shot(d, "score-warning")
+    enter(d, 0, (5, 0))
+    wait_for(lambda: totals(d) == ("2", "0"), what="a march")
+    assert text(d, "scoremsg").startswith("Hand 1 (Us march: 2 to Us)")
+    enter(d, 1, (3, 2))  # Them named trump and took two: euchred, 2 to Us
+    wait_for(lambda: totals(d) == ("4", "0"), what="a euchre")
+    enter(d, 0, (5, 0), alone=True)
+    wait_for(lambda: totals(d) == ("8", "0"), what="a loner")
+    enter(d, 1, (1, 4))
+    wait_for(lambda: totals(d) == ("8", "1"), what="Them 1")
+    # a renege (the house rule: 2 to the other side), then deleted: it was a mistake
+    enter(d, 1, (None, None), renege=0)
+    wait_for(lambda: totals(d) == ("8", "3"), what="a renege")
+    assert "Them" in text(d, "scoremsg") and "renege" in text(d, "scoremsg")
+    audit(d, "renege")
+    tap(d, css="#handsbox summary")
+    tap(d, css="[aria-label='Delete hand 5']")
+    wait_for(lambda: totals(d) == ("8", "1"), what="the renege deleted")
+    # a double tap scores once
+    enter(d, 0, (3, 2), submit=False)
+    d.execute_script("const b = document.getElementById('enter'); b.click(); b.click();")
+    wait_for(lambda: totals(d) == ("9", "1"), what="9 to 1")
+    time.sleep(1.0)
+    assert totals(d) == ("9", "1") and text(d, "handcount") == "5"
+    # edit hand 5: three tricks were really all five
+    tap(d, css="[aria-label='Edit hand 5']")
+    assert text(d, "enter") == "Score hand 5" or text(d, "enter") == "Save hand 5"
+    enter(d, 0, (5, 0))
+    wait_for(lambda: totals(d) == ("10", "1"), what="the edit")
+    assert text(d, "winner") == "Us win!"
+    audit(d, "game won")
+    shot(d, "game-won")
+    # undo and redo say what they did
+    tap(d, "undo")
+    wait_for(lambda: totals(d) == ("9", "1"), what="undo")
+    assert text(d, "scoremsg").startswith("Undid the edit of hand 5")
+    tap(d, "redo")
+    wait_for(lambda: totals(d) == ("10", "1"), what="redo")
+    assert text(d, "scoremsg").startswith("Redid the edit of hand 5")
+    tap(d, "undo")
+    wait_for(lambda: totals(d) == ("9", "1"), what="undo again")
+    enter(d, 0, (5, 0))
+    wait_for(lambda: totals(d) == ("11", "1"), what="the seed's 11 to 1")
+    # a new game, undone, then started again at 11 with South dealing
+    Select(d.find_element("id", "target")).select_by_value("11")
+    tap(d, css="#firstdealer option:nth-child(3)")  # South
+    tap(d, "startgame")
+    wait_for(lambda: text(d, "gameno") == "game 2, to 11", what="a new game")
+    assert totals(d) == ("0", "0") and "Undo brings the old game back" in text(d, "scoremsg")
+    tap(d, "undo")
+    wait_for(lambda: totals(d) == ("11", "1"), what="the new game undone")
+    assert text(d, "gameno") == "game 1, to 10"
+    assert d.find_element("id", "target").get_attribute("value") == "10"  # the game's own
+    Select(d.find_element("id", "target")).select_by_value("11")
+    tap(d, "startgame")
+    wait_for(lambda: text(d, "gameno") == "game 2, to 11", what="the new game again")
+    wait_for(lambda: text(d, "dealer") == "South", what="the new first dealer")
+    audit(d, "new game")
+
+
 @pytest.mark.parametrize("dark", [False, True])
 def test_a_jam_is_shown_with_its_steps_and_cleared_from_the_page(tmp_path, dark):
     svc, port = page_service(tmp_path, "jam", faults=("jam:13",))
     try:
         with phone_browser(dark=dark) as d:
-            d.get(f"http://127.0.0.1:{port}/")
-            wait_for(lambda: text(d, "prompt").startswith("Load the pack"), what="ready")
-            d.find_element("id", "deal").click()
-            wait_for(lambda: d.find_element("id", "banner").get_attribute("data-phase")
-                     == "fault", what="the jam")
+            open_page(d, f"http://127.0.0.1:{port}/")
+            tap(d, "deal")
+            wait_for(lambda: attr(d, "banner", "data-phase") == "fault", what="the jam")
             assert text(d, "prompt") == "Jam at card 13 of 24: 12 cards dealt"
-            steps = text(d, "steps")
-            assert "Put every card back in the tray" in steps
-            assert d.find_element("id", "clear").is_displayed()
+            assert "Put every card back in the tray" in text(d, "steps")
+            assert shown(d, "clear") and text(d, "phaseword") == "stopped"
+            audit(d, "jam", dark)
             shot(d, "jam-dark" if dark else "jam")
-            d.find_element("id", "clear").click()
-            wait_for(lambda: d.find_element("id", "banner").get_attribute("data-phase")
-                     == "ready", what="the jam cleared")
-            assert not d.find_element("id", "clear").is_displayed()
-            assert text(d, "msg") == ""
+            tap(d, "clear")
+            wait_for(lambda: attr(d, "banner", "data-phase") == "ready", what="the jam cleared")
+            assert not shown(d, "clear")
+    finally:
+        svc.stop()
+
+
+@pytest.mark.parametrize("volts, state", [(7.0, "low"), (6.4, "critical")])
+def test_a_low_battery_is_shown_before_any_touch_as_the_led_shows_it(tmp_path, volts, state):
+    svc, port = page_service(tmp_path, state, faults=(f"battery:{volts}",))
+    try:
+        with phone_browser() as d:
+            open_page(d, f"http://127.0.0.1:{port}/")
+            wait_for(lambda: attr(d, "banner", "data-battery") == state, what=state)
+            assert text(d, "battbadge") == f"battery {state}" and shown(d, "battbadge")
+            style = d.execute_script(
+                "const s = getComputedStyle(document.getElementById('banner'));"
+                "return [s.animationName, s.animationDuration, s.borderTopColor];")
+            # the LED's slow blink (1 s on, 1 s off) in amber, not a jam's red
+            assert style[:2] == ["slowblink", "2s"] and style[2] == "rgb(255, 176, 0)", style
+            audit(d, f"battery {state}")
+            shot(d, f"battery-{state}")
+            if state == "critical":  # Start pass is refused, and says so: never a false ok
+                tap(d, "deal")
+                wait_for(lambda: text(d, "dealmsg").startswith("Not done:"), what="the refusal")
+                assert "Pass started" not in text(d, "dealmsg")
+                assert "battery" in text(d, "dealmsg").lower()
+    finally:
+        svc.stop()
+
+
+def test_a_page_whose_stream_is_gone_says_not_live_until_a_fresh_panel(tmp_path):
+    svc, port = page_service(tmp_path, "stale")
+    try:
+        with phone_browser() as d:
+            open_page(d, f"http://127.0.0.1:{port}/")
+            assert not shown(d, "livebadge")
+            svc.stop()
+            wait_for(lambda: attr(d, "banner", "data-live") == "false", what="not live")
+            assert shown(d, "livebadge") and text(d, "livebadge") == "not live"
+            assert not d.find_element("id", "deal").is_enabled()
+            audit(d, "stale stream")
+            shot(d, "not-live")
+            svc.start()  # the page comes back by itself, with back-off
+            wait_for(lambda: attr(d, "banner", "data-live") == "true", timeout=60,
+                     what="live again")
+            assert not shown(d, "livebadge")
+    finally:
+        svc.stop()
+
+
+def test_pairing_from_the_lan_is_asked_next_to_what_was_tapped(tmp_path):
+    import socket
+
+    from shuffler.pairing import Pairing
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:  # the address this machine would use towards the LAN (nothing is sent)
+        probe.connect(("198.51.100.1", 9))
+        lan = probe.getsockname()[0]
+    except OSError:
+        pytest.skip("no LAN address on this machine to reach the page from")
+    finally:
+        probe.close()
+    svc, port = page_service(tmp_path, "lan", web='lan = true\n')
+    try:
+        with phone_browser() as d:
+            open_page(d, f"http://{lan}:{port}/")
+            enter(d, 0, (5, 0))  # a score from the LAN needs a paired phone
+            wait_for(lambda: shown(d, "pairbox"), what="the pairing box")
+            assert d.execute_script(  # right under the score's message, not at the bottom
+                "return document.getElementById('scoremsg').nextElementSibling.id") == "pairbox"
+            assert text(d, "scoremsg").startswith("Not done:")
+            audit(d, "pairing")
+            shot(d, "pairing")
+            code = Pairing(svc.state).current_or_new().code
+            d.find_element("id", "code").send_keys(code)
+            tap(d, "savecode")
+            wait_for(lambda: not shown(d, "pairbox"), what="paired")
+            assert text(d, "scoremsg") == "Paired: tap again."
+            enter(d, 0, (5, 0))
+            wait_for(lambda: totals(d) == ("2", "0"), what="a score from the paired phone")
+    finally:
+        svc.stop()
+
+
+def test_two_phones_entering_the_same_hand_score_it_once(tmp_path):
+    svc, port = page_service(tmp_path, "two")
+    try:
+        with phone_browser() as one, phone_browser(dark=True) as two:
+            for d in (one, two):
+                open_page(d, f"http://127.0.0.1:{port}/")
+            two.execute_script("stream.close()")  # the second phone is a moment behind
+            enter(one, 0, (5, 0))
+            wait_for(lambda: totals(one) == ("2", "0"), what="phone one's hand")
+            enter(two, 0, (5, 0))
+            wait_for(lambda: text(two, "scoremsg").startswith("Not done:"), what="refused")
+            assert "the score changed" in text(two, "scoremsg")
+            audit(two, "two phones: a stale entry", dark=True)
+            two.execute_script("connect()")
+            wait_for(lambda: totals(two) == ("2", "0"), what="phone two catching up")
+            # two Undos of the same version undo one change
+            two.execute_script("stream.close()")
+            tap(one, "undo")
+            wait_for(lambda: totals(one) == ("0", "0"), what="undo")
+            tap(two, "undo")
+            wait_for(lambda: text(two, "scoremsg").startswith("Not done:"), what="refused")
+        client = svc.client()
+        score = client.request("score")["score"]
+        assert score["totals"] == [0, 0] and score["redo"].startswith("hand 1")
+        client.close()
     finally:
         svc.stop()
