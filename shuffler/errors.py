@@ -96,6 +96,7 @@ ERROR_KINDS: dict[str, str] = {
     "too_deep": "a request nested too deep for the service to read",
     "bad_score": "a score the game cannot take (a seat, a trick count)",
     "stale_score": "a score change made against a version of the score no longer current",
+    "touch_ignored": "the page's Start pass started no pass (the message says why)",
     "already_running": "`shuffler serve` while a service already runs",
     "too_long": "a request line (socket) or body (page) longer than the service reads",
     "idle": "a socket connection sent no request for too long and was closed",
