@@ -29,7 +29,7 @@ PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "redo": "red
                 "new_game": "new_game"}
 #: the page's score changes name the version of the score they were made against
 VERSIONED = ("score", "undo", "redo", "new_game")
-TOUCH_ANSWER_S = 3.0  # the page's Start pass waits this long for a pass to start
+TOUCH_ANSWER_S = 6.0  # the page's Start pass waits this long (past service.TOUCH_WAIT_S)
 
 
 class Faces:

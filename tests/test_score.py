@@ -223,7 +223,8 @@ def test_a_remote_new_game_names_the_version_to_replace_a_game(tmp_path):
     from shuffler.telemetry import parse_command
 
     sent = []
-    faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or r))
+    faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or r,
+                                                    touch_waiting=False))
     for payload in (b'{"cmd": "new_game"}', b'{"cmd": "new_game", "version": 4}'):
         Faces.remote_command(faces, parse_command(payload))  # type: ignore[arg-type]
     assert [(r["replace"], r["version"]) for r in sent] == [(False, None), (True, 4)]
