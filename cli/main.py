@@ -16,7 +16,6 @@ beyond it. A command's module is imported only when that command runs (see
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import import_module
 from typing import Any
@@ -218,12 +217,16 @@ def cli(ctx: click.Context, **given: Any) -> None:
 def main(argv: list[str] | None = None) -> None:
     from shuffler.signals import install
 
+    from .streams import finish, guard
+
     install()  # every terminal signal: motor off on the way out (shuffler/signals.py)
+    out, err = guard()  # a full or closed stdout/stderr: a clean exit (cli/streams.py)
+    code: Any = 0
     try:
         cli.main(args=argv, prog_name="shuffler")
     except KeyboardInterrupt:
         click.echo("shuffler: interrupted; the motor is off", err=True)
-        sys.exit(130)
-    except BrokenPipeError:
-        # the reader of stdout went away (| head): not a bug of ours, never a traceback
-        os._exit(0)
+        code = 130
+    except SystemExit as e:
+        code = e.code
+    finish(code if isinstance(code, int) else (0 if code is None else 1), out, err)

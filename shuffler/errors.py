@@ -117,7 +117,14 @@ ERROR_KINDS: dict[str, str] = {
                       "between a hand's passes)",
     "link_lost": "the microcontroller stopped answering",
     "mcu_restarted": "the microcontroller restarted during a pass",
-    "interrupted": "a pass was cut short (the process ended during it)",
+    "interrupted": "a pass was cut short (a crash, a kill, the power, a failed write): "
+                   "latched, as cards may be in the machine; put them back, then "
+                   "`shuffler clear`",
+    "fault_unsaved": "a pass ended with a latching fault that could not be written (a "
+                     "full or failing disk): shown and kept in memory; the state file "
+                     "keeps the pass's `interrupted` latch",
+    "lock_lost": "the machine's lock file was removed or replaced while held: the holder "
+                 "stopped, as another process may drive the machine",
     "state_damaged": "the state file was damaged and set aside",
     "stopped": "a stop was asked for and the motor stopped",
     "protocol": "the microcontroller broke the serial protocol",
