@@ -1,0 +1,168 @@
+"""docs/deploy/README.md's install block, run as written where it can run off a Pi.
+
+Under a throwaway root R: the clone, the venv, the install, the link that puts
+`shuffler` on PATH, the config and the unit go under R; the service starts as the
+unit's ExecStart says (on the simulator: no pins here); then a user's plain `shuffler
+status`, with only PATH and SHUFFLER_SYSTEM_ROOT=R, answers from it. The Pi-only lines
+(apt, raspi-config, useradd, systemctl, reboot) are checked for what they name and
+their order: SPI before the service, the self-test before the service owns the machine.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pytest
+
+from shuffler.client import ServiceClient
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / "docs" / "deploy" / "README.md"
+
+
+def deploy_lines() -> list[str]:
+    block = re.search(r"^```sh deploy\n(.*?)^```", PAGE.read_text(), re.M | re.S)
+    assert block, "docs/deploy/README.md has no ```sh deploy block"
+    return [ln.strip() for ln in block.group(1).splitlines()
+            if ln.strip() and not ln.lstrip().startswith("#")]
+
+
+LINES = deploy_lines()
+
+
+def index(prefix: str) -> int:
+    found = [i for i, ln in enumerate(LINES) if ln.startswith(prefix)]
+    assert len(found) == 1, f"one line starting {prefix!r} in the deploy block"
+    return found[0]
+
+
+def test_the_steps_come_in_an_order_that_works():
+    spi, enable = index("sudo raspi-config nonint do_spi 0"), index("sudo systemctl enable")
+    selftest = next(i for i, ln in enumerate(LINES) if ln.endswith(" selftest"))
+    assert spi < enable and selftest < enable  # SPI and the wiring before the service
+    assert index("sudo ln -sf") < index("shuffler status")
+    assert "python3-lgpio" in LINES[index("sudo apt install")]
+    assert "'.[pi]'" in LINES[index("sudo .venv/bin/pip install")]
+    assert "example.invalid" not in PAGE.read_text()
+    assert LINES[-1] == "sudo reboot"
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
+        timeout: float = 300) -> subprocess.CompletedProcess:
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, f"{argv}\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+def under(root: Path, path: str) -> str:
+    return str(root / path.lstrip("/")) if path.startswith("/") else path
+
+
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs a git checkout to clone")
+def test_the_install_block_runs_as_written_under_a_throwaway_root(tmp_path):
+    root = tmp_path / "root"
+    home = tmp_path / "home"
+    home.mkdir()
+    cwd = tmp_path
+    service = None
+    user_env = {"PATH": f"{root / 'usr/local/bin'}:/usr/bin:/bin", "HOME": str(home),
+                "SHUFFLER_SYSTEM_ROOT": str(root), "LANG": "C.UTF-8",
+                "SHUFFLER_CHECK_SCHEMAS": "1"}
+    try:
+        for line in LINES:
+            words = shlex.split(line)
+            if words[0] == "sudo":
+                words = words[1:]
+            if words[0] in ("apt", "raspi-config", "useradd", "reboot") or \
+                    words[:2] == ["systemctl", "daemon-reload"]:
+                continue  # the Pi's own: checked for order above
+            if words[:2] == ["git", "clone"]:
+                assert words[2] == "~/shuffler"  # the builder's checkout: this one here
+                run(["git", "clone", "-q", str(ROOT), under(root, words[3])], tmp_path)
+            elif words[0] == "cd":
+                cwd = Path(under(root, words[1]))
+            elif words[:2] == ["python3", "-m"]:
+                run([sys.executable, *words[1:]], cwd)
+                # the Pi's site packages (lgpio from apt) stand here for this venv's, so
+                # the install below needs no network
+                site = next((cwd / ".venv" / "lib").glob("python3*")) / "site-packages"
+                (site / "tests-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+            elif words[0] == ".venv/bin/pip":
+                assert words[-1] == ".[pi]"  # lgpio and the hardware PWM exist on a Pi only
+                run([".venv/bin/pip", "install", "-q", "--no-deps",
+                     "."], cwd, timeout=600)
+            elif words[0] == "ln":
+                target, link = (under(root, w) for w in words[2:4])
+                Path(link).parent.mkdir(parents=True, exist_ok=True)
+                run(["ln", "-sf", target, link], cwd)
+            elif words[0] == "install":
+                run(["install", *words[1:-1], under(root, words[-1])], cwd)
+                if words[-1] == "/etc/shuffler/config.toml":
+                    rehome_config(root)
+            elif words[0] == "shuffler" and words[-1] == "selftest":
+                assert words[1:3] == ["--device", "gpio"]  # here: the mock-pin rig
+                run(["shuffler", "--device", "sim-gpio", *map_paths(root, words[3:-1]),
+                     "selftest", "--yes"], cwd, env=user_env | {"XDG_STATE_HOME":
+                                                                  str(tmp_path / "st")})
+            elif words[:3] == ["systemctl", "enable", "--now"]:
+                service = start_service(root, tmp_path)
+            elif words == ["shuffler", "status"]:
+                assert service is not None
+                status = run(["shuffler", "--json", "status"], home, env=user_env)
+                answer = json.loads(status.stdout)
+                assert answer["device"]["kind"] == "sim"  # the service's, started above
+                assert not (home / ".local" / "state" / "shuffler").exists()
+            else:
+                pytest.fail(f"a line of the deploy block this test cannot follow: {line}")
+        assert service is not None and (root / "usr/local/bin/shuffler").exists()
+    finally:
+        if service is not None:
+            service.terminate()
+            service.wait(20)
+
+
+def rehome_config(root: Path) -> None:
+    """The installed config's own paths under the root; the service's account is this
+    user (no `shuffler` account here), no group to give the socket."""
+    path = root / "etc" / "shuffler" / "config.toml"
+    text = path.read_text()
+    text = re.sub(r'"(/(?:var|run)/[^"]+)"', lambda m: f'"{under(root, m.group(1))}"', text)
+    text = re.sub(r'^user = "shuffler"', f'user = "{getpass.getuser()}"', text, flags=re.M)
+    text = re.sub(r'^group = "shuffler".*$', "", text, flags=re.M)
+    path.write_text(text)
+
+
+def map_paths(root: Path, words: list[str]) -> list[str]:
+    return [under(root, w) for w in words]
+
+
+def start_service(root: Path, tmp: Path) -> subprocess.Popen:
+    """The unit's ExecStart, its paths under the root, on the simulator."""
+    unit = (root / "etc/systemd/system/shuffler.service").read_text()
+    start = shlex.split(re.search(r"^ExecStart=(.*)$", unit, re.M).group(1))
+    argv = [under(root, w) for w in start]
+    argv[1:1] = ["--device", "sim", "--sim-speed", "1e6"]
+    env = {**os.environ, "SHUFFLER_SYSTEM_ROOT": str(root)}
+    env.pop("NOTIFY_SOCKET", None)
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=open(tmp / "svc.log", "wb"))  # noqa: SIM115
+    sock = root / "run" / "shuffler" / "shuffler.sock"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, (tmp / "svc.log").read_text()
+        if sock.exists() and (client := ServiceClient.connect(sock)) is not None:
+            client.close()
+            return proc
+        time.sleep(0.1)
+    proc.terminate()
+    raise AssertionError("the service did not start: " + (tmp / "svc.log").read_text())
