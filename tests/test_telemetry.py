@@ -302,6 +302,23 @@ def test_the_documented_acl_keeps_each_table_to_its_own_topics(tmp_path):
         time.sleep(0.5)
         hijacked = [t for t, p, _ in ha.messages if b"hijacked" in p]
         assert hijacked == []
+        ha.close()  # the spy below takes its client id
+        ha = None
+        # t2's page still shows the room (t1 online and its state), never t1's commands
+        from shuffler.tables import TableWatcher
+
+        room = TableWatcher(config("t2"), client_id="t2-view").start()
+        spy = Subscriber(config("t2"), "shuffler/t1/command")
+        try:
+            wait_for(lambda: (row := room.book.rows.get("t1")) is not None
+                     and row.online and row.state == "ready", what="t1 in t2's room view")
+            t1._client.publish("shuffler/t1/command", b'{"cmd": "clear"}', qos=1) \
+                .wait_for_publish(5)
+            time.sleep(0.5)
+            assert spy.messages == []
+        finally:
+            spy.close()
+            room.close()
     finally:
         if ha is not None:
             ha.close()
