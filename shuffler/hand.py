@@ -101,11 +101,14 @@ class HandRunner:
         on_pass_done: Callable[[PassRecord], None] | None = None,
         on_stack: Callable[[Status], None] | None = None,
         on_tick: Callable[[], None] | None = None,
+        on_ignored: Callable[[str], None] | None = None,
     ) -> HandReport:
         """``on_stack`` hears what the status LED is about to ask the dealer (which pile
         on top), before the dealer does it. ``on_tick()`` is called while a pass runs (by
         a device that does so) and at least every :data:`TICK` seconds while the hand
-        waits for the dealer."""
+        waits for the dealer. ``on_ignored(why)`` hears of every touch the machine did not
+        take (while a pass ran, or inside the restack lock-out): the dealer is told too."""
+        self._on_ignored = on_ignored
         seats = self.config.table.seats
         state = self.controller.store.load()
         dealer = dealer_index(state, self.config)
@@ -141,7 +144,7 @@ class HandRunner:
             result = self.controller.run_pass(plan, on_card, passes_after=passes - number,
                                               context=context, on_tick=on_tick)
             ended = self._now()
-            self._ignore_touches("the pass was running")
+            self._ignore_touches("a pass was running", tell=True)
             stop = result.fault is not None and result.fault.kind not in CONTINUABLE
             last = number == passes
             stacking = None
@@ -152,7 +155,8 @@ class HandRunner:
                     on_stack(ask)
                 self.device.show(ask)
                 try:
-                    stacking = self._await_restack(number, passes, not last, ended, on_tick)
+                    stacking = self._await_restack(number, passes, not last, ended, on_tick,
+                                                   ask)
                 except DeviceTimeoutError:  # no touch: the pass that ran is still reported
                     record = PassRecord(number, result, None)
                     report.records.append(record)
@@ -194,22 +198,35 @@ class HandRunner:
         return report
 
     def _now(self) -> float:
-        """Device time when the device keeps a clock (its events are stamped in it)."""
-        clock = getattr(self.device, "clock", None)
-        return clock.now() if clock is not None else time.monotonic()
+        return device_now(self.device)
 
-    def _ignore_touches(self, why: str) -> list[InputEvent]:
+    _on_ignored: Callable[[str], None] | None = None
+
+    def _told(self, why: str, ask: Status | None = None) -> None:
+        """A touch the machine did not take is told, never dropped in silence: the event
+        (the page shows it) and, between passes, the prompt again (one short beep and
+        the pile's colour: touch again)."""
+        log.info("touch ignored", why=why)
+        if self._on_ignored is not None:
+            self._on_ignored(why)
+        if ask is not None:
+            self.device.show(ask)
+
+    def _ignore_touches(self, why: str, tell: bool = False) -> list[InputEvent]:
         """Drop the touches queued so far (they never start a pass); keep the rest."""
         kept = []
         for ev in self.device.drain_events():
-            if ev.kind is EventKind.TOUCH:
-                log.debug("touch ignored", why=why)
-            else:
+            if ev.kind is not EventKind.TOUCH:
                 kept.append(ev)
+            elif tell:
+                self._told(why)
+            else:
+                log.debug("touch ignored", why=why)
         return kept
 
     def _await_restack(self, done: int, of: int, wait_touch: bool, ended: float,
-                       on_tick: Callable[[], None] | None = None) -> Pile | None:
+                       on_tick: Callable[[], None] | None = None,
+                       ask: Status | None = None) -> Pile | None:
         """Collect pile lifts; between passes also wait for the touch that starts the next.
         A touch within :data:`RESTACK_LOCKOUT` seconds of the pass's end (the dealer is
         still restacking) or with the tray empty starts nothing."""
@@ -235,7 +252,7 @@ class HandRunner:
                 lifts.append(ev)
             elif ev.kind is EventKind.TOUCH:
                 if self._now() - ended < RESTACK_LOCKOUT:
-                    log.debug("touch ignored", why="the dealer is restacking")
+                    self._told("too soon after the pass: the dealer is still restacking", ask)
                 elif not self.device.health().tray_loaded:
                     log.warning("touch ignored: the tray is empty; put the pack in the tray, "
                                 "then touch", after_pass=done)
@@ -246,6 +263,13 @@ class HandRunner:
         stacking = stacking_from_lifts(lifts, self.config.mechanism.both_window_s)
         log.debug("restacked", after_pass=done, on_top=stacking.name if stacking else None)
         return stacking
+
+
+def device_now(device: object) -> float:
+    """Device time when the device keeps a clock (its events are stamped in it), so the
+    restack lock-out is the same however fast a simulated machine runs; else the host's."""
+    clock = getattr(device, "clock", None)
+    return clock.now() if clock is not None else time.monotonic()
 
 
 def play_hand(controller: PassController, config: Config, *, passes: int, cards: int,

@@ -60,7 +60,7 @@ from .errors import BadInputError, ShufflerError, error_kind
 from .events import Event, Translator
 from .faces import Faces, signal_tee
 from .files import make_folder
-from .hand import RESTACK_LOCKOUT
+from .hand import RESTACK_LOCKOUT, device_now
 from .lock import MachineLock
 from .logs import get_logger
 from .planning import Mode
@@ -383,7 +383,7 @@ class Service:
         is still restacking or the tray is empty. While a client's short job (a clear, a
         score, a remote command) holds the machine the touch waits for it, up to
         :data:`TOUCH_WAIT_S`, and then says why it started nothing."""
-        if not again and self.clock.now() - self._job_ended < RESTACK_LOCKOUT:
+        if not again and device_now(self.session.device) - self._job_ended < RESTACK_LOCKOUT:
             log.debug("touch ignored", why="the dealer is restacking")
             self._touch_ignored("touch ignored: the last pass has only just ended; stack the "
                                 "piles, then touch again")
@@ -475,7 +475,7 @@ class Service:
         finally:
             self.session.controller.end_job()
             if req["cmd"] in MOVING:  # touches made while it ran start nothing
-                self._job_ended, self._touch_at = self.clock.now(), None
+                self._job_ended, self._touch_at = device_now(self.session.device), None
                 self.session.device.drain_events()
             self.refresh()
 

@@ -133,7 +133,8 @@ class Session:
             on_stack=lambda st: on_event(stack_event(st)),
             on_pass_done=lambda r: on_event({"event": "pass", "pass": record_dict(r),
                                              "of": of}),
-            on_tick=on_tick)
+            on_tick=on_tick,
+            on_ignored=lambda why: on_event({"event": "touch_ignored", "why": why}))
 
     def do_clear(self) -> dict[str, Any]:
         had = self.controller.latched_fault()

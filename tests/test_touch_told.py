@@ -1,0 +1,63 @@
+"""A touch the machine does not take is told, and the simulated dealers touch again,
+so a hand on every simulated backend finishes at every ``--sim-speed``."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from hardware_sim import SimDevice
+from hardware_sim.dealer import SimDealer
+from hardware_sim.device import SimTiming
+from shuffler.clock import VirtualClock
+from shuffler.config import Config
+from shuffler.controller import PassController
+from shuffler.device import Signal
+from shuffler.session import Session
+from shuffler.state import StateStore
+
+
+def test_a_touch_inside_the_restack_lockout_is_told_and_a_second_touch_goes(tmp_path):
+    # a hasty dealer: restacks and touches 0.15 s after the pass, inside the 0.5 s lock-out
+    device = SimDevice.for_cards(24, rng=random.Random(4), clock=VirtualClock(),
+                                 timing=SimTiming(restack_pause=0.0))
+    device.dealer = SimDealer(rng=random.Random(4), lift_gap=0.1, settle=0.05)
+    session = Session(PassController(device, StateStore(tmp_path)), Config(),
+                      random.Random(1))
+    events: list[dict] = []
+    result = session.do_hand(passes=3, on_event=events.append)
+    assert result["hand"]["completed"]
+    told = [e for e in events if e["event"] == "touch_ignored"]
+    assert told and all("restacking" in e["why"] for e in told)
+    stacks = [s for s in device.shown if s.signal is Signal.STACK]
+    assert len(stacks) == 3 + len(told)  # each ignored touch: the prompt (one beep) again
+
+
+def avr_missing() -> str | None:
+    from shuffler.errors import DeviceError
+    from shuffler.sim_avr import AVR_PACKAGES, build_firmware
+
+    try:
+        build_firmware()
+    except DeviceError as e:
+        return f"needs the packages {AVR_PACKAGES} ({e})"
+    return None
+
+
+@pytest.mark.parametrize("speed", [1, 5, 20, 100])
+@pytest.mark.parametrize("device", ["sim-serial", "sim-avr"])
+def test_a_hand_on_the_serial_simulators_finishes_at_every_speed(tmp_path, device, speed):
+    if device == "sim-avr" and (why := avr_missing()):
+        pytest.skip(why)
+    out = subprocess.run(
+        [sys.executable, "-m", "shuffler", "--device", device, "--sim-speed", str(speed),
+         "--state-dir", str(tmp_path / "state"), "--no-service", "--json", "hand"],
+        capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    hand = json.loads(out.stdout)["hand"]
+    assert hand["completed"] and len(hand["pass_reports"]) == hand["passes"]
+    assert "Traceback" not in out.stderr
