@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 if TYPE_CHECKING:
@@ -111,3 +113,22 @@ class _Logger:
 
 def get_logger(name: str) -> FilteringBoundLogger:
     return cast("FilteringBoundLogger", _Logger(name))
+
+
+class Burst:
+    """Logs the first of a run of like events at warning, then at most one line every
+    ``every`` seconds saying how many there were since: a flood never floods the journal."""
+
+    def __init__(self, logger: Any, what: str, every: float = 10.0) -> None:
+        self.logger, self.what, self.every = logger, what, every
+        self.count, self.last = 0, -1e9
+        self.lock = threading.Lock()
+
+    def note(self, **fields: Any) -> None:
+        with self.lock:
+            self.count += 1
+            now = time.monotonic()
+            if now - self.last < self.every:
+                return
+            count, self.count, self.last = self.count, 0, now
+        self.logger.warning(self.what, count=count, **fields)

@@ -46,7 +46,7 @@ from typing import Any
 from . import __version__
 from .config import MqttConfig
 from .errors import ConfigError
-from .logs import get_logger
+from .logs import Burst, get_logger
 
 log = get_logger("shuffler.telemetry")
 
@@ -54,7 +54,6 @@ MQTT_ERR_QUEUE_SIZE = 15  # paho: its store of unsent QoS 1 messages is full
 
 SCHEMA = 1
 COMMAND_QUEUE = 8  # remote commands waiting for the service; more are refused
-LOG_EVERY_S = 10.0  # refusals: one line per burst, with how many
 
 
 @dataclass(frozen=True)
@@ -145,7 +144,7 @@ class Telemetry:
         self._wake = threading.Condition()
         self._closing = False
         self._retained: dict[str, _Message] = {}
-        self._refusals = _Burst("remote commands refused")
+        self._refusals = Burst(log, "remote commands refused")
         self._client = (client_factory or connect_client)(config)
         self._client.on_connect = _guarded(self._on_connect)
         self._client.on_disconnect = _guarded(self._on_disconnect)
@@ -269,7 +268,7 @@ class Telemetry:
 
     def _refuse(self, request: str | None, kind: str, message: str) -> None:
         self.refused += 1
-        self._refusals.note(kind, message)
+        self._refusals.note(kind=kind, last=message)
         self.publish("command_reply", {"request": request, "ok": False, "error": {
             "kind": kind, "message": message, "exit": 2}})
 
@@ -286,24 +285,6 @@ class Telemetry:
                                                 "exit": 1}}
             log.info("remote command", cmd=command["cmd"], ok=bool(reply.get("ok")))
             self.publish("command_reply", {"request": command["id"], **reply})
-
-
-class _Burst:
-    """Logs the first of a run of like events, then at most one line every
-    :data:`LOG_EVERY_S` seconds with how many there were since."""
-
-    def __init__(self, what: str) -> None:
-        self.what, self.count, self.last = what, 0, -1e9
-        self.lock = threading.Lock()
-
-    def note(self, kind: str, message: str) -> None:
-        with self.lock:
-            self.count += 1
-            now = time.monotonic()
-            if now - self.last < LOG_EVERY_S:
-                return
-            count, self.count, self.last = self.count, 0, now
-        log.warning(self.what, count=count, kind=kind, last=message)
 
 
 def _request_id(payload: bytes) -> str | None:

@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from .logs import get_logger
+from .logs import Burst, get_logger
 from .pairing import Pairing, Throttle
 
 log = get_logger("shuffler.web")
@@ -286,12 +286,14 @@ class _Server(ThreadingHTTPServer):
         self.web = web
         self.gate = Gate(MAX_CONNECTIONS, MAX_PER_CLIENT)
         self.turned_away = 0
+        self._busy_log = Burst(log, "dealer page connections turned away (over the caps)")
         super().__init__(address, Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         client = str(client_address[0])
         if not self.gate.enter(client):
             self.turned_away += 1
+            self._busy_log.note(client=client)
             with contextlib.suppress(OSError):  # never wait on it: this is the accept loop
                 request.setblocking(False)
                 request.send(BUSY)

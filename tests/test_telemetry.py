@@ -325,3 +325,23 @@ def test_the_documented_acl_keeps_each_table_to_its_own_topics(tmp_path):
         t1.close()
         t2.close()
         broker.kill()
+
+
+def test_a_burst_of_refusals_is_one_log_line_with_a_count(monkeypatch):
+    from shuffler import logs
+
+    lines = []
+
+    class Logger:
+        def warning(self, what, **fields):
+            lines.append((what, fields))
+    now = [100.0]
+    monkeypatch.setattr(logs.time, "monotonic", lambda: now[0])
+    burst = logs.Burst(Logger(), "refused", every=10)
+    for _ in range(500):
+        burst.note(kind="busy")
+        now[0] += 0.01
+    now[0] += 10
+    burst.note(kind="busy")
+    assert lines == [("refused", {"count": 1, "kind": "busy"}),
+                     ("refused", {"count": 500, "kind": "busy"})]
