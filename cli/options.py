@@ -17,6 +17,9 @@ import click
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
 #: (the same figure as shuffler.backends.DEFAULT_SIM_SPEED; a test keeps them equal)
 DEFAULT_SIM_SPEED = 20.0
+#: the --sim-dealer habits, as hardware_sim.dealer.DealerHabit spells them (a test checks)
+SIM_DEALERS = ["instructed", "other", "both", "follows-but-last", "taller", "last-card",
+               "first-card"]
 #: longest socket path a Unix socket takes (sun_path is 108 bytes on Linux)
 MAX_SOCKET_PATH = 107
 
@@ -117,10 +120,12 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      envvar="SHUFFLER_SIM_FAULT", show_envvar=True,
                      help="inject a fault (repeatable): jam:CARD[:FREES_AFTER], "
                           "misfeed:CARD[:FREES_AFTER], double:CARD, battery:VOLTS"),
-        click.option("--sim-dealer", type=click.Choice(["instructed", "other", "both"]),
+        click.option("--sim-dealer", type=click.Choice(SIM_DEALERS),
                      default="instructed", envvar="SHUFFLER_SIM_DEALER", show_envvar=True,
                      help="how the simulated dealer restacks: as the LED says, the other "
-                          "pile on top, or both piles at once"),
+                          "pile on top, both piles at once, as the LED says but for the "
+                          "last pass, the taller pile on top, the pile the last (or first) "
+                          "card fell on"),
     ]
     for opt in reversed(opts):
         f = opt(f)

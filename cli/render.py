@@ -51,9 +51,11 @@ def hand_summary(h: dict[str, Any]) -> str:
     if h["completed"]:
         distance = distance_text(h["distance"], h.get("distance_exact", True))
         deck = f"; deck {h['deck']} is ready" if h.get("deck") else ""
+        note = f" ({h['distance_note']})" if h.get("distance_note") else ""
         return (f"hand {h['number']}: dealt by {h['dealer']}; {done} of {h['passes']} "
                 f"passes done ({mode}, {distance}); "
-                f"{h['next_dealer']} deals next{deck}")
+                f"{h['next_dealer']} deals next{deck}{note}")
+
     from shuffler.device import FaultKind
 
     fault = h.get("fault")

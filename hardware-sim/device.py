@@ -201,7 +201,8 @@ class SimDevice(ShufflerDevice):
     def _dealer_restacks(self, status: Status) -> None:
         assert status.on_top is not None
         self.clock.sleep(self.timing.restack_pause)
-        on_top = self.dealer.choose(status.on_top)
+        on_top = self.dealer.choose(status.on_top,
+                                   self.mechanism.seen(status.next_pass is None))
         lifts = self.dealer.lift_events(on_top, self.clock.now())
         self.clock.sleep(lifts[-1].at - lifts[0].at)
         self.mechanism.restack(on_top)

@@ -384,7 +384,8 @@ class GpioRig:
             self.mechanism.gather()
             self._sensors()
         elif signal is Signal.STACK and pile is not None:
-            self._restack(self.dealer.choose(pile), touch=True)
+            # the LED's colour does not say whether the hand ends here: follows-but-last follows
+            self._restack(self.dealer.choose(pile, self.mechanism.seen(False)), touch=True)
         elif signal is Signal.READY:  # a hand done, or a fault cleared: gather everything
             self._restack(self.dealer.choose(Pile.LEFT), touch=False, gather=True)
 

@@ -14,6 +14,7 @@ from typing import Generic, TypeVar
 from shuffler.mechanics import Feed, Pile, stack
 
 from .battery import SimBattery
+from .dealer import PilesSeen
 from .faults import FaultPlan
 
 T = TypeVar("T")
@@ -59,11 +60,14 @@ class Mechanism(Generic[T]):
     piles: tuple[list[T], list[T]] = field(default_factory=lambda: ([], []))
     stuck: list[T] = field(default_factory=list)  # cards caught in the throat
     fed_this_pass: int = 0
+    first_landed: Pile | None = None  # the pile the pass's first card fell on
+    last_landed: Pile | None = None  # and its last (what a dealer may look at)
     _retries_at_card: int = 0
 
     # -- a pass --------------------------------------------------------------
     def start_pass(self) -> None:
         self.fed_this_pass = 0
+        self.first_landed = self.last_landed = None
         self._retries_at_card = 0
 
     def speed(self, load_volts: float) -> float:
@@ -122,6 +126,9 @@ class Mechanism(Generic[T]):
         self.battery.draw(transit.blocked)
         for _ in range(transit.cards):
             self.piles[pile].insert(0, self._take())
+        if self.first_landed is None:
+            self.first_landed = pile
+        self.last_landed = pile
         self.fed_this_pass += 1
         self._retries_at_card = 0
 
@@ -142,6 +149,11 @@ class Mechanism(Generic[T]):
         """The dealer puts ``on_top`` on the other pile and the pack back in the tray."""
         self.tray = [*stack(self.piles, on_top), *self.tray]
         self.piles = ([], [])
+
+    def seen(self, last_pass: bool) -> PilesSeen:
+        """What the dealer sees on the table now."""
+        return PilesSeen((len(self.piles[0]), len(self.piles[1])), self.first_landed,
+                         self.last_landed, last_pass)
 
     def gather(self) -> None:
         """After a fault: the dealer frees the throat and puts every card back in the tray."""

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from shuffler.mechanics import Feed, Pile, deal_pass, feed_order, stack
 from shuffler.planning import Mode, PackTracker, Planner, make_planner
 
-from .dealer import DealerHabit
+from .dealer import DealerHabit, PilesSeen, choose_pile
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,13 @@ def play_hand(n: int, passes: int, mode: Mode, rng: random.Random,
         seen: Pile | None = on_top  # None: the dealer stacked unseen
         doubles: set[int] = set()
         if flaws.any:
-            if flaws.habit is DealerHabit.OTHER:  # seen by the sensors
-                on_top = seen = on_top.other
+            if flaws.habit is not DealerHabit.INSTRUCTED:  # seen by the sensors, but for both
+                on_top = seen = choose_pile(flaws.habit, on_top, _seen(plan, j == passes - 1),
+                                            rng)
             if (flaws.habit is DealerHabit.BOTH or j in flaws.unseen_at
                     or _chance(rng, flaws.unseen_stack_rate)):
-                on_top, seen = Pile(rng.randrange(2)), None
+                on_top, seen = (on_top if flaws.habit is DealerHabit.BOTH
+                                else Pile(rng.randrange(2))), None
             elif j in flaws.wrong_at or _chance(rng, flaws.wrong_unnoticed_rate):
                 on_top = on_top.other
             if flaws.double_feed_rate:
@@ -102,6 +104,14 @@ def play_hand(n: int, passes: int, mode: Mode, rng: random.Random,
         tracker.after_pass(plan, counted, seen)
         planner.observe(j, plan, counted, seen)
     return pack, planner
+
+
+def _seen(plan, last_pass: bool) -> PilesSeen:
+    """What the dealer sees after dealing ``plan`` (without double feeds)."""
+    labels = plan.labels
+    first = Pile(labels[0]) if labels else None
+    last = Pile(labels[-1]) if labels else None
+    return PilesSeen(plan.pile_sizes, first, last, last_pass)
 
 
 def simulate_hands(n: int, passes: int, mode: Mode, trials: int, rng: random.Random,

@@ -63,6 +63,7 @@ class HandReport:
     distance: Fraction | None = None  # total variation from uniform that holds
     distance_exact: bool = True  # False: ``distance`` is only an upper bound
     resumed_at: int | None = None  # the pass an interrupted hand resumed at
+    departures: list[int] = field(default_factory=list)  # passes stacked off the light
     deck: str | None = None  # with two decks in turn: "A" or "B", the one shuffled
 
     @property
@@ -173,7 +174,8 @@ class HandRunner:
                 break
         report.tracking = tracker.known and tracker.from_start
         report.distance = self.planner.distance(cards, first + len(report.records))
-        report.distance_exact = self.planner.exact
+        report.distance_exact = self.planner.exact and report.resumed_at is None
+        report.departures = list(self.planner.departures)
         report.completed = first + len(report.records) == passes and not (
             report.fault and report.fault.kind not in CONTINUABLE
         )

@@ -148,29 +148,67 @@ class Planner(Protocol):
 
     def distance(self, cards: int, passes_done: int) -> Fraction | None:
         """Total variation from uniform that holds after pass ``passes_done`` (counted
-        from the start of the hand): exact if :attr:`exact`, else an upper bound;
-        None: nothing can be said."""
+        from the start of the hand) whatever rule the dealer stacks by: exact if
+        :attr:`exact`, else an upper bound; None: nothing can be said."""
 
     @property
     def exact(self) -> bool:
         """Whether :meth:`distance` is the distance itself rather than a bound."""
 
+    @property
+    def departures(self) -> tuple[int, ...]:
+        """Passes (1-based) after which the sensors saw another pile on top than the
+        light showed, or could not tell which."""
 
-class CoinPlanner:
+
+class _Departures:
+    """What the dealer did other than the light said, as the sensors saw it.
+
+    A dealer may choose the pile by looking at the cards (the taller pile, the pile the
+    last card fell on), and such a choice depends on the plan: the guarantee of a plan
+    holds for stackings chosen independently of it. A hand whose every stacking followed
+    the light is reported as planned; any other is bounded for every rule the dealer might
+    have followed (docs/mixing.md, "Dealers who look at the cards").
+    """
+
+    def __init__(self) -> None:
+        self._off: list[int] = []  # 0-based passes
+
+    def note(self, index: int, plan: PassPlan, stacking: Pile | None) -> bool:
+        off = stacking is not plan.on_top
+        if off:
+            self._off.append(index)
+        return off
+
+    @property
+    def departures(self) -> tuple[int, ...]:
+        return tuple(j + 1 for j in self._off)
+
+    def since(self, index: int) -> bool:
+        return any(j >= index for j in self._off)
+
+
+class CoinPlanner(_Departures):
     """The plain machine: a fair coin per card, whatever the pack looks like.
 
     Every fault-free pass is a fresh inverse riffle, independent of the order it
-    finds and of the stacking (the other pile on top only swaps the coin's faces),
-    so neither a lost track nor an unseen stacking costs anything. A pass with a
-    count mismatch (a double feed) is some other random permutation. Independent
-    random permutations before and after a run of m ideal passes cannot bring the
-    pack nearer to uniform than those m passes leave it, so the distance is at most
-    that of the longest run of fault-free passes.
+    finds and of a stacking chosen without looking (the other pile on top only swaps
+    the coin's faces), so neither a lost track nor an unseen stacking costs anything
+    then. A pass with a count mismatch (a double feed) is some other random
+    permutation. Independent random permutations before and after a run of m ideal
+    passes cannot bring the pack nearer to uniform than those m passes leave it, so the
+    distance is at most that of the longest run of fault-free passes.
+
+    A dealer who departs from the light may be choosing by the cards, and that choice
+    depends on the coins: then the bound is :func:`~shuffler.mixing.tv_steered` for the
+    fault-free passes at the end of the hand (whatever came before them), the least over
+    how many of them are counted.
     """
 
     mode = Mode.COIN
 
     def __init__(self, rng: RandomSource | None = None) -> None:
+        super().__init__()
         self.rng = rng or system_random()
         self._first: int | None = None  # the first pass this planner dealt (0 unless resumed)
         self._run = self._best = 0  # fault-free passes in a row: now, and the longest
@@ -182,6 +220,7 @@ class CoinPlanner:
         return coin_plan(cards, self.rng)
 
     def observe(self, index: int, plan: PassPlan, counted: int, stacking: Pile | None) -> None:
+        self.note(index, plan, stacking)
         if counted != plan.cards:
             self._faulty, self._run = True, 0
         else:
@@ -190,11 +229,13 @@ class CoinPlanner:
 
     @property
     def exact(self) -> bool:
-        return not self._faulty and not self._first
+        return not self._faulty and not self._first and not self.departures
 
     def distance(self, cards: int, passes_done: int) -> Fraction | None:
-        from .mixing import tv_coin
+        from .mixing import tv_coin, tv_steered
 
+        if self.departures:
+            return min(tv_steered(cards, m) for m in range(self._run + 1))
         if self.exact:
             return tv_coin(cards, passes_done)
         return tv_coin(cards, self._best)
@@ -287,30 +328,39 @@ def code_mask(k: int, feed: Feed, stackings: tuple[Pile, ...]) -> tuple[int, boo
     return mask, reverses and k % 2 == 1
 
 
-class PlannedPlanner:
+class PlannedPlanner(_Departures):
     """Planned passes: the pack ends uniform over every order k passes can reach.
 
     For the hand's k passes it draws the final order at once (from ``secrets``),
     gives each card the k-bit code of its run and deals pass j by bit j, handing
     the labels to cards where the tracker says they are. With 2^k >= n every
-    card gets its own code, and the result is exactly uniform whichever pile the
-    dealer puts on top, so long as the sensors saw it. With fewer passes the codes
-    assume a stacking for every pass: a stacking other than the one assumed
-    re-plans the remaining passes from the known order, assuming from then on the
-    habit the dealer showed (the pile the light asks for, or the other one), so a
-    dealer who always does the other thing costs one pass, not the hand. A lost
-    track (count mismatch, unseen stacking) re-plans the remaining passes from
-    where the cards now lie, whatever that is.
+    card gets its own code: the n codes are 0..n−1 XOR a constant chosen so that on
+    every pass the pile the light shows is the taller one (or the piles are equal), so
+    a dealer who puts the taller pile on top follows the light; the result is exactly
+    uniform for every stacking chosen without looking at the cards, so long as the
+    sensors saw it (pile sizes are then fixed by the plan's public part). With fewer
+    passes the codes assume a stacking for every pass: a stacking other than the one
+    assumed re-plans the remaining passes from the known order, assuming from then on
+    the habit the dealer showed (the pile the light asks for, or the other one), so a
+    dealer who always does the other thing costs one pass, not the hand. A lost track
+    (count mismatch, unseen stacking) re-plans the remaining passes from where the
+    cards now lie, whatever that is.
 
     The distance after a re-plan is that of the passes planned since (an upper
     bound: what came before is an independent permutation, which cannot move the
-    pack further from uniform).
+    pack further from uniform), when that re-plan was not the dealer's doing. When
+    the dealer departed from the light, the bound covers a dealer who chose by the
+    cards: 1 − 2^−m for the m passes of one distinct-code plan
+    (:func:`~shuffler.mixing.tv_steered`), else the bound of last resort
+    (:func:`~shuffler.mixing.tv_any`): the dealer's choice of whether to depart also
+    chooses between keeping the plan and re-planning, which nothing better bounds.
     """
 
     mode = Mode.PLANNED
 
     def __init__(self, passes: int, rng: RandomSource | None = None,
                  on_top: Pile = Pile.LEFT) -> None:
+        super().__init__()
         self.passes = passes
         self.rng = rng or system_random()
         self.on_top = on_top
@@ -322,6 +372,8 @@ class PlannedPlanner:
         self._start: int | None = None  # the first pass this planner dealt (0 unless resumed)
         self._bound_from: int | None = None  # passes the guaranteed distance is computed from
         self._unknown = False
+        self._from_unknown = False  # the hand began from an order the controller did not know
+        self._dealer_replan = False  # the current codes were drawn because of the dealer
 
     def expected_stacking(self) -> Pile:
         """The pile the dealer is expected to put on top (the light shows ``on_top``)."""
@@ -331,11 +383,19 @@ class PlannedPlanner:
         order = tracker.order if tracker.known else tracker.rebase()
         assert order is not None
         n, k = len(order), self.passes - index
-        mask, reverse_ties = code_mask(k, tracker.feed, (self.expected_stacking(),) * k)
+        expected = self.expected_stacking()
+        mask, reverse_ties = code_mask(k, tracker.feed, (expected,) * k)
         base = order[::-1] if reverse_ties else order
         perm = sample_arrangement(n, 2**k, self.rng)
         self._distinct = 2**k >= n
-        codes = list(range(n)) if self._distinct else run_codes(perm)
+        if self._distinct:
+            # pass j's right pile holds the codes whose bit j differs from the mask's; XOR
+            # by t puts the larger half on the pile the light shows (ties stay ties)
+            up = int(expected is Pile.RIGHT)
+            t = sum((((mask >> j) & 1) ^ up) << j for j in range(k))
+            codes = sorted(x ^ t for x in range(n))
+        else:
+            codes = run_codes(perm)
         by_card = [0] * n
         for p, code in zip(perm, codes, strict=True):
             by_card[base[p]] = code ^ mask
@@ -345,6 +405,7 @@ class PlannedPlanner:
     def plan(self, index: int, cards: int, tracker: PackTracker) -> PassPlan:
         if self._start is None:
             self._start = self._bound_from = index
+            self._from_unknown = not (tracker.known and tracker.from_start)
         if self._codes is None or not tracker.known or index >= self._first + self._span:
             self._draw(index, tracker)
         assert self._codes is not None and tracker.order is not None
@@ -356,6 +417,7 @@ class PlannedPlanner:
     def observe(self, index: int, plan: PassPlan, counted: int, stacking: Pile | None) -> None:
         last = index == self.passes - 1
         expected = self.expected_stacking()
+        self.note(index, plan, stacking)
         if stacking is not None:
             self.contrary = stacking is not plan.on_top  # the habit the dealer shows
         if counted != plan.cards:
@@ -363,26 +425,36 @@ class PlannedPlanner:
             if last:
                 self._unknown = True
             self._bound_from = index + 1
+            self._dealer_replan = False
         elif not last and (stacking is None or (stacking is not expected
                                                  and not self._distinct)):
-            # (the last stacking only relabels the final order: it costs nothing)
             self._codes = None
             self._bound_from = index + 1
+            self._dealer_replan = True
+        # on the last pass a departure cannot be re-planned: with shared codes it changes
+        # the law (5 cards, 2 passes, the other pile on top at the end: 0.467 from random)
 
     @property
     def exact(self) -> bool:
-        return not self._unknown and self._bound_from == 0
+        return (not self._unknown and self._bound_from == 0 and not self._from_unknown
+                and not self.departures)
 
     def distance(self, cards: int, passes_done: int) -> Fraction | None:
-        """TVmin for the passes planned from the last point the controller knew the pack;
+        """TVmin for the passes planned from the last point the controller knew the pack,
+        or the bound for a dealer who chose by the cards (see the class notes);
         None while the passes planned together are not all done."""
         if self._unknown or self._bound_from is None:
             return None
         if self._codes is not None and passes_done < self._first + self._span:
             return None  # half a plan: its passes alone are not uniform over anything
-        from .mixing import tv_planned
+        from .mixing import tv_any, tv_planned, tv_steered
 
-        return tv_planned(cards, max(0, passes_done - self._bound_from))
+        span = max(0, passes_done - self._bound_from)
+        if self._dealer_replan:
+            return tv_any(cards)
+        if self.since(self._bound_from):  # the dealer departed within the current codes
+            return tv_steered(cards, span, "planned") if 2**span >= cards else tv_any(cards)
+        return tv_planned(cards, span)
 
 
 def make_planner(mode: Mode, passes: int, rng: RandomSource | None = None) -> Planner:

@@ -53,6 +53,7 @@ def last_hand(hand: dict[str, Any]) -> dict[str, Any]:
     """What the state keeps of the last hand, for ``status`` and the page."""
     return {k: hand[k] for k in ("number", "dealer", "passes_done", "passes",
                                  "completed", "tracking", "distance")} | {
+        "distance_note": hand.get("distance_note"),
         "fault": hand["fault"]["kind"] if hand["fault"] else None}
 
 
@@ -63,6 +64,41 @@ def hand_in_progress(pending: dict[str, Any] | None) -> dict[str, Any] | None:
         return None
     return {"number": pending["number"], "passes": pending["passes"],
             "passes_done": pending["done"], "cards": pending["cards"], "mode": pending["mode"]}
+
+
+def _passes(numbers: list[int]) -> str:
+    words = [str(n) for n in numbers]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def distance_note(hand: HandReport) -> str | None:
+    """Why the distance is a bound, in the dealer's words (None: it is what was planned).
+
+    The bound after a departure from the light covers a dealer who chose the pile by
+    looking at the cards (docs/mixing.md): the figure is what can be promised, not what
+    a careless dealer usually costs."""
+    said = []
+    seen = {r.number: r.stacking for r in hand.records}
+    unseen = [n for n in hand.departures if seen.get(n, 0) is None]
+    other = [n for n in hand.departures if n not in unseen]
+    if other:
+        said.append(f"you put the other pile on top after pass {_passes(other)}")
+    if unseen:
+        said.append(f"the pile sensors could not tell which pile went on top after pass "
+                    f"{_passes(unseen)}")
+    if hand.resumed_at is not None:
+        said.append(f"the hand resumed at pass {hand.resumed_at} from an order nobody tracked")
+    if not hand.tracking and not unseen:
+        said.append("a count came out wrong, so the controller lost track of the cards")
+    if not said:
+        return None
+    if hand.distance is None:
+        return "; ".join(said) + ": how random this hand is cannot be said"
+    x = f"{float(hand.distance):.4g}"
+    limit = ">0.9999" if hand.distance < 1 and float(x) >= 1 else x
+    if hand.distance == 0:
+        limit = "0 (exactly random)"
+    return "; ".join(said) + f": this hand is random to within {limit}"
 
 
 def hand_dict(hand: HandReport) -> dict[str, Any]:
@@ -79,6 +115,8 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "distance": None if hand.distance is None else float(hand.distance),
         "distance_exact": hand.distance_exact,
         "resumed_at": hand.resumed_at,
+        "departures": list(hand.departures),
+        "distance_note": distance_note(hand),
         "deck": hand.deck,
         "fault": fault.to_dict() if fault else None,
         "pass_reports": [record_dict(r) for r in hand.records],

@@ -220,7 +220,7 @@ LAST_HAND = record({"number": whole(1, MAX_COUNT), "passes_done": whole(0, MAX_P
                     "passes": whole(1, MAX_PASSES), "completed": boolean,
                     "tracking": boolean},
                    {"distance": nullable(number(0.0, 1.0)), "fault": nullable(text()),
-                    "dealer": text()})
+                    "dealer": text(), "distance_note": nullable(text())})
 
 
 def _schema(check: Check, *, required: bool = False) -> Any:
