@@ -182,17 +182,17 @@ def test_simulate_honours_the_sim_options_or_refuses_them():
     _, seeded, _ = simulate_json("--sim-seed", "4", *base)
     _, plain, _ = simulate_json(*base, "--seed", "4")
     assert seeded == plain and seeded["seed"] == 4
-    code, _, result = simulate_json("--sim-seed", "4", *base, "--seed", "5")
-    assert code == 2 and "--sim-seed" in result.stderr
+    code, error, _ = simulate_json("--sim-seed", "4", *base, "--seed", "5")
+    assert code == 2 and "--sim-seed" in error["error"]["message"]  # --json: on stdout
     _, doubled, _ = simulate_json("--sim-fault", "double:2", *base, "--seed", "4",
                                   "--mode", "coin")
     assert doubled["imperfections"]["double_cards"] == [2]
     assert doubled["reported_exact"] is False and doubled["tests"] != plain["tests"]
     for bad in (["--sim-fault", "jam:3"], ["--sim-fault", "battery:6.5"],
                 ["--sim-fault", "double:8"]):
-        code, _, result = simulate_json(*bad, *base)
+        code, error, result = simulate_json(*bad, *base)
         assert code == 2, (bad, result.output)
-        assert bad[0] in result.stderr
+        assert bad[0] in error["error"]["message"]
 
 
 def test_simulate_takes_one_card():
