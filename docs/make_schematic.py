@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import schemdraw
 import schemdraw.elements as elm
@@ -31,7 +32,7 @@ NET = {"touch": "TOUCH", "motor": "MOTOR_FWD", "motor_backward": "MOTOR_REV",
        "diverter": "DIVERTER", "beam": "BEAM", "tray": "TRAY", "pile_left": "PILE_L",
        "pile_right": "PILE_R", "led_red": "LED_R", "led_green": "LED_G", "led_blue": "LED_B",
        "buzzer": "BUZZER", "SPI CE0": "SPI_CE0", "SPI MISO": "SPI_MISO",
-       "SPI MOSI": "SPI_MOSI", "SPI SCLK": "SPI_SCLK"}
+       "SPI MOSI": "SPI_MOSI", "SPI SCLK": "SPI_SCLK", "battery": "BATTERY"}
 LED_OHMS = {"led_red": 330, "led_green": 68, "led_blue": 100}
 
 
@@ -48,10 +49,27 @@ def net(d: schemdraw.Drawing, at, name: str, side: str = "right", length: float 
     d.add(t.right() if side == "right" else t.left())
 
 
+class Host(NamedTuple):
+    """What the parts are wired to: the Pi's header, or the Nano's."""
+
+    name: str  # "Pi" or "Nano"
+    logic: str  # the rail the sensors and the logic run from
+    host5: str  # the host's own 5 V, for the buzzer
+    pins: dict[str, str]  # role -> the pin name a tag carries
+    led_ohms: dict[str, int]  # each colour's series resistor
+
+
+PI = Host("Pi", "3V3", "5V_PI", {role: f"GPIO{w.bcm}" for role, w in WIRES.items()},
+          LED_OHMS)
+NANO = Host("Nano", "5V", "5V", {role: nano for role, (nano, _) in pinmap.NANO_PINS.items()},
+            dict.fromkeys(LED_OHMS, 330))
+HOST = PI  # the build being drawn
+
+
 def sig(role: str) -> str:
-    """A signal's tag at the part: net name and BCM name (the header pin is written once,
-    at the header)."""
-    return f"{NET[role]} · GPIO{WIRES[role].bcm}"
+    """A signal's tag at the part: net name and the host's pin name (the header pin is
+    written once, at the header)."""
+    return f"{NET[role]} · {HOST.pins[role]}"
 
 
 def rail(d: schemdraw.Drawing, at, name: str):
@@ -168,8 +186,9 @@ def power(d: schemdraw.Drawing):
     note(d, (-1, out[1] - 3.6), "U5: 5 V buck, Pololu D24V5F5 (500 mA). F1 trips on a short;\n"
          "Q3 conducts only with the block the right way round (a snap touched\n"
          "on backwards is blocked): together they cost about 0.1 V at 0.4 A.\n"
-         "One ground: the mechanism's GND joins the Pi's GND once, at header\n"
-         "pin 6 (TP5). 9V and 5V_MECH never reach the Pi's 5 V pins.")
+         f"One ground: the mechanism's GND joins the {HOST.name}'s GND once, at "
+         f"{'header pin 6' if HOST is PI else 'a GND pin'}\n"
+         f"(TP5). 9V and 5V_MECH never reach the {HOST.name}'s 5 V pins.")
 
 
 def divider_and_adc(d: schemdraw.Drawing):
@@ -197,7 +216,7 @@ def divider_and_adc(d: schemdraw.Drawing):
     upper = elm.Diode().at(clamp).up().length(1.6).label("D4\nBAT54S", loc="bottom",
                                                          fontsize=9)
     d.add(upper)
-    rail(d, upper.end, "3V3")
+    rail(d, upper.end, HOST.logic)
     lower = elm.Diode().at(clamp).down().reverse().length(1.6)
     d.add(lower)
     ground(d, lower.end)
@@ -272,7 +291,7 @@ def motor_driver(d: schemdraw.Drawing):
     d.add(elm.Line().at(box.absanchors["slp"]).left(0.8))
     r = elm.Resistor().left().label("R3 10 kΩ", fontsize=9)
     d.add(r)
-    rail(d, r.end, "3V3")
+    rail(d, r.end, HOST.logic)
     d.add(elm.Line().at(box.absanchors["vin"]).up(0.5))
     rail(d, d.here, "9V")
     d.add(elm.Line().at(box.absanchors["gnd"]).down(0.3))
@@ -284,10 +303,10 @@ def motor_driver(d: schemdraw.Drawing):
     d.add(elm.Line().left().tox(box.absanchors["aout2"]).label("J2-2 black", fontsize=9,
                                                                loc="bottom"))
     note(d, (-9.5, -9.4), "U1: DRV8833 breakout, Pololu #2130's labels (others may print VM\n"
-         "for VIN, nSLEEP or EEP for SLP). SLP is held high by R3 from the Pi's 3V3,\n"
-         "so the driver sleeps whenever the Pi is off; if your board pulls SLP up on\n"
-         "its own (SLP reads the 9 V with the Pi unplugged), leave R3 out. R11 and\n"
-         "R12 keep AIN1/AIN2 low while the Pi boots, is off or lets go of the pins.\n"
+         f"for VIN, nSLEEP or EEP for SLP). SLP is held high by R3 from the {HOST.name}'s\n"
+         f"{HOST.logic}, so the driver sleeps whenever the {HOST.name} is off; if your board\n"
+         f"pulls SLP up on its own (SLP reads the 9 V with the {HOST.name} unplugged), leave\n"
+         f"R3 out. R11 and R12 keep AIN1/AIN2 low while the {HOST.name} boots or is off.\n"
          "BIN1, BIN2 and FLT are not connected. VIN 2.7–10.8 V: never 12 V.")
 
 
@@ -346,7 +365,7 @@ def servo_and_beam(d: schemdraw.Drawing):
             "U3 IR\nreceiver", w=3.8, h=2.8)
     d.add(rx.at((ex + 9.5, -1.2)).anchor("out"))
     d.add(elm.Line().at(rx.absanchors["vcc"]).up(0.4))
-    rail(d, d.here, "3V3")
+    rail(d, d.here, HOST.logic)
     d.add(elm.Line().at(rx.absanchors["gnd"]).down(0.3))
     ground(d, d.here)
     d.add(elm.Line().at(rx.absanchors["out"]).left(1.2))
@@ -354,12 +373,12 @@ def servo_and_beam(d: schemdraw.Drawing):
     node = d.here
     pu = elm.Resistor().at(node).up().label("R7 10 kΩ\npull-up", loc="bottom", fontsize=9)
     d.add(pu)
-    rail(d, pu.end, "3V3")
+    rail(d, pu.end, HOST.logic)
     net(d, node, sig("beam"), side="left", length=0.3)
     note(d, (-4, -5.2), "J3, the servo's lead: 1 brown GND, 2 red V+, 3 orange SIG. R13 holds\n"
-         "SIG low while the Pi is off. U3: the IR beam receiver, low while blocked.\n"
+         f"SIG low while the {HOST.name} is off. U3: the IR beam receiver, low while blocked.\n"
          "D2 and U3 face each other across the card gate; the emitter runs from\n"
-         "the mechanism's 5 V, the receiver from 3V3.")
+         f"the mechanism's 5 V, the receiver from {HOST.logic}.")
 
 
 SENSOR_REFS = {"touch": "U4", "tray": "U6", "pile_left": "U7", "pile_right": "U8"}
@@ -376,12 +395,12 @@ def sensors(d: schemdraw.Drawing):
         box = ic(pins, name, w=4.2, h=3.2)
         d.add(box.at(((i % 2) * 11.0, -(i // 2) * 5.5)).anchor("vcc"))
         d.add(elm.Line().at(box.absanchors["vcc"]).right(0.6))
-        rail(d, d.here, "3V3")
+        rail(d, d.here, HOST.logic)
         d.add(elm.Line().at(box.absanchors["gnd"]).right(0.6))
         ground(d, d.here)
         net(d, box.absanchors[anchor_name(out)], sig(role), length=1.6)
     note(d, (-1, -10.0), "U6 tray, U7 left pile, U8 right pile: TCRT5000 modules, DO low while\n"
-         "a card covers them (the module's own 10 kΩ pull-up to its VCC, 3V3);\n"
+         f"a card covers them (the module's own 10 kΩ pull-up to its VCC, {HOST.logic});\n"
          "AO not connected. U4: TTP223 touch module, I/O high while touched.")
 
 
@@ -389,7 +408,7 @@ def led_and_buzzer(d: schemdraw.Drawing):
     for i, role in enumerate(("led_red", "led_green", "led_blue")):
         y = -i * 1.5
         ref = {"led_red": "R15", "led_green": "R16", "led_blue": "R17"}[role]
-        r = elm.Resistor().at((0, y)).right().label(f"{ref} {ohms(LED_OHMS[role])}",
+        r = elm.Resistor().at((0, y)).right().label(f"{ref} {ohms(HOST.led_ohms[role])}",
                                                     fontsize=9, loc="bottom")
         d.add(r)
         net(d, (0, y), sig(role), side="left", length=0.4)
@@ -405,9 +424,10 @@ def led_and_buzzer(d: schemdraw.Drawing):
     ground(d, d.here)
     note(d, (-6, -4.2), "D5: common-cathode RGB LED. A resistor per colour (red 330 Ω,\n"
          "green 68 Ω, blue 100 Ω) balances them, so amber (red + half green)\n"
-         "looks amber, not red.")
+         "looks amber, not red." if HOST is PI else "D5: common-cathode RGB LED, 330 Ω a "
+         "colour: the firmware\nswitches each colour on or off (no amber).")
     bx = 21
-    rail(d, (bx, 0.8), "5V_PI")
+    rail(d, (bx, 0.8), HOST.host5)
     d.add(elm.Dot().at((bx, 0.8)))
     bz = elm.RBox().at((bx, 0.8)).down().label("BZ1 active\nbuzzer", loc="bottom",
                                                fontsize=9)
@@ -452,6 +472,87 @@ def limits(d: schemdraw.Drawing):
             pinmap.TEST_POINTS.items()), fontsize=10, halign="left", valign="top"))
 
 
+def nano_header(d: schemdraw.Drawing):
+    pins = [("L", "5V (from USB)", None), ("L", "GND", None)]
+    pins += [("R", f"{nano} ({port})", None) for role, (nano, port) in pinmap.NANO_PINS.items()
+]
+    box = ic(pins, "A1\nArduino\nNano", w=8, h=11, spacing=0.8)
+    d.add(box.at((0, 0)).anchor("5v"))
+    for role, (nano, port) in pinmap.NANO_PINS.items():
+        net(d, box.absanchors[anchor_name(f"{nano} ({port})")], NET[role])
+    net(d, box.absanchors["5v"], "5V", side="left")
+    d.add(elm.Line().at(box.absanchors["gnd"]).left(0.6))
+    ground(d, d.here)
+    lowest = min(p[1] for p in box.absanchors.values())
+    note(d, (box.absanchors["gnd"][0] - 1, lowest - 1.2),
+         "A1: the Nano, on the host's USB (its 5 V feeds the sensors, the LED and\n"
+         "the buzzer, 5 V logic throughout). The battery's tap reaches its ADC input\n"
+         "A0 in the monitor block. A pin sources 20 mA at most. The motor's\n"
+         "inputs and the servo's have pull-downs: the pins float while it resets.")
+
+
+def nano_divider(d: schemdraw.Drawing):
+    ratio = (pinmap.NANO_DIVIDER_TOP + pinmap.NANO_DIVIDER_BOTTOM) / pinmap.NANO_DIVIDER_BOTTOM
+    rail(d, (0, 0), "9V")
+    rt = elm.Resistor().at((0, 0)).down().label(f"R1 {ohms(pinmap.NANO_DIVIDER_TOP)} ±1%",
+                                                loc="bottom", fontsize=9)
+    d.add(rt)
+    d.add(elm.Dot())
+    tap = rt.end
+    rb = elm.Resistor().at(tap).down().label(f"R2 {ohms(pinmap.NANO_DIVIDER_BOTTOM)} ±1%",
+                                             loc="bottom", fontsize=9)
+    d.add(rb)
+    ground(d, rb.end)
+    d.add(elm.Line().at(tap).left(2))
+    c = elm.Capacitor().down().label("C3 100 nF", loc="top", fontsize=9)
+    d.add(c)
+    ground(d, c.end)
+    test_point(d, (tap[0] - 0.9, tap[1]), "TP3", side="up")
+    series = elm.Resistor().at(tap).right().length(2.4).label("R10 1 kΩ", fontsize=9)
+    d.add(series)
+    d.add(elm.Dot())
+    clamp = series.end
+    upper = elm.Diode().at(clamp).up().length(1.6).label("D4\nBAT54S", loc="bottom",
+                                                         fontsize=9)
+    d.add(upper)
+    rail(d, upper.end, "5V")
+    lower = elm.Diode().at(clamp).down().reverse().length(1.6)
+    d.add(lower)
+    ground(d, lower.end)
+    net(d, clamp, sig("battery"), length=1.4)
+    note(d, (-3, tap[1] - 4.6),
+         f"The ADC reads A0 against the Nano's 5 V: battery volts = A0 × {ratio:g}\n"
+         f"(the firmware's DIVIDER_NUM). 9.6 V gives {9.6 / ratio:.2f} V, 10.8 V "
+         f"{10.8 / ratio:.2f} V.\n"
+         "After SW1, so it draws nothing when switched off; 300 kΩ draws 0.03 mA.\n"
+         "R10 and D4 hold a slipped 9 V wire on the tap to a few mA into 5V.")
+
+
+NANO_LIMITS = (
+    "As the Pi build's: the 9 V side 6.0–10.8 V (the DRV8833), U5 500 mA, F1,\n"
+    "Q3 and SW1 as drawn, the motor's duty capped by the host's config.\n"
+    "Nano: 5 V logic, 20 mA a pin; A0 0 V to 5 V (3.6 V at 10.8 V).\n"
+    "Motor PWM: the firmware's 976 Hz. Servo: 20 ms frame; the firmware swings the\n"
+    "flap 1.0 / 2.0 ms (±45° on an SG90), the Pi build ±30° (servo_angle).")
+
+
+def nano_limits(d: schemdraw.Drawing):
+    d.add(elm.Label().at((0, 0)).label(NANO_LIMITS, fontsize=10, halign="left", valign="top"))
+
+
+NANO_BLOCKS = (
+    ("Arduino Nano: Arduino pin (AVR port pin)", nano_header),
+    ("Mechanism power: as the Pi build", power),
+    ("Battery monitor: the tap to A0", nano_divider),
+    ("Feed motor: DRV8833 H-bridge", motor_driver),
+    ("Diverter servo and card beam", servo_and_beam),
+    ("Touch and presence sensors (5 V logic)", sensors),
+    ("Status light and buzzer", led_and_buzzer),
+    ("Limits", nano_limits),
+)
+NANO_ROWS = ((0, 1, 2), (3, 4), (5, 6, 7))
+
+
 BLOCKS = (
     ("Raspberry Pi 40-pin header: BCM name (physical pin)", pi_header),
     ("Mechanism power: the 9 V block drives the mechanism only", power),
@@ -466,15 +567,18 @@ BLOCKS = (
 ROWS = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
 
 
-def draw() -> schemdraw.Drawing:
-    """Each block drawn on its own, titled, then laid out in rows."""
+def draw(host: Host = PI) -> schemdraw.Drawing:
+    """Each block of ``host``'s build drawn on its own, titled, then laid out in rows."""
+    global HOST
+    HOST = host
+    blocks, rows = (BLOCKS, ROWS) if host is PI else (NANO_BLOCKS, NANO_ROWS)
     d = schemdraw.Drawing(show=False, fontsize=10)
     d.config(font="sans-serif")
     y = 0.0
-    for row in ROWS:
+    for row in rows:
         x, height = 0.0, 0.0
         for index in row:
-            name, make = BLOCKS[index]
+            name, make = blocks[index]
             sub = schemdraw.Drawing(show=False, fontsize=10)
             make(sub)
             box = sub.get_bbox()
@@ -485,6 +589,7 @@ def draw() -> schemdraw.Drawing:
             x += box.xmax - box.xmin + 2.5
             height = max(height, box.ymax - box.ymin)
         y -= height + 2.0
+    HOST = PI
     return d
 
 
@@ -498,15 +603,17 @@ def replace_block(text: str, name: str, body: str) -> str:
 
 
 def main() -> None:
-    svg = draw().get_imagedata("svg")
-    (HERE / "schematic.svg").write_bytes(svg if isinstance(svg, bytes) else svg.encode())
+    for host, name in ((PI, "schematic.svg"), (NANO, "schematic-nano.svg")):
+        svg = draw(host).get_imagedata("svg")
+        (HERE / name).write_bytes(svg if isinstance(svg, bytes) else svg.encode())
     md = HERE / "hardware.md"
     text = md.read_text(encoding="utf-8")
     text = replace_block(text, "wiring", pinmap.wiring_table())
     text = replace_block(text, "power budget", battery.budget_tables())
     text = replace_block(text, "modules", pinmap.modules_table())
     md.write_text(text, encoding="utf-8")
-    print("wrote docs/schematic.svg and the tables of docs/hardware.md")
+    print("wrote docs/schematic.svg, docs/schematic-nano.svg and the tables of "
+          "docs/hardware.md")
 
 
 if __name__ == "__main__":

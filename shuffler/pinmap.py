@@ -236,3 +236,15 @@ def modules_table() -> str:
     rows += [f"| {tp} | {where} | {expect} | {when} |"
              for tp, (where, expect, when) in TEST_POINTS.items()]
     return "\n".join(rows)
+
+#: the microcontroller build (docs/firmware.md, firmware/board.h): role -> (Arduino Nano
+#: pin, AVR port pin); 5 V logic, the Nano on the host's USB
+NANO_PINS = {"beam": ("D2", "PD2"), "touch": ("D3", "PD3"), "tray": ("D4", "PD4"),
+             "motor": ("D5", "PD5"), "motor_backward": ("D6", "PD6"),
+             "pile_left": ("D7", "PD7"), "pile_right": ("D8", "PB0"),
+             "diverter": ("D9", "PB1"), "led_red": ("D10", "PB2"),
+             "led_green": ("D11", "PB3"), "led_blue": ("D12", "PB4"),
+             "battery": ("A0", "PC0"), "buzzer": ("A1", "PC1")}
+#: the Nano build's divider: 200 kΩ over 100 kΩ (the firmware's ratio of 3, at a tenth of
+#: the drain of 20 k over 10 k), after SW1 so it draws nothing when switched off
+NANO_DIVIDER_TOP, NANO_DIVIDER_BOTTOM = 200_000, 100_000

@@ -16,7 +16,7 @@ from shuffler import battery, pinmap
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 #: a reference designator: R12, C5, Q3, SW1, BZ1, ... (test points are pads, not parts)
-REF = re.compile(r"\b(?:R|C|D|Q|U|M|J|F|SW|BT|BZ)\d+\b")
+REF = re.compile(r"\b(?:R|C|D|Q|U|M|J|F|A|SW|BT|BZ)\d+\b")
 
 
 def read(name: str) -> str:
@@ -31,9 +31,16 @@ def svg_text() -> str:
     return re.sub(r"<[^>]+>", " ", svg()).replace("&amp;", "&")
 
 
-def bom_refs() -> set[str]:
+NANO_SECTION = "## The microcontroller build"
+
+
+def bom_refs(nano: bool = False) -> set[str]:
+    """The references of the BOM's parts tables: the Pi build's, or the Nano build's."""
+    bom = read("docs/bom.md")
+    start = bom.index(NANO_SECTION)
+    section = bom[start:bom.index("\n## ", start + 1)] if nano else bom[:start]
     refs, in_parts = set(), False
-    for line in read("docs/bom.md").splitlines():
+    for line in section.splitlines():
         cells = [c.strip() for c in line.split("|")]
         if len(cells) < 3:
             in_parts = False
@@ -55,6 +62,30 @@ def test_every_bom_part_is_on_the_schematic_and_the_other_way_round():
     assert drawn - listed == set(), "on the schematic, not in docs/bom.md"
     # the protection and the pull-downs the review asked for are among them
     assert {"F1", "Q3", "R10", "D4", "C5", "R11", "R12", "R13"} <= drawn
+
+
+def nano_svg_text() -> str:
+    """The Nano schematic's text without the Nano's pin names (D2 to D12, A0, A1), which
+    read like diodes' references."""
+    text = re.sub(r"<[^>]+>", " ", read("docs/schematic-nano.svg")).replace("&amp;", "&")
+    text = re.sub(r"· [DA]\d+\b", "· pin", text)  # a tag: BEAM · D2
+    text = re.sub(r"\b[DA]\d+ \(P[BCD]\d\)", "pin", text)  # the Nano's own: D2 (PD2)
+    return re.sub(r"\bA0\b", "pin", text)  # the ADC input, in the notes
+
+
+def test_the_nano_build_is_drawn_with_its_own_bom():
+    text = nano_svg_text()
+    drawn, listed = set(REF.findall(text)), bom_refs(nano=True)
+    assert listed - drawn == set(), "in the BOM's Nano section, not on schematic-nano.svg"
+    assert drawn - listed == set(), "on schematic-nano.svg, not in the BOM's Nano section"
+    assert {"A1", "F1", "Q3", "SW1", "R10", "D4", "R11", "R12", "R13"} <= drawn
+    raw = re.sub(r"<[^>]+>", " ", read("docs/schematic-nano.svg"))
+    for nano, port in pinmap.NANO_PINS.values():
+        assert raw.count(f"{nano} ({port})") == 1, nano  # once, at the Nano
+    assert text_boxes(read("docs/schematic-nano.svg")) and not [
+        (a[4], b[4]) for a, b in itertools.combinations(text_boxes(
+            read("docs/schematic-nano.svg")), 2)
+        if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]]
 
 
 def test_each_pin_of_the_pin_map_is_written_once_and_each_net_meets_its_other_end():
@@ -137,3 +168,17 @@ def test_the_limits_box_and_the_protection_are_where_the_builder_looks():
     protection = hardware[hardware.index("## Protection"):]
     for part in ("F1", "Q3", "R10", "D4", "C5", "R11", "R12", "R13", "0.03 V"):
         assert part in protection, part
+
+
+def test_the_nano_schematic_is_what_the_generator_draws():
+    pytest.importorskip("schemdraw", reason="pip install -e '.[docs]' draws the schematic")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_schematic", DOCS / "make_schematic.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    svg = module.draw(module.NANO).get_imagedata("svg")
+    svg = svg.decode() if isinstance(svg, bytes) else svg
+    assert svg == read("docs/schematic-nano.svg"), (
+        "docs/schematic-nano.svg is stale: run python docs/make_schematic.py")
