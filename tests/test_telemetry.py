@@ -345,3 +345,56 @@ def test_a_burst_of_refusals_is_one_log_line_with_a_count(monkeypatch):
     burst.note(kind="busy")
     assert lines == [("refused", {"count": 1, "kind": "busy"}),
                      ("refused", {"count": 500, "kind": "busy"})]
+
+
+class FakeClient:
+    """Stands in for paho's client: records what is published; ``full`` publishes are
+    refused as paho does when its own store is full."""
+
+    def __init__(self, config, full=0):
+        self.sent: list[str] = []
+        self.full = full
+        self.lock = threading.Lock()
+
+    def will_set(self, *a, **k):
+        pass
+
+    def publish(self, topic, payload, qos=0, retain=False):
+        from types import SimpleNamespace
+
+        with self.lock:
+            if self.full:
+                self.full -= 1
+                return SimpleNamespace(rc=15)
+            self.sent.append(topic)
+        return SimpleNamespace(rc=0)
+
+    def subscribe(self, *a, **k):
+        pass
+
+
+class Reason:
+    is_failure = False
+
+
+def test_after_a_reconnect_online_goes_first_then_discovery_then_state_whatever_is_queued():
+    fake = FakeClient(None, full=30)
+    t = Telemetry(MqttConfig(host="h", table="t1", queue_limit=20),
+                  client_factory=lambda config: fake)
+    for i in range(200):  # the broker is away: far more than the queue holds
+        t.publish("pass", {"n": i})
+    t.state(STATUS)
+    t.publish("fault", {"fault": None}, retain=True)
+    t._on_connect(fake, None, None, Reason())
+    t._sender.start()
+    wait_for(lambda: len(fake.sent) >= 1 + 5 + 2 + 20, what="everything sent")
+    discovery = [m for m in fake.sent if m.startswith("homeassistant/")]
+    assert fake.sent[0] == "shuffler/t1/availability"
+    assert fake.sent[1:6] == discovery and len(discovery) == 5
+    assert set(fake.sent[6:8]) == {"shuffler/t1/state", "shuffler/t1/fault"}
+    assert fake.sent[8:] == ["shuffler/t1/pass"] * 20  # the newest 20 passes
+    assert t.dropped == 180  # counted; and paho's full store dropped nothing: it waited
+    with t._wake:
+        t._closing = True
+        t._wake.notify()
+    t._sender.join(5)
