@@ -64,20 +64,26 @@ class App:
         o = self.options
         return SimOptions(o.sim_speed, o.sim_seed, tuple(o.sim_faults), o.sim_dealer)
 
-    def lock(self, holder: str | None = None) -> None:
-        """Take the machine: exit 3 naming the holder if someone else drives it."""
+    def lock(self, holder: str | None = None, *, reading: bool = False) -> None:
+        """Take the machine: exit 3 naming the holder if someone else drives it. With
+        ``reading`` a state folder that cannot be written is a look, not an error."""
         from shuffler.lock import MachineLock
 
         if not self.locks:
             lock = MachineLock(self.state_dir)
-            lock.acquire(holder or command_path())
+            lock.acquire(holder or command_path(), reading=reading)
             self.locks.append(lock)
 
-    def open(self, cards: int) -> ShufflerDevice:
+    @property
+    def read_only(self) -> bool:
+        """The state folder cannot be written: this command only looks."""
+        return bool(self.locks) and self.locks[0].read_only
+
+    def open(self, cards: int, *, reading: bool = False) -> ShufflerDevice:
         from shuffler.backends import open_device
 
         self.check_fault_specs(cards)
-        self.lock()
+        self.lock(reading=reading)
         device = open_device(self.device_name, self.config, cards=cards, sim=self.sim)
         self.devices.append(device)
         return device
@@ -103,6 +109,12 @@ class App:
                                     self.config.hand.passes)
         if self.locks:
             controller.guard = self.locks[0].verify  # a removed lock file stops the next pass
+        if self.read_only:  # a look only: nothing is settled, nothing written
+            device.stop()
+            self.warn(f"the state folder {self.state_dir} cannot be written (read-only?): "
+                      "showing the last state it holds; commands that must write refuse "
+                      "(exit 2)")
+            return controller
         settled = controller.recover()
         if settled and settled.get("interrupted"):
             click.echo(f"shuffler: pass {settled.get('pass', '?')} of hand "
@@ -163,7 +175,8 @@ class App:
         so a quick look imports only what it needs."""
         if client := self.service():
             return client.request(cmd, None, **args)
-        return local(self.controller(self.open(load or self.config.hand.cards)), self.config)
+        device = self.open(load or self.config.hand.cards, reading=True)
+        return local(self.controller(device), self.config)
 
     def session(self, cards: int) -> Session:
         from shuffler.backends import plan_source

@@ -23,6 +23,7 @@ The file holds the holder's pid and what it runs, for the message the next one r
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import re
@@ -51,17 +52,27 @@ class MachineLock:
     def __init__(self, state_dir: str | os.PathLike[str]) -> None:
         self.path = Path(state_dir) / LOCK_NAME
         self._fd: int | None = None
+        #: the state folder cannot be written: only a look at the state is possible
+        self.read_only = False
 
     @property
     def held(self) -> bool:
         return self._fd is not None
 
-    def acquire(self, holder: str = "shuffler") -> MachineLock:
-        """Take the lock at once or raise :class:`MachineBusyError` naming the holder."""
+    def acquire(self, holder: str = "shuffler", *, reading: bool = False) -> MachineLock:
+        """Take the lock at once or raise :class:`MachineBusyError` naming the holder.
+
+        With ``reading`` (a command that only looks: ``status``, ``battery``) a state
+        folder that cannot be written (a read-only card, another user's folder) is no
+        error: the lock is taken on the file opened for reading if it is there, none is
+        taken if it is not (nobody can write the state there either), and
+        :attr:`read_only` says so."""
         if self._fd is not None:
             return self
         for _ in range(5):  # replaced between our open and our lock: open the new one
-            fd = self._open()
+            fd = self._open(reading)
+            if fd is None:
+                return self
             self._take(fd)
             if self._same(fd):
                 break
@@ -69,19 +80,29 @@ class MachineLock:
         else:
             raise LockLostError(f"{self.path}: the lock file keeps being replaced; "
                                 "someone else is meddling with the state folder")
-        with contextlib.suppress(OSError):
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{holder} (pid {os.getpid()})\n".encode(), 0)
+        if not self.read_only:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{holder} (pid {os.getpid()})\n".encode(), 0)
         self._fd = fd
         return self
 
-    def _open(self) -> int:
+    def _open(self, reading: bool) -> int | None:
         try:
             make_folder(self.path.parent)
             return open_kept(self.path, os.O_RDWR | os.O_CREAT, 0o664)
         except OSError as e:
-            where = self.path if e.filename else self.path.parent
-            raise BadInputError(f"{where}: cannot use it as the state folder's lock: "
+            if not (reading and e.errno in (errno.EROFS, errno.EACCES, errno.EPERM)):
+                where = self.path if e.filename else self.path.parent
+                raise BadInputError(f"{where}: cannot use it as the state folder's lock: "
+                                    f"{symlink_refusal(e)}") from None
+        self.read_only = True
+        try:
+            return open_kept(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise BadInputError(f"{self.path}: cannot use it as the state folder's lock: "
                                 f"{symlink_refusal(e)}") from None
 
     def _same(self, fd: int) -> bool:

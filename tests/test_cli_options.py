@@ -305,8 +305,8 @@ def test_the_lock_names_the_command_that_holds_it(env, tmp_path, monkeypatch):
     seen: list[str] = []
     real = app_mod.App.lock
 
-    def lock(self):
-        real(self)
+    def lock(self, **kw):
+        real(self, **kw)
         seen.append((tmp_path / "state" / "machine.lock").read_text())
 
     monkeypatch.setattr(app_mod.App, "lock", lock)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -240,3 +241,19 @@ def test_folders_are_0750_whatever_the_umask(tmp_path):
         os.umask(old)
     for folder in ("a", "a/b", "c", "c/d"):
         assert (tmp_path / folder).stat().st_mode & 0o777 == 0o750
+
+
+def test_a_read_only_state_folder_still_shows_the_latched_jam(tiny_disk):
+    assert shuffler(tiny_disk, "--sim-fault", "jam:13", "pass").returncode == 3
+    subprocess.run(["mount", "-o", "remount,ro", str(tiny_disk)], check=True)  # the SD card
+    try:
+        status = shuffler(tiny_disk, "--json", "status")
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["fault"]["kind"] == "jam"
+        assert "cannot be written (read-only?)" in status.stderr
+        for command in ("pass", "clear"):  # only what must write refuses
+            result = shuffler(tiny_disk, command)
+            assert result.returncode == 2 and "Traceback" not in result.stderr
+            assert "Read-only file system" in result.stderr
+    finally:
+        subprocess.run(["mount", "-o", "remount,rw", str(tiny_disk)], check=False)
