@@ -192,7 +192,9 @@ def play_the_seeds_worked_game(d):
     Select(d.find_element("id", "target")).select_by_value("10")
     tap(d, "savegame")
     wait_for(lambda: text(d, "t0") == "Us" and text(d, "t1") == "Them", what="the names")
-    assert score_in_view(d)
+    for where in ("0", "document.body.scrollHeight"):  # the score stays on a phone's screen
+        d.execute_script(f"window.scrollTo(0, {where})")
+        assert score_in_view(d) and text(d, "scorebar") == "Us 0 · Them 0 · to 10"
     # entry by each team's tricks, with the seed's warning when they do not add to five
     enter(d, 0, (4, 2), submit=False)
     assert text(d, "trickwarn") == "The tricks add up to 6, not 5: check them"

@@ -43,3 +43,11 @@ def test_an_ignored_touch_is_named_and_counted_until_a_pass_starts():
     assert data["notice"] == "touch ignored: the tray is empty" and data["ignored"] == 2
     board.event({"event": "pass_start", "number": 1, "of": 5})
     assert board.snapshot()[1]["notice"] is None
+
+
+def test_the_page_can_be_zoomed_and_has_its_heading():
+    from importlib import resources
+
+    page = resources.files("shuffler").joinpath("page.html").read_text(encoding="utf-8")
+    assert "maximum-scale" not in page and "user-scalable" not in page
+    assert page.count("<h1>") == 1 and 'aria-label="Cards dealt this pass"' in page
