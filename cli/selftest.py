@@ -168,11 +168,13 @@ def open_alone(app: App) -> Any:
     """Open the device under the machine lock, and on a real machine under the deployed
     service's lock too: a self-test beside a running service is refused (exit 3) with the
     command that stops the service."""
-    from shuffler.lock import MachineBusyError, MachineLock
+    from shuffler.lock import LOCK_NAME, MachineBusyError, MachineLock
 
+    system = Path(SYSTEM_STATE_DIR)
     try:
-        if app.device_name == "gpio" and Path(SYSTEM_STATE_DIR).is_dir() and \
-                Path(SYSTEM_STATE_DIR).resolve() != Path(app.state_dir).resolve():
+        # only a lock file the service made: never create one it could not open later
+        if app.device_name == "gpio" and (system / LOCK_NAME).is_file() and \
+                system.resolve() != Path(app.state_dir).resolve():
             lock = MachineLock(SYSTEM_STATE_DIR)
             lock.acquire("shuffler selftest")
             app.locks.append(lock)

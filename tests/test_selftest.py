@@ -363,7 +363,7 @@ def test_a_real_machine_is_refused_while_the_deployed_service_holds_its_lock(tmp
 
     system = tmp_path / "var-lib-shuffler"
     monkeypatch.setattr(command, "SYSTEM_STATE_DIR", str(system))
-    held = MachineLock(system).acquire("shuffler serve")
+    held = MachineLock(system).acquire("shuffler serve")  # the service made the lock file
     try:
         from click.testing import CliRunner
 
@@ -375,3 +375,20 @@ def test_a_real_machine_is_refused_while_the_deployed_service_holds_its_lock(tmp
         held.release()
     assert result.exit_code == 3, result.output
     assert "sudo systemctl stop shuffler" in result.output
+
+
+def test_a_self_test_never_creates_the_services_lock_file(tmp_path, monkeypatch):
+    """Run as root before the service ever ran, a lock file the self-test made would be
+    root's, and the service could not open it: the self-test only uses one that exists."""
+    import shuffler_cli.selftest as command
+
+    system = tmp_path / "var-lib-shuffler"
+    system.mkdir()
+    monkeypatch.setattr(command, "SYSTEM_STATE_DIR", str(system))
+    from click.testing import CliRunner
+
+    from shuffler_cli.main import cli
+
+    CliRunner().invoke(cli, ["--device", "gpio", "selftest", "--yes"], env={
+        "SHUFFLER_STATE_DIR": str(tmp_path / "mine"), "SHUFFLER_CONFIG": ""})
+    assert not (system / "machine.lock").exists()
