@@ -85,6 +85,7 @@ class Pairing:
     def _locked(self) -> Iterator[None]:
         self.folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.folder / "pairing.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self._owned_by_folder(self.folder / "pairing.lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -115,6 +116,14 @@ class Pairing:
         path = self.folder / name
         atomic_write(path, (json.dumps(data, indent=1) + "\n").encode())
         path.chmod(0o600)
+        self._owned_by_folder(path)
+
+    def _owned_by_folder(self, path: Path) -> None:
+        """Run as root (``sudo shuffler pair``), give the file to the state folder's owner,
+        the service's user, so the running service can still read and change it."""
+        if os.geteuid() == 0:
+            st = self.folder.stat()
+            os.chown(path, st.st_uid, st.st_gid)
 
     # -- the code ---------------------------------------------------------------------
     def code(self) -> Code | None:

@@ -215,7 +215,14 @@ class WebServer:
                                 retry_after_s=math.ceil(wait))
                 return (HTTPStatus.TOO_MANY_REQUESTS, _error(
                     "throttled", f"too many wrong codes: wait {math.ceil(wait)} s"), wait)
-            found = self.pairing.redeem(given, client, agent)
+            try:
+                found = self.pairing.redeem(given, client, agent)
+            except OSError as e:
+                log.warning("pairing files unusable", folder=str(self.pairing.folder),
+                            error=str(e))
+                return (HTTPStatus.SERVICE_UNAVAILABLE, _error(
+                    "file_access", f"the machine cannot use its pairing files: {e.strerror}"),
+                        0.0)
             if found is None:
                 wait = self.throttle.failed(client, now)
                 log.debug("pairing code wrong", client=client)

@@ -93,3 +93,21 @@ def test_the_whole_table_judges_at_most_ten_wrong_codes_a_minute():
             judged += 1
     assert judged <= GLOBAL_PER_MINUTE * 11
     assert len(throttle.clients) <= 256  # memory stays bounded
+
+
+def test_run_as_root_the_files_go_to_the_state_folders_owner(tmp_path):
+    import os
+
+    if os.geteuid() != 0:
+        import pytest
+
+        pytest.skip("needs root: chown to the service's user")
+    folder = tmp_path / "state"
+    folder.mkdir()
+    os.chown(folder, 12345, 12345)  # the service's user
+    pairing = Pairing(folder)
+    _, token = pairing.redeem(pairing.current_or_new().code, "10.0.0.2", "")
+    for name in ("pairing.lock", "phones.json"):
+        st = (folder / name).stat()
+        assert (st.st_uid, st.st_gid) == (12345, 12345)
+    assert pairing.known(token)
