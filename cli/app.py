@@ -83,6 +83,10 @@ class App:
         from shuffler.backends import open_device
 
         self.check_fault_specs(cards)
+        if not self.json and not self.state_dir.exists():  # a first run: say where it lives
+            click.echo(f"shuffler: first run here: the counters, a latched fault and a hand "
+                       f"left unfinished are kept in {self.state_dir} (--state-dir, or "
+                       "state_dir in the config, to keep them elsewhere)", err=True)
         self.lock(reading=reading)
         device = open_device(self.device_name, self.config, cards=cards, sim=self.sim)
         self.devices.append(device)
@@ -333,6 +337,12 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
               # simulator options and an explicit device are for an in-process run
               use_service=not (o.no_service or sim_given or o.device_name))
     ctx.call_on_close(app.close)
+    if o.verbose >= 2:  # -vv: where everything comes from (logging loads only when asked)
+        from shuffler.logs import get_logger
+
+        get_logger("shuffler.cli").debug(
+            "resolved", config=config.source, device=app.device_name,
+            state=str(app.state_dir), socket=str(app.socket), service=app.use_service)
     return app
 
 
@@ -360,6 +370,7 @@ class Progress:
         self.app = app
         self.render = render
         self.bar = render.Progress()
+        self.announced = False
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
@@ -374,6 +385,10 @@ class Progress:
                 click.echo(self.render.pass_line(event["pass"], event["of"]))
         elif kind == "stack" and not self.app.json:
             self.bar.end()
+            if not self.announced and self.app.device_name.startswith("sim"):
+                self.announced = True
+                click.echo("(the simulator plays the dealer: piles restacked, touched)",
+                           err=True)
             click.echo(click.style(event["prompt"], bold=True), err=True, color=self.app.color)
         elif kind == "resume" and not self.app.json:
             click.echo(f"resuming hand {event['number']} at pass {event['at_pass']} of "

@@ -94,6 +94,19 @@ class LazyGroup(click.Group):
         self.commands[cmd_name] = command
         return command
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        """click's, plus "did you mean" for a mistyped command (hnad: hand)."""
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            import difflib
+
+            close = difflib.get_close_matches(name.lower(), self.list_commands(ctx), n=2,
+                                              cutoff=0.6)
+            hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+            raise click.UsageError(f"No such command {name!r}.{hint} (shuffler --help lists "
+                                   "them)", ctx)
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # summaries from SUMMARIES, so the help imports no command module
         rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]
@@ -166,7 +179,7 @@ class LazyGroup(click.Group):
                 if "=" not in tok and j + 1 < len(rest):
                     moved.append(rest[j + 1])
                     j += 1
-            elif key in flags and key not in own_value:
+            elif (key in flags or options.is_verbose_flag(key)) and key not in own_value:
                 moved.append(tok)
             else:
                 kept.append(tok)

@@ -81,10 +81,27 @@ class SafePath(click.ParamType):
         return text
 
 
+#: the devices --device names (shuffler.config.DEVICE_KINDS, plus serial:PORT; a test
+#: keeps them equal), for shell completion without importing the config
+DEVICES = ("sim", "sim-gpio", "sim-serial", "sim-avr", "gpio", "serial:")
+
+
+def _devices(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+    from click.shell_completion import CompletionItem
+
+    if incomplete.startswith("serial:"):  # serial:PORT: the serial ports there are
+        import glob
+
+        ports = sorted(glob.glob("/dev/tty[AUS]*") + glob.glob("/dev/shuffler*"))
+        return [CompletionItem(f"serial:{p}") for p in ports if f"serial:{p}".startswith(
+            incomplete)]
+    return [CompletionItem(d) for d in DEVICES if d.startswith(incomplete)]
+
+
 def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option("--device", "device_name", metavar="NAME", default=None,
-                     envvar="SHUFFLER_DEVICE", show_envvar=True,
+                     envvar="SHUFFLER_DEVICE", show_envvar=True, shell_complete=_devices,
                      help="sim (default), sim-gpio, sim-serial, sim-avr, gpio or serial:PORT"),
         click.option("--config", "config_path", type=SafePath(), default=None,
                      envvar="SHUFFLER_CONFIG", show_envvar=True,
@@ -149,9 +166,13 @@ def _names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
 def global_option_names(group: click.Command) -> tuple[set[str], set[str]]:
     """The group's own options: (those taking a value, flags), plus ``-vv`` style."""
     takes_value, flags = _names(group.params)
-    flags.update({"-vv", "-vvv", "-vvvv"})
     flags -= {"-h", "--help"}  # after the command, --help is the command's own
     return takes_value, flags
+
+
+def is_verbose_flag(token: str) -> bool:
+    """``-v``, ``-vv``, ``-vvvvv``: any count of -v is one global option."""
+    return len(token) > 1 and token[0] == "-" and set(token[1:]) == {"v"}
 
 
 def value_option_names(command: click.Command) -> set[str]:

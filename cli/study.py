@@ -64,8 +64,9 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
             "seconds": 5.0 * k * n / 24,
         })
     rec = recommend(n, target)
+    k = default_passes(n)  # the one rule every page quotes: what a hand runs
     obj = {"cards": n, "target": target, "rows": rows, "recommended": rec,
-           "uniform_guesses": float(harmonic(n))}
+           "default_passes": k, "uniform_guesses": float(harmonic(n))}
     lines = [f"{n} cards: distance from random (total variation) after each pass",
              f"{'passes':>6}  {'coin':>8}  {'planned':>8}  {'guessed: coin':>13}  {'planned':>7}"
              "  coin / planned"]
@@ -76,11 +77,13 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
                      f"{bar(r['coin_distance'])} {bar(r['planned_distance'])}")
     lines.append(f"a random pack lets a guesser name {float(harmonic(n)):.3f} cards on average "
                  "(the guessing columns: the best guesser's expected score, exact)")
+    lines.append(f"a hand runs {k} passes by default (the fewest k with 2^k >= {n}: "
+                 f"{'exactly random' if tv_planned(n, k) == 0 else 'the physical limit'} "
+                 "in planned mode; shuffler.planning.default_passes)")
     for mode in ("planned", "coin"):
         needed = rec[mode]
-        lines.append(f"recommended ({mode}): " + (f"{needed} passes to get below {target}"
-                                                  if needed is not None else
-                                                  "more than 30 passes"))
+        lines.append(f"to get below {target} ({mode}): " + (
+            f"{needed} passes" if needed is not None else "more than 30 passes"))
     app.emit(obj, "\n".join(lines))
 
 

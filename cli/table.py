@@ -61,15 +61,32 @@ def score(ctx: click.Context) -> None:
 
 
 def _seat(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A seat as the config spells it, whatever the case it was typed in (north: North)."""
     app = ctx.find_object(App)
     seats = app.config.table.seats if app else ()
-    if value is not None and seats and value not in seats:
+    if value is None or not seats:
+        return value
+    found = next((s for s in seats if s.casefold() == value.casefold()), None)
+    if found is None:
         raise click.BadParameter(f"expected one of {', '.join(seats)}, got {value!r}")
-    return value
+    return found
+
+
+def _seat_names(ctx: click.Context, param: click.Parameter, incomplete: str):
+    """Shell completion: the configured seats (the config is read as the command would)."""
+    from click.shell_completion import CompletionItem
+
+    try:
+        from shuffler.config import discovered_config_paths, load_configs
+
+        seats = load_configs(discovered_config_paths()).table.seats
+    except Exception:  # completion must never fail loudly
+        seats = ("North", "East", "South", "West")
+    return [CompletionItem(s) for s in seats if s.casefold().startswith(incomplete.casefold())]
 
 
 @score.command("add")
-@click.argument("makers_seat", metavar="SEAT", callback=_seat)
+@click.argument("makers_seat", metavar="SEAT", callback=_seat, shell_complete=_seat_names)
 @click.argument("tricks", type=click.IntRange(0, 5))
 @click.option("--alone", is_flag=True, help="the maker went alone")
 @click.pass_obj
@@ -96,6 +113,7 @@ def score_redo(app: App) -> None:
 
 @score.command("new")
 @click.option("--first-dealer", default=None, metavar="SEAT", callback=_seat,
+              shell_complete=_seat_names,
               help="who deals first  [default: [table] first_dealer]")
 @click.pass_obj
 def score_new(app: App, first_dealer: str | None) -> None:

@@ -614,6 +614,9 @@ class Service:
 
     def _answer(self, req: dict[str, Any], send) -> None:
         cmd = req["cmd"]
+        # `serve -v` (and the journal) shows every request answered; never its plan
+        log.info("request", cmd=cmd, **{k: v for k, v in req.items()
+                                         if k in ("cards", "passes", "mode", "id")})
         if cmd == "status":
             send({"ok": True, "result": self.snapshot.get("status")})
         elif cmd == "battery":

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from hardware_sim.study import Imperfections, deal_with_doubles, reading_order, simulate_hand
 from shuffler.mechanics import Feed, Pile, deal_pass
-from shuffler.planning import Mode
+from shuffler.planning import Mode, default_passes
 from shuffler.stats import Battery, ascending_runs, chi2_sf, guess_score
 from shuffler_cli.main import cli
 
@@ -120,7 +120,9 @@ def test_mixing_prints_distances_below_1_as_below_1():
 
 def test_mixing_text_recommends():
     out = CliRunner().invoke(cli, ["mixing", "--passes", "6", "--trials", "20"]).stdout
-    assert "recommended (planned): 4 passes" in out and "recommended (coin): 11 passes" in out
+    assert "below 0.01 (planned): 4 passes" in out and "below 0.01 (coin): 11 passes" in out
+    # the default a hand runs comes from the one rule every page quotes
+    assert f"a hand runs {default_passes(24)} passes by default" in out
 
 
 @pytest.mark.parametrize(("n", "k", "feed"), [(24, 3, Feed.TOP), (24, 4, Feed.BOTTOM),
@@ -182,17 +184,17 @@ def test_simulate_honours_the_sim_options_or_refuses_them():
     _, seeded, _ = simulate_json("--sim-seed", "4", *base)
     _, plain, _ = simulate_json(*base, "--seed", "4")
     assert seeded == plain and seeded["seed"] == 4
-    code, error, _ = simulate_json("--sim-seed", "4", *base, "--seed", "5")
-    assert code == 2 and "--sim-seed" in error["error"]["message"]  # --json: on stdout
+    code, refused, result = simulate_json("--sim-seed", "4", *base, "--seed", "5")
+    assert code == 2 and "--sim-seed" in refused["error"]["message"]  # --json: stdout only
     _, doubled, _ = simulate_json("--sim-fault", "double:2", *base, "--seed", "4",
                                   "--mode", "coin")
     assert doubled["imperfections"]["double_cards"] == [2]
     assert doubled["reported_exact"] is False and doubled["tests"] != plain["tests"]
     for bad in (["--sim-fault", "jam:3"], ["--sim-fault", "battery:6.5"],
                 ["--sim-fault", "double:8"]):
-        code, error, result = simulate_json(*bad, *base)
+        code, refused, result = simulate_json(*bad, *base)
         assert code == 2, (bad, result.output)
-        assert bad[0] in error["error"]["message"]
+        assert bad[0] in refused["error"]["message"] and result.stderr == ""
 
 
 def test_simulate_takes_one_card():
