@@ -230,3 +230,18 @@ def test_a_remote_new_game_names_the_version_to_replace_a_game(tmp_path):
     assert [(r["replace"], r["version"]) for r in sent] == [(False, None), (True, 4)]
     with pytest.raises(ValueError, match="version"):
         parse_command(b'{"cmd": "new_game", "version": "4"}')
+
+
+def test_a_score_change_from_the_page_must_name_the_version():
+    from types import SimpleNamespace
+
+    from shuffler.faces import Faces
+
+    sent = []
+    faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or r))
+    for action in ("score", "undo", "redo", "new_game"):
+        reply = Faces.act(faces, action, {"makers": 0, "tricks": 3})  # type: ignore[arg-type]
+        assert not reply["ok"] and "version" in reply["error"]["message"]
+    assert sent == []
+    Faces.act(faces, "undo", {"version": 3})  # type: ignore[arg-type]
+    assert sent == [{"cmd": "undo", "version": 3}]
