@@ -268,11 +268,32 @@ class GpioRig:
 
     def long_press(self, hold: float = 2.2) -> None:
         """The dealer holds the sensor (a clear), with contact bounce at both ends."""
-        self.touch(hold)
+        self.press("touch", hold)
 
     def touch(self, hold: float = 0.05) -> None:
-        self.set_sensor("touch", True)
-        self.clock.at(self.clock.now() + hold, lambda: self.set_sensor("touch", False))
+        """A finger's touch: pressed ``hold`` seconds, bouncing on both edges."""
+        self.press("touch", hold)
+
+    def press(self, role: str, hold: float, bounces: int = 3, bounce_s: float = 0.002,
+              at: float | None = None) -> None:
+        """Sensor ``role`` active for ``hold`` seconds from ``at`` (default now), as a
+        finger or a card makes it: ``bounces`` extra flips ``bounce_s`` apart at the start
+        and at the end (a drop-out or flicker on the beam is a short ``press`` of it
+        inactive: use :meth:`blip`)."""
+        start = self.clock.now() if at is None else at
+        for edge_at, active in ((start, True), (start + hold, False)):
+            for k in range(bounces):
+                flip = active if k % 2 == 0 else not active
+                self.clock.at(edge_at + k * bounce_s,
+                              partial(self.set_sensor, role, flip, bounce=False))
+            self.clock.at(edge_at + bounces * bounce_s,
+                          partial(self.set_sensor, role, active, bounce=False))
+
+    def blip(self, role: str, active: bool, at: float, seconds: float) -> None:
+        """Sensor ``role`` goes ``active`` (or inactive) for ``seconds`` at ``at``, then
+        back: a glitch, a drop-out of the beam inside a card, one flicker."""
+        self.clock.at(at, partial(self.set_sensor, role, active, bounce=False))
+        self.clock.at(at + seconds, partial(self.set_sensor, role, not active, bounce=False))
 
     # -- the loop ------------------------------------------------------------------
     def start(self) -> None:

@@ -69,6 +69,7 @@ from .device import (
 from .engine import Card, Command, Divert, Done, EdgeFilter, PassEngine, Tick
 from .engine import Motor as MotorCommand
 from .errors import ConfigError, DeviceError, FaultLatchedError
+from .gesture import TouchGesture
 from .mechanics import Feed, Pile
 from .planning import PassPlan
 from .pwm_chip import OVERLAY, SYSFS, pwm_channel
@@ -211,8 +212,8 @@ class GpioDevice(ShufflerDevice):
         self._inputs: queue.Queue[tuple[str, bool, float, float]] = queue.Queue()
         self._in_pass = False
         self._stopping = False
-        self._last_touch = -1e9
-        self._pressed_at: float | None = None
+        self.gesture = TouchGesture(gpio.touch_debounce_s, gpio.long_press_s)
+        self._gesture_lock = threading.Lock()
         self._closed = False
         self.latency = LatencyLog()
         self._parts: list = []
@@ -286,19 +287,28 @@ class GpioDevice(ShufflerDevice):
         self._event(EventKind.TRAY_LOADED if loaded else EventKind.TRAY_EMPTY)
 
     def _touched(self) -> None:
-        # mock pins ignore bounce_time, and touch modules chatter: lock out repeats
-        now = self.clock.now()
-        if self._pressed_at is None:
-            self._pressed_at = now
-        if now - self._last_touch >= self.gpio.touch_debounce_s:
-            self._last_touch = now
-            self._event(EventKind.TOUCH)
+        self._touch_edge(True)
 
     def _released(self) -> None:
-        """A press held for ``long_press_s`` of device time is the dealer's clear."""
-        pressed, self._pressed_at = self._pressed_at, None
-        if pressed is not None and self.clock.now() - pressed >= self.gpio.long_press_s:
-            self._event(EventKind.LONG_PRESS)
+        self._touch_edge(False)
+
+    def _touch_edge(self, pressed: bool) -> None:
+        """A touch counts on its release, once the bounce has settled
+        (``touch_debounce_s``); held ``long_press_s`` it is the dealer's clear
+        (shuffler/gesture.py)."""
+        with self._gesture_lock:
+            self._emit(self.gesture.edge(pressed, self.clock.now()))
+
+    def _settle_touch(self) -> None:
+        with self._gesture_lock:
+            self._emit(self.gesture.poll(self.clock.now()))
+
+    def _emit(self, gestures: list[tuple[str, float]]) -> None:
+        for kind, began in gestures:
+            if kind == "touch":
+                self.events.put(InputEvent(EventKind.TOUCH, self.clock.now()))
+            else:  # stamped with when the press began: one begun before a fault is no clear
+                self.events.put(InputEvent(EventKind.LONG_PRESS, began))
 
     # -- outputs ------------------------------------------------------------------
     def _motor(self, speed: float) -> None:
@@ -455,7 +465,24 @@ class GpioDevice(ShufflerDevice):
             self._motor(0)
 
     def wait_event(self, timeout: float | None = None) -> InputEvent | None:
-        return wait(self.clock, self.events, timeout)
+        end = self.clock.now() + (math.inf if timeout is None else timeout)
+        while True:
+            self._settle_touch()
+            if not self.events.empty() or self.clock.now() >= end:
+                break
+            # wake when a touch now settling counts, or at the end
+            left = min(end, self.gesture.deadline) - self.clock.now()
+            ev = wait(self.clock, self.events, max(left, 0.0) if math.isfinite(left) else None)
+            if ev is not None:
+                return ev
+        try:
+            return self.events.get_nowait()
+        except queue.Empty:
+            return None
+
+    def drain_events(self) -> list[InputEvent]:
+        self._settle_touch()
+        return super().drain_events()
 
     def close(self) -> None:
         self.stop()

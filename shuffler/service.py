@@ -53,7 +53,7 @@ from typing import Any
 
 from . import __version__
 from .cards import MAX_CARDS
-from .clock import Clock, RealClock
+from .clock import Clock, EventClock, RealClock
 from .connections import FIRST_REQUEST_SECONDS, Places
 from .device import EventKind, Signal, Status
 from .errors import BadInputError, ShufflerError, error_kind
@@ -329,7 +329,8 @@ class Service:
         self.lock.verify()
         self._idle()
         try:
-            job = self.jobs.get(timeout=0 if self._touch_at is not None else wait)
+            job = self.jobs.get(timeout=0 if self._touch_at is not None
+                                else self._device_wait(wait))
         except queue.Empty:
             job = None
         if job is not None:
@@ -341,28 +342,49 @@ class Service:
         """Whether a touch waits for the machine: remote commands hold back until then."""
         return self._touch_at is not None
 
+    def _device_wait(self, wait: float) -> float:
+        """A simulated machine on its own paced clock (sim-gpio) lives only while someone
+        waits on that clock: between jobs the loop waits there, so the rig's dealer goes
+        on restacking and touching. What is left of ``wait`` is waited for a job."""
+        clock = getattr(self.session.device, "clock", None)
+        if isinstance(clock, EventClock) and clock.speed:
+            clock.sleep(wait * clock.speed)
+            return 0.001
+        return wait
+
     def _idle(self) -> None:
         events = self.session.device.drain_events()
         for ev in events:
             if ev.kind is EventKind.TOUCH:
                 self._touched()
             elif ev.kind is EventKind.LONG_PRESS:
-                self._long_press()
+                self._long_press(ev.at)
         if self._touch_at is not None and not any(e.kind is EventKind.TOUCH for e in events):
             self._touched(again=True)
         if self.clock.now() - self._last_snapshot >= self.SNAPSHOT_EVERY:
             self.refresh()
 
-    def _long_press(self) -> None:
+    def _long_press(self, began: float | None = None) -> None:
         """The dealer's clear: a latched fault goes once the machine sees itself clear;
-        if it does not, the jam pattern answers (the fault stays)."""
+        if it does not, the jam pattern answers (the fault stays). With nothing latched
+        it answers "nothing to clear" (the ready light again, and the page says so); a
+        press that began before the last pass ended (``began``, device time) clears
+        nothing: the dealer was not answering the fault."""
         try:
             latched = self.session.controller.latched_fault()
         except ShufflerError as e:  # a damaged state file: clear says what to do
             log.warning("long press: cannot read the state", error=str(e))
             return
         if latched is None:
-            log.debug("long press: no fault to clear")
+            log.info("long press: no fault to clear")
+            self.session.device.show(Status(Signal.READY))
+            self._touch_ignored("nothing to clear: no fault is latched")
+            return
+        if began is not None and began < self._job_ended:
+            log.warning("long press: it began before the fault; not a clear")
+            self.session.device.show(Status(Signal.FAULT))
+            self._touch_ignored("that press began before the fault: hold the sensor again "
+                                "to clear it")
             return
         if not self.claim.acquire(blocking=False):
             return

@@ -10,7 +10,7 @@ from shuffler.clock import VirtualClock
 from shuffler.config import Config
 from shuffler.controller import PassController
 from shuffler.device import EventKind, InputEvent, Signal
-from shuffler.service import Service
+from shuffler.service import Job, Service
 from shuffler.session import Session
 from shuffler.state import StateStore
 
@@ -84,3 +84,114 @@ def test_a_second_serve_on_the_same_machine_says_one_is_running(tmp_path):
         client.close()
     finally:
         first.stop()
+
+
+# -- at the pin: the rig presses the touch sensor as a finger does ----------------------
+
+def rigged(tmp_path, faults=(), noise=None):
+    from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
+
+    rig = GpioRig.for_cards(24, faults=parse_fault_specs(list(faults)), rng=random.Random(2),
+                            noise=noise)
+    device = RiggedGpioDevice(rig)
+    session = Session(PassController(device, StateStore(tmp_path)), Config(),
+                      plan_source(device, 1))
+    return rig, device, Service(session, tmp_path / "s.sock")
+
+
+def kinds(events) -> list[str]:
+    """The touch sensor's gestures among ``events`` (the tray and piles report too)."""
+    return [e.kind.value for e in events if e.kind.value in ("touch", "long_press")]
+
+
+def test_a_bouncing_touch_is_one_touch_counted_on_its_release(tmp_path):
+    rig, device, _ = rigged(tmp_path)
+    try:
+        rig.touch(0.08)  # three bounces at each edge
+        rig.clock.sleep(0.05)
+        assert kinds(device.drain_events()) == []  # still held: nothing yet
+        rig.clock.sleep(1.0)
+        assert kinds(device.drain_events()) == ["touch"]
+    finally:
+        device.close()
+
+
+def test_a_long_press_is_never_a_touch_and_its_bounce_is_ignored(tmp_path):
+    rig, device, _ = rigged(tmp_path)
+    try:
+        start = rig.clock.now()
+        rig.long_press(2.5)
+        rig.clock.sleep(1.0)
+        assert kinds(device.drain_events()) == []  # its leading edge is no touch
+        rig.clock.sleep(3.0)
+        events = [e for e in device.drain_events() if e.kind.value == "long_press"]
+        assert kinds(events) == ["long_press"] and events[0].at == start
+        assert kinds(device.drain_events()) == []  # the release's bounce: nothing more
+    finally:
+        device.close()
+
+
+def test_a_long_press_with_nothing_latched_starts_nothing_and_says_so(tmp_path):
+    rig, device, service = rigged(tmp_path)
+    seen: list = []
+    service.subscribe(lambda kind, body: seen.append(body) if kind == "event" else None)
+    try:
+        rig.long_press(2.5)
+        rig.clock.sleep(3.5)
+        service._idle()
+        assert service.session.status()["counters"]["passes"] == 0
+        assert rig.motor_off_at == [] and not rig.forward()
+        assert any(e.get("event") == "touch_ignored" and "nothing to clear" in e["why"]
+                   for e in seen)
+        assert rig.led() == (0.0, 1.0, 0.0)  # the ready light: nothing to clear
+    finally:
+        device.close()
+
+
+def test_a_press_begun_before_the_jam_does_not_clear_it(tmp_path):
+    rig, device, service = rigged(tmp_path, faults=["jam:5"])
+    try:
+        rig.long_press(8.0)  # held from before the pass until long after the jam
+        answer = service._execute(Job({"cmd": "pass", "cards": None, "mode": None}))
+        assert answer["result"]["pass"]["fault"]["kind"] == "jam"
+        rig.clock.sleep(9.0)
+        service._idle()
+        assert service.session.controller.latched_fault() is not None  # not cleared
+        rig.long_press(2.5)  # a press begun after it: the dealer's clear
+        rig.clock.sleep(3.5)
+        service._idle()
+        assert service.session.controller.latched_fault() is None
+    finally:
+        device.close()
+
+
+def test_a_beam_dropping_out_inside_every_card_counts_each_card_once(tmp_path):
+    from hardware_sim.gpio_rig import SensorNoise
+
+    # 3 ms drop-outs: longer than the glitch filter (1 ms), shorter than beam_min_gap_s
+    rig, device, _ = rigged(tmp_path, noise=SensorNoise(glitch_s=0.003))
+    try:
+        from shuffler.planning import coin_plan
+
+        report = device.run_pass(coin_plan(24, random.Random(1)))
+        assert report.counted == 24 and report.fault is None
+        assert len(rig.landed) == 24
+    finally:
+        device.close()
+
+
+def test_a_flickering_beam_does_not_hold_off_the_misfeed(tmp_path):
+    rig, device, _ = rigged(tmp_path, faults=["misfeed:1"])
+    try:
+        from shuffler.planning import coin_plan
+
+        start = rig.clock.now()
+        for k in range(2000):  # a 2 ms flicker every 20 ms: never a card
+            rig.blip("beam", True, start + 0.2 + k * 0.02, 0.002)
+        report = device.run_pass(coin_plan(24, random.Random(1)))
+        assert report.fault is not None and report.fault.kind.value == "misfeed"
+        limits = device.limits
+        bound = (limits.retries + 1) * (limits.misfeed_seconds + limits.reverse_seconds + 0.5)
+        assert report.seconds < bound < limits.max_pass_seconds and report.counted == 0
+    finally:
+        device.close()
