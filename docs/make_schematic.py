@@ -131,7 +131,9 @@ def pi_header(d: schemdraw.Drawing):
 
 
 def test_point(d: schemdraw.Drawing, at, name: str, side: str = "up"):
-    """A test point: a short stub ending in a named ring the meter's probe touches."""
+    """A test point: a short stub (from a junction dot on the wire) ending in a named ring
+    the meter's probe touches."""
+    d.add(elm.Dot().at(at))
     stub = elm.Line().at(at).length(0.5)
     d.add(stub.up() if side == "up" else stub.down())
     d.add(elm.Dot(open=True).label(name, fontsize=9, loc="right"))
@@ -230,8 +232,10 @@ def divider_and_adc(d: schemdraw.Drawing):
     d.add(elm.Label().at((tap[0] - 0.2, tap[1] + 1.4)).label(
         f"9.6 V → {9.6 / ratio:.2f} V", fontsize=9, halign="right", valign="bottom"))
     unused = [adc.absanchors[anchor_name(pinmap.MCP3008_PINS[n][0])] for n in range(2, 9)]
-    for at in unused:
+    for i, at in enumerate(unused):
         d.add(elm.Line().at(at).left(0.5))
+        if i:
+            d.add(elm.Dot())  # joins the bus to GND mid-way
     top, bottom = unused[0], unused[-1]
     d.add(elm.Line().at((top[0] - 0.5, top[1])).toy(bottom[1] - 0.6))
     ground(d, d.here)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,62 @@ def test_the_nano_schematic_is_what_the_generator_draws():
     svg = svg.decode() if isinstance(svg, bytes) else svg
     assert svg == read("docs/schematic-nano.svg"), (
         "docs/schematic-nano.svg is stale: run python docs/make_schematic.py")
+
+
+def generator():
+    pytest.importorskip("schemdraw", reason="pip install -e '.[docs]' draws the schematic")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_schematic", DOCS / "make_schematic.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: pins drawn but deliberately left open (the TCRT5000 modules' analogue output)
+OPEN_PINS = {"AO"}
+
+
+def test_every_wire_meets_a_pin_or_another_wire():
+    """Each end of every wire and two-terminal part lands on an IC pin, a transistor's
+    terminal or another element's end (a wire that joins another mid-way ends on a dot);
+    every IC pin but the open ones has something on it."""
+    import schemdraw
+    import schemdraw.elements as elm
+
+    module = generator()
+
+    def key(point) -> tuple[float, float]:
+        return (round(point[0], 2), round(point[1], 2))
+
+    loose = []
+    for host, blocks in ((module.PI, module.BLOCKS), (module.NANO, module.NANO_BLOCKS)):
+        module.HOST = host
+        for title, make in blocks:
+            d = schemdraw.Drawing(show=False)
+            make(d)
+            ends: Counter[tuple[float, float]] = Counter()
+            wanted, pins = [], []
+            for e in d.elements:
+                anchors = e.absanchors
+                if isinstance(e, elm.Ic):
+                    pins += [(p.name, key(anchors[p.anchorname]))
+                             for side in e.pins.values() for p in side]
+                    continue
+                if isinstance(e, elm.NFet | elm.BjtNpn):
+                    ends.update(key(p) for p in anchors.values())
+                    continue
+                if isinstance(e, elm.Label):
+                    continue
+                ends.update(key(anchors[k]) for k in ("start", "end") if k in anchors)
+                free = isinstance(e, elm.Tag | elm.Ground | elm.Vdd | elm.Dot)
+                wanted += [(type(e).__name__, key(anchors[k])) for k in
+                           (("start",) if free else ("start", "end")) if k in anchors]
+            ends.update(at for _, at in pins)
+            loose += [(host.name, title, what, at) for what, at in wanted
+                      if ends[at] < 2]
+            loose += [(host.name, title, f"pin {name}", at) for name, at in pins
+                      if ends[at] < 2 and name not in OPEN_PINS]
+        module.HOST = module.PI
+    assert loose == []
