@@ -20,7 +20,8 @@ from typing import TypeVar
 from shuffler import planning
 from shuffler.mechanics import Feed, Pile
 
-from .study import Imperfections, deal_with_doubles
+from .dealer import DealerHabit
+from .study import Imperfections, deal_with_doubles, play_hand
 
 H = TypeVar("H", bound=Hashable)  # an outcome: an order, or whatever ``run`` returns
 Order = tuple[int, ...]
@@ -111,3 +112,23 @@ def coin_outcomes(n: int, passes: int, feed: Feed,
                     after[tuple(order)] += p * share
         law = after
     return law
+
+
+def habit_distances(n: int, passes: int, mode: planning.Mode, habit: DealerHabit,
+                    feed: Feed = Feed.TOP) -> tuple[Fraction, Fraction | None, bool]:
+    """A dealer with ``habit`` on every hand of ``passes`` passes of n cards, by exhaustion
+    over every draw (the planner's, the coins, the dealer's own): the true distance of
+    the final order from uniform, the largest distance the controller reported on any
+    hand (None: some hand said "unknown"), and whether every hand was reported exact."""
+    reported: set[tuple[Fraction | None, bool]] = set()
+    flaws = Imperfections(habit=habit)
+
+    def run(rng: ScriptedRandom) -> Order:
+        order, planner = play_hand(n, passes, mode, rng, feed, flaws)  # type: ignore[arg-type]
+        reported.add((planner.distance(n, passes), planner.exact))
+        return tuple(order)
+
+    true = total_variation(enumerate_outcomes(run, scripted_rng=True), n)
+    known = [d for d, _ in reported if d is not None]
+    worst = max(known) if len(known) == len(reported) else None
+    return true, worst, all(e for _, e in reported)

@@ -192,6 +192,31 @@ def mean_test(name: str, values: Sequence[float], mean0: float, var0: float) -> 
     return TestResult(name, z, None, normal_sf2(z), {"mean": mean, "uniform_mean": mean0})
 
 
+#: the confidence of each lower bound :meth:`Battery.measured_distance` takes the largest of
+MEASURE_CONFIDENCE = 0.999
+#: packs of up to this many cards also have their whole order counted (8! = 40,320 cells)
+WHOLE_ORDER_CARDS = 8
+
+
+def distance_at_least(counts: Sequence[int], law: Sequence[float],
+                      confidence: float = MEASURE_CONFIDENCE) -> float:
+    """A lower confidence bound on the distance of a statistic's true law from ``law``
+    (its law on a random pack), from ``counts`` of it over T hands.
+
+    The sampled law P̂ is within TV(P̂, P) of the true one; E TV(P̂, P) ≤ ½·√(m/T) for m
+    cells (Cauchy–Schwarz), and one hand moves TV(P̂, P) by at most 1/T, so it exceeds
+    that by t with chance at most exp(−2Tt²) (McDiarmid). The distance of a statistic's
+    law is at most the distance of the orders' law, so this bounds that from below too.
+    """
+    trials = sum(counts)
+    if not trials:
+        return 0.0
+    sampled = sum(abs(c / trials - p) for c, p in zip(counts, law, strict=True)) / 2
+    noise = 0.5 * math.sqrt(len(counts) / trials) + math.sqrt(
+        math.log(1 / (1 - confidence)) / (2 * trials))
+    return max(0.0, sampled - noise)
+
+
 class Battery:
     """Streams final orders in and gives every test at the end (memory O(n²), not O(T·n)).
 
@@ -209,12 +234,16 @@ class Battery:
         self.scores: list[int] = []
         self.mates: list[float] = []
         self.same_suit: list[float] = []
+        self.whole: dict[tuple[int, ...], int] | None = {} if n <= WHOLE_ORDER_CARDS else None
 
     def add(self, order: Sequence[int], groups: Sequence[int] | None = None,
             suits: Sequence[object] | None = None) -> None:
         table = self.table
         for pos, card in enumerate(order):
             table[card][pos] += 1
+        if self.whole is not None:
+            key = tuple(order)
+            self.whole[key] = self.whole.get(key, 0) + 1
         read = self.reading(order)
         self.runs.append(ascending_runs(read))
         self.scores.append(guess_score(read))
@@ -232,6 +261,28 @@ class Battery:
         if self.same_suit:
             out.append(_excess_test("same-suit neighbours", self.same_suit))
         return out
+
+    def measured_distance(self) -> float:
+        """How far from random the packs are at least, by what they show: the largest of
+        the lower bounds (:func:`distance_at_least`) for the top card, the bottom card,
+        the runs and, up to :data:`WHOLE_ORDER_CARDS` cards, the whole order; each holds
+        with confidence :data:`MEASURE_CONFIDENCE`."""
+        n, trials = self.n, len(self.runs)
+        if not trials:
+            return 0.0
+        card = [1 / n] * n
+        hist = [0] * (n + 1)
+        for r in self.runs:
+            hist[r] += 1
+        bounds = [distance_at_least([row[0] for row in self.table], card),
+                  distance_at_least([row[-1] for row in self.table], card),
+                  distance_at_least(hist, uniform_runs_law(n))]
+        if self.whole is not None:
+            cells = math.factorial(n)
+            seen = list(self.whole.values())
+            seen += [0] * (cells - len(seen))
+            bounds.append(distance_at_least(seen, [1 / cells] * cells))
+        return max(bounds)
 
     def position_result(self, trials: int) -> TestResult:
         """Pearson's sum over the n × n cells, scaled by (n − 1)/n.

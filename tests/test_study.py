@@ -207,3 +207,42 @@ def test_the_sim_dealer_choices_are_the_simulators_habits():
     from shuffler_cli.options import SIM_DEALERS
 
     assert [h.value for h in DealerHabit] == SIM_DEALERS
+
+
+def habit_study(n, k, habit, trials, seed=1):
+    """``trials`` simulated hands with ``habit``: the largest distance the controller
+    reported (None: unknown), and how far from random the dealt packs are at least."""
+    from hardware_sim.dealer import DealerHabit
+    from hardware_sim.study import play_hand
+
+    rng = random.Random(seed)
+    b = Battery(n, lambda o: reading_order(o, k, Feed.TOP))
+    flaws = Imperfections(habit=DealerHabit(habit))
+    worst = 0.0
+    for _ in range(trials):
+        order, planner = play_hand(n, k, Mode.PLANNED, rng, Feed.TOP, flaws)
+        d = planner.distance(n, k)
+        worst = max(worst, 2.0 if d is None else float(d))
+        b.add(order)
+    return worst, b.measured_distance()
+
+
+HABITS = ["instructed", "other", "both", "follows-but-last", "taller", "last-card",
+          "first-card"]
+
+
+@pytest.mark.parametrize("habit", HABITS)
+@pytest.mark.parametrize(("n", "k", "trials"), [(6, 3, 4000), (7, 3, 4000), (8, 3, 4000),
+                                                (24, 4, 1500), (24, 5, 1500)])
+def test_no_habit_is_reported_closer_to_random_than_its_packs_measure(habit, n, k, trials):
+    worst, measured = habit_study(n, k, habit, trials)
+    assert worst >= measured, (worst, measured)
+
+
+def test_the_24_card_statistics_see_the_last_card_dealer():
+    # the default hand, a dealer who puts the pile the last card fell on on top: the top
+    # card alone is far from uniform, and the report says "at most 1 - 2^-5", not "0"
+    worst, measured = habit_study(24, 5, "last-card", 1500)
+    assert measured > 0.1 and worst == 1 - 1 / 32
+    worst, measured = habit_study(24, 5, "instructed", 1500)
+    assert worst == 0 and measured == 0
