@@ -19,25 +19,22 @@ across origins without the browser asking first, and we never answer that), from
 page's own origin when the browser says where it comes from, and, from anywhere but
 loopback, carry a paired phone's token (``X-Pairing-Token``).
 
-The server is bounded so that no client can starve another or the Pi's memory: at most
-:data:`MAX_CONNECTIONS` connections (:data:`MAX_PER_CLIENT` from one address; one over
-is answered 503 and closed at once), a request head of at most :data:`MAX_HEAD` bytes
-read within :data:`HEAD_TIMEOUT_S` seconds (431 or closed), and at most
-:data:`STREAMS_PER_CLIENT` event streams per address (:data:`MAX_STREAMS` in all): a new
-stream closes that client's oldest, so a page that reconnects always gets through.
+The server is bounded (:mod:`shuffler.web_limits`) so that no client can starve
+another or the Pi's memory: at most 48 connections (12 from one address; one over is
+answered 503 and closed at once), a request head of at most 8 KiB read within 10 s
+(431 or closed), and at most 4 event streams per address (24 in all): a new stream
+closes that client's oldest, so a page that reconnects always gets through.
 Nothing here ever sends a plan or the card order: the panel is built from the same
 reports the CLI prints.
 """
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import http.client
 import ipaddress
 import json
 import math
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -50,18 +47,25 @@ from urllib.parse import urlsplit
 
 from .logs import Burst, get_logger
 from .pairing import Pairing, Throttle
+from .web_limits import (
+    BUSY,
+    IO_TIMEOUT_S,
+    MAX_CONNECTIONS,
+    MAX_HEAD,
+    MAX_PER_CLIENT,
+    MAX_STREAMS,
+    STREAMS_PER_CLIENT,
+    Gate,
+    HeadReader,
+    Streams,
+    host_name,
+    own_names,
+)
 
 log = get_logger("shuffler.web")
 
 ACTIONS = ("clear", "pass", "score", "undo", "redo", "new_game")
 MAX_BODY = 4096
-MAX_HEAD = 8192  # request line and headers
-HEAD_TIMEOUT_S = 10.0  # to send them (and the wait between requests on one connection)
-IO_TIMEOUT_S = 30.0  # any other wait on a client
-MAX_CONNECTIONS = 48  # one thread each
-MAX_PER_CLIENT = 12
-MAX_STREAMS = 24
-STREAMS_PER_CLIENT = 4
 KEEPALIVE_S = 15.0
 STREAM_SLICE_S = 1.0  # a closed stream notices within this
 
@@ -91,82 +95,6 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-
-def _host_name(value: str) -> str:
-    """The name part of a ``Host`` header (no port, no brackets), lower case."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1:value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
-
-
-def own_names(extra: tuple[str, ...] = ()) -> frozenset[str]:
-    """The names this machine answers to: ``localhost``, its host name (plain, ``.local``
-    and fully qualified) and ``extra``."""
-    name = socket.gethostname().lower()
-    names = {"localhost", name, f"{name}.local", *extra}
-    with contextlib.suppress(OSError):
-        names.add(socket.getfqdn().lower())
-    return frozenset(n for n in names if n)
-
-
-class Gate:
-    """Counts open connections, in all and per client address."""
-
-    def __init__(self, total: int, per_client: int) -> None:
-        self.total, self.per_client = total, per_client
-        self.open: collections.Counter[str] = collections.Counter()
-        self.lock = threading.Lock()
-
-    def enter(self, client: str) -> bool:
-        with self.lock:
-            if sum(self.open.values()) >= self.total or self.open[client] >= self.per_client:
-                return False
-            self.open[client] += 1
-            return True
-
-    def leave(self, client: str) -> None:
-        with self.lock:
-            self.open[client] -= 1
-            if self.open[client] <= 0:
-                del self.open[client]
-
-
-class Streams:
-    """The open event streams, oldest first; adding one past a cap closes the oldest
-    of that client (or, past the total, of the client holding the most)."""
-
-    def __init__(self, total: int, per_client: int) -> None:
-        self.total, self.per_client = total, per_client
-        self.open: list[tuple[str, threading.Event]] = []
-        self.lock = threading.Lock()
-
-    def add(self, client: str) -> threading.Event:
-        closed = threading.Event()
-        with self.lock:
-            mine = [s for s in self.open if s[0] == client]
-            if len(mine) >= self.per_client:
-                self._drop(mine[0])
-            elif len(self.open) >= self.total:
-                count = collections.Counter(c for c, _ in self.open)
-                greedy = count.most_common(1)[0][0]
-                self._drop(next(s for s in self.open if s[0] == greedy))
-            self.open.append((client, closed))
-        return closed
-
-    def _drop(self, stream: tuple[str, threading.Event]) -> None:
-        self.open.remove(stream)
-        stream[1].set()
-
-    def remove(self, closed: threading.Event) -> None:
-        with self.lock:
-            self.open = [s for s in self.open if s[1] is not closed]
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.open)
 
 
 class WebServer:
@@ -239,52 +167,6 @@ def _error(kind: str, message: str) -> dict[str, Any]:
     return {"ok": False, "error": {"kind": kind, "message": message, "exit": 2}}
 
 
-class _HeadReader:
-    """The connection's input: while a request's head is read, at most :data:`MAX_HEAD`
-    bytes and :data:`HEAD_TIMEOUT_S` seconds in all (every wait on the socket gets only
-    what is left); the body and anything else read straight through."""
-
-    def __init__(self, raw: Any, sock: socket.socket) -> None:
-        self.raw, self.sock = raw, sock
-        self.budget: int | None = None
-        self.deadline = 0.0
-
-    def arm(self) -> None:
-        self.budget, self.deadline = MAX_HEAD, time.monotonic() + HEAD_TIMEOUT_S
-
-    def disarm(self) -> None:
-        self.budget = None
-        self.sock.settimeout(IO_TIMEOUT_S)
-
-    def readline(self, size: int = -1) -> bytes:
-        if self.budget is None:
-            return bytes(self.raw.readline(size))
-        out = bytearray()
-        while not out.endswith(b"\n") and (size < 0 or len(out) < size):
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("the request head took too long")
-            self.sock.settimeout(left)
-            chunk = self.raw.peek(1)  # at most one wait on the socket
-            if not chunk:
-                break
-            cut = chunk.find(b"\n")
-            take = len(chunk) if cut < 0 else cut + 1
-            if size >= 0:
-                take = min(take, size - len(out))
-            if take > self.budget:
-                raise http.client.LineTooLong(f"a request head is at most {MAX_HEAD} bytes")
-            self.budget -= take
-            out += self.raw.read(take)
-        return bytes(out)
-
-    def read(self, size: int = -1) -> bytes:
-        return bytes(self.raw.read(size))
-
-    def close(self) -> None:
-        self.raw.close()
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 32
@@ -322,10 +204,6 @@ class _Server(ThreadingHTTPServer):
         log.debug("web connection failed", client=client_address[0], exc_info=True)
 
 
-BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 0\r\n"
-        b"Connection: close\r\n\r\n")
-
-
 def _default_page() -> bytes:
     return resources.files("shuffler").joinpath("page.html").read_bytes()
 
@@ -337,7 +215,7 @@ class Handler(BaseHTTPRequestHandler):
     server_version = "shuffler"
     sys_version = ""
     timeout = IO_TIMEOUT_S
-    reader: _HeadReader
+    reader: HeadReader
 
     @property
     def web(self) -> WebServer:
@@ -349,7 +227,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.reader = _HeadReader(self.rfile, self.connection)
+        self.reader = HeadReader(self.rfile, self.connection)
         self.rfile = self.reader  # type: ignore[assignment]
 
     def handle_one_request(self) -> None:
@@ -393,7 +271,7 @@ class Handler(BaseHTTPRequestHandler):
         host = self.headers.get("Host")
         if not host:
             return False
-        name = _host_name(host)
+        name = host_name(host)
         if name in self.web.names:
             return True
         local = self.connection.getsockname()[0]

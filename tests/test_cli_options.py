@@ -92,6 +92,7 @@ NOT_FOR_STATUS = {"structlog", "logging", "fractions", "decimal", "secrets", "to
                   "socket", "tempfile", "subprocess", "http.server", "jsonschema", "gpiozero",
                   "serial", "firmware_bridge", "shuffler.mixing", "shuffler.stats",
                   "shuffler.session", "shuffler.service", "shuffler.client", "shuffler.web",
+                  "shuffler.web_limits", "shuffler.pairing",
                   "shuffler.telemetry", "shuffler.gpio", "shuffler.schemas", "shuffler.engine",
                   "hardware_sim.bench", "hardware_sim.gpio_rig", "hardware_sim.virtual_mcu",
                   "hardware_sim.study"}

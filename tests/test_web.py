@@ -187,7 +187,7 @@ def test_a_head_over_8_kib_is_refused_and_a_slow_one_cut_off(served, monkeypatch
     assert raw_exchange(web, big).startswith(b"HTTP/1.0 431")
     assert raw_exchange(web, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n").startswith(
         b"HTTP/1.0 414")
-    monkeypatch.setattr("shuffler.web.HEAD_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("shuffler.web_limits.HEAD_TIMEOUT_S", 1.0)
     with socket.create_connection(web.address, timeout=10) as s:
         sent = time.monotonic()
         s.sendall(b"GET /api/panel HTTP/1.1\r\n")
