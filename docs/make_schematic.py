@@ -528,7 +528,7 @@ def nano_divider(d: schemdraw.Drawing):
          f"The ADC reads A0 against the Nano's 5 V: battery volts = A0 × {ratio:g}\n"
          f"(the firmware's DIVIDER_NUM). 9.6 V gives {9.6 / ratio:.2f} V, 10.8 V "
          f"{10.8 / ratio:.2f} V.\n"
-         "After SW1, so it draws nothing when switched off; 300 kΩ draws 0.03 mA.\n"
+         "After SW1, so it draws nothing when switched off (0.3 mA while on).\n"
          "R10 and D4 hold a slipped 9 V wire on the tap to a few mA into 5V.")
 
 

@@ -245,6 +245,6 @@ NANO_PINS = {"beam": ("D2", "PD2"), "touch": ("D3", "PD3"), "tray": ("D4", "PD4"
              "diverter": ("D9", "PB1"), "led_red": ("D10", "PB2"),
              "led_green": ("D11", "PB3"), "led_blue": ("D12", "PB4"),
              "battery": ("A0", "PC0"), "buzzer": ("A1", "PC1")}
-#: the Nano build's divider: 200 kΩ over 100 kΩ (the firmware's ratio of 3, at a tenth of
-#: the drain of 20 k over 10 k), after SW1 so it draws nothing when switched off
-NANO_DIVIDER_TOP, NANO_DIVIDER_BOTTOM = 200_000, 100_000
+#: the Nano build's divider: 20 kΩ over 10 kΩ (the firmware's ratio of 3, and a source the
+#: ATmega's ADC reads without error), after SW1 so it draws nothing when switched off
+NANO_DIVIDER_TOP, NANO_DIVIDER_BOTTOM = 20_000, 10_000
