@@ -52,6 +52,9 @@ def score(ctx: click.Context) -> None:
       shuffler score                     the game so far
       shuffler score add North 5 --alone North's team made it, all five alone
       shuffler score add East 2          East's team named trump and was euchred
+      shuffler score add East 3 --renege North   North reneged: 2 to East & West
+      shuffler score add North 5 --hand 2        hand 2 was really North's march
+      shuffler score delete 3            hand 3 was never played
       shuffler score undo                take the last change back (a hand, a new game)
       shuffler score redo                bring it back again
       shuffler score new --first-dealer South
@@ -89,12 +92,29 @@ def _seat_names(ctx: click.Context, param: click.Parameter, incomplete: str):
 @click.argument("makers_seat", metavar="SEAT", callback=_seat, shell_complete=_seat_names)
 @click.argument("tricks", type=click.IntRange(0, 5))
 @click.option("--alone", is_flag=True, help="the maker went alone")
+@click.option("--renege", "renege_seat", default=None, metavar="SEAT", callback=_seat,
+              shell_complete=_seat_names,
+              help="a player caught reneging: 2 points to the other side, whatever the tricks")
+@click.option("--hand", type=click.IntRange(1, 10_000), default=None,
+              help="put this result in place of hand N (1 is the game's first)")
 @click.pass_obj
-def score_add(app: App, makers_seat: str, tricks: int, alone: bool) -> None:
+def score_add(app: App, makers_seat: str, tricks: int, alone: bool, renege_seat: str | None,
+              hand: int | None) -> None:
     """One hand: a seat of the team that named trump, and the tricks that team took."""
-    makers = app.config.table.seats.index(makers_seat) % 2
-    _ask_score(app, "score", lambda book: book.record(makers, tricks, alone),
-               makers=makers, tricks=tricks, alone=alone)
+    seats = app.config.table.seats
+    makers = seats.index(makers_seat) % 2
+    renege = None if renege_seat is None else seats.index(renege_seat) % 2
+    _ask_score(app, "score",
+               lambda book: book.record(makers, tricks, alone, renege=renege, hand=hand),
+               makers=makers, tricks=tricks, alone=alone, renege=renege, hand=hand)
+
+
+@score.command("delete")
+@click.argument("hand", type=click.IntRange(1, 10_000))
+@click.pass_obj
+def score_delete(app: App, hand: int) -> None:
+    """Delete hand N of the game (1 is the first); `shuffler score undo` brings it back."""
+    _ask_score(app, "score", lambda book: book.delete(hand), hand=hand, delete=True)
 
 
 @score.command("undo")
@@ -115,11 +135,14 @@ def score_redo(app: App) -> None:
 @click.option("--first-dealer", default=None, metavar="SEAT", callback=_seat,
               shell_complete=_seat_names,
               help="who deals first  [default: [table] first_dealer]")
+@click.option("--target", type=click.IntRange(1, 100), default=None,
+              help="the points that win it (10, 11, 15, 21)  [default: the last game's]")
 @click.pass_obj
-def score_new(app: App, first_dealer: str | None) -> None:
-    """Start a new game at 0 to 0; the deal starts again with the first dealer."""
-    _ask_score(app, "new_game", lambda book: book.new_game(first_dealer),
-               first_dealer=first_dealer)
+def score_new(app: App, first_dealer: str | None, target: int | None) -> None:
+    """Start a new game at 0 to 0; the deal starts again with the first dealer.
+    `shuffler score undo` brings the old game back."""
+    _ask_score(app, "new_game", lambda book: book.new_game(first_dealer, target=target),
+               first_dealer=first_dealer, target=target)
 
 
 @click.command()

@@ -245,3 +245,43 @@ def test_a_score_change_from_the_page_must_name_the_version():
     assert sent == []
     Faces.act(faces, "undo", {"version": 3})  # type: ignore[arg-type]
     assert sent == [{"cmd": "undo", "version": 3}]
+
+
+@pytest.mark.parametrize("served", [False, True])
+def test_the_cli_enters_a_renege_edits_deletes_and_sets_the_next_target(tmp_path, served):
+    import json
+
+    from click.testing import CliRunner
+
+    from shuffler_cli.main import cli
+
+    from .served import Service
+
+    svc = Service(tmp_path, speed=1e6).start() if served else None
+    env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
+           "SHUFFLER_SOCKET": str(svc.socket if svc else tmp_path / "none.sock"),
+           "SHUFFLER_CHECK_SCHEMAS": "1"}
+
+    def run(*args):
+        result = CliRunner().invoke(cli, ["--json", "score", *args], env=env,
+                                    catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    try:
+        run("add", "North", "5")
+        got = run("add", "East", "3", "--renege", "south")  # North & South reneged
+        assert got["score"]["totals"] == [2, 2] and got["score"]["hands"][1]["renege"] == 0
+        assert run("add", "East", "5", "--hand", "1")["score"]["totals"] == [0, 4]
+        assert run("delete", "2")["done"].startswith("the deletion of hand 2")
+        fresh = run("new", "--target", "15")["score"]
+        assert (fresh["number"], fresh["target"]) == (2, 15)
+        assert run("undo")["score"]["totals"] == [0, 2]
+        if svc:  # it was the service's score the CLI changed, not a local one
+            client = svc.client()
+            assert client.request("score")["score"]["totals"] == [0, 2]
+            client.close()
+            assert not (tmp_path / "state").exists()
+    finally:
+        if svc:
+            svc.stop()
