@@ -15,9 +15,16 @@ Sections (each counts inputs tried and outcomes):
 - ``fuzz cli``, ``fuzz config``, ``fuzz state``, ``fuzz socket``, ``fuzz serial``:
   generated inputs (hypothesis, fixed seeds) for the command line, config files,
   state files, requests to a running ``shuffler serve`` and serial frames.
+- ``files ...``, ``torn audit``, ``tmpfs full``, ``symlinks``, ``socket``
+  (benchmarks/campaign_files.py): every writing file operation of pass, hand, clear and
+  a service's hand killed before and after or failed (EIO, ENOSPC); torn audit tails; a
+  real tmpfs filled mid-pass (root); symlinked state files; a squatted socket (root);
+  idle-connection floods. Its summary line: runs, latches lost, records lost,
+  tracebacks.
 
 Outcomes: ok / clean error (a documented exit code and a one-line message) /
-traceback (exit 1 or an exception: a bug) / hang / lost latch / false completion /
+traceback (exit 1 or an exception: a bug) / hang / lost latch / lost record (a whole
+audit record written, then gone) / false completion /
 wrong (a report or a file that is wrong but not one of those: a wrong count, a torn
 audit line, a state file that fails its schema). Prints a table, the failures with
 a command that reproduces each, and JSON on the last line.
@@ -50,9 +57,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-OUTCOMES = ("ok", "clean error", "traceback", "hang", "lost latch", "false completion",
-            "wrong")
-BAD = ("traceback", "hang", "lost latch", "false completion", "wrong")
+OUTCOMES = ("ok", "clean error", "traceback", "hang", "lost latch", "lost record",
+            "false completion", "wrong")
+BAD = ("traceback", "hang", "lost latch", "lost record", "false completion", "wrong")
 SHUFFLER = str(Path(sys.executable).with_name("shuffler"))
 #: simulated time per real second, per backend: fast, but the rig and the pty keep up. The
 #: gpio rig runs in real time: at 100 (500 cards a second) on a loaded machine it loses a
@@ -103,6 +110,8 @@ class Section:
     counts: collections.Counter = field(default_factory=collections.Counter)
     failures: list[dict] = field(default_factory=list)
     seconds: float = 0.0
+    #: why the section (or part of it) did not run here, e.g. "needs root"
+    skipped: str = ""
 
     @property
     def tried(self) -> int:
@@ -117,7 +126,8 @@ class Section:
 
     def to_dict(self) -> dict:
         return {"name": self.name, "tried": self.tried, "seconds": round(self.seconds, 1),
-                **{o: self.counts[o] for o in OUTCOMES}, "failures": self.failures}
+                **{o: self.counts[o] for o in OUTCOMES}, "failures": self.failures,
+                "skipped": self.skipped}
 
 
 def exit_outcome(code: int | None, output: str = "") -> str:
@@ -738,6 +748,9 @@ def plan(profile: str) -> list[tuple[str, Callable[..., Section], tuple]]:
     jobs += [("faults", run_matrix, (d, full, loads)) for d in ("sim-gpio", "sim-serial")
              for loads in ((24, 32), (104,))]
     jobs += [("sigkill", run_sigkill, (full,)), ("faults", run_matrix, ("sim", full))]
+    from campaign_files import plan_files
+
+    jobs += plan_files(full)
     jobs += [("fuzz", run_fuzz_cli, (n, 1)), ("fuzz", run_fuzz_config, (n, 2)),
              ("fuzz", run_fuzz_state, (n, 3)), ("fuzz", run_fuzz_socket, (n, 4)),
              ("fuzz", run_fuzz_serial, (n * 10, 5))]
@@ -765,6 +778,11 @@ def print_table(rows: list[dict]) -> None:
     total = {o: sum(r[o] for r in rows) for o in OUTCOMES}
     print(f"{'total':<20} {sum(r['tried'] for r in rows):>6} "
           + " ".join(f"{total[o]:>{max(len(o), 5)}}" for o in OUTCOMES))
+    for r in rows:
+        if r.get("skipped"):
+            print(f"skipped in {r['name']}: {r['skipped']}")
+    print(f"summary: runs {sum(r['tried'] for r in rows)}, latches lost {total['lost latch']}, "
+          f"records lost {total['lost record']}, tracebacks {total['traceback']}")
     failures = [(r["name"], f) for r in rows for f in r["failures"]]
     if failures:
         print(f"\n{len(failures)} failures (at most 20 a section shown):")
@@ -781,11 +799,13 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--quick", action="store_const", dest="profile", const="quick")
     mode.add_argument("--full", action="store_const", dest="profile", const="full")
     parser.add_argument("--only", default="", help="comma-separated: faults, sigkill, noise, "
-                        "fuzz")
+                        "fuzz, files")
     parser.add_argument("--jobs", type=int, default=3,
                         help="worker processes (the noisy line mostly waits on timeouts)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON here")
     args = parser.parse_args(argv)
+    sys.modules.setdefault("campaign", sys.modules[__name__])  # campaign_files imports it
+    sys.path.insert(0, str(Path(__file__).parent))
     profile = args.profile or "quick"
     jobs = [(fn, a) for kind, fn, a in plan(profile)
             if not args.only or kind in args.only.split(",")]

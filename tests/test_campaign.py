@@ -22,9 +22,12 @@ def campaign():
     spec = importlib.util.spec_from_file_location("campaign", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules["campaign"] = module  # its dataclasses look themselves up there
+    sys.path.insert(0, str(SCRIPT.parent))  # its file sections: benchmarks/campaign_files.py
     spec.loader.exec_module(module)
     yield module
     sys.modules.pop("campaign", None)
+    sys.modules.pop("campaign_files", None)
+    sys.path.remove(str(SCRIPT.parent))
     shutil.rmtree(module.RUN_DIR, ignore_errors=True)
 
 
@@ -76,6 +79,41 @@ def test_a_sigkill_mid_pass_keeps_the_state_and_the_latch(campaign):
     outcome, detail = campaign.kill_case(
         "sim", ["--sim-speed", "4", "--sim-fault", "jam:3", "pass"], 0.9)
     assert outcome == "ok", detail
+
+
+@pytest.fixture
+def files(campaign):
+    import campaign_files
+
+    return campaign_files
+
+
+@pytest.mark.parametrize("scenario", ["pass", "hand jam", "clear"])
+def test_a_kill_or_io_error_at_file_operations_loses_no_latch_and_no_record(files, scenario):
+    """A slice of ``files``: the first, middle and last writing operation, each killed
+    before and after, failed with EIO and with ENOSPC from there on."""
+    section = files.run_files(scenario, False)
+    assert clean(section) and section.tried == 12, section.failures
+
+
+def test_the_injection_would_see_a_lost_latch(files, monkeypatch):
+    """The check can fail: a recovery that forgets the pass cut off is caught."""
+    from shuffler.controller import PassController
+
+    def forgetful(self):
+        self.update(lambda s: (setattr(s, "fault", None), setattr(s, "in_flight", None)))
+
+    monkeypatch.setattr(PassController, "recover", forgetful)
+    section = files.run_files("pass", False)
+    assert section.counts["lost latch"] > 0
+
+
+@pytest.mark.parametrize("section", ["run_torn", "run_symlinks", "run_tmpfs", "run_socket"])
+def test_torn_tails_symlinks_a_full_disk_and_the_socket_lose_nothing(files, section):
+    result = getattr(files, section)(False)
+    if result.skipped and not result.tried:
+        pytest.skip(result.skipped)
+    assert clean(result), result.failures
 
 
 def test_the_table_and_json_show_every_outcome(campaign, capsys):
