@@ -91,6 +91,7 @@ class LazyGroup(click.Group):
         for param in command.params:  # every option's SHUFFLER_* variable is in its --help
             if isinstance(param, click.Option):
                 param.show_envvar = True
+                options.follow_the_envvar_rule(cmd_name, param)
         self.commands[cmd_name] = command
         return command
 

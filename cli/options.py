@@ -163,6 +163,24 @@ def _names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
     return takes_value, flags
 
 
+def follow_the_envvar_rule(command: str, param: click.Option) -> None:
+    """A command's option reads SHUFFLER_, the command and the option's long name in
+    capitals (``--new`` of ``pair``: SHUFFLER_PAIR_NEW). Where click's own name (from the
+    parameter's name) differs, that one stays as an alias, with a deprecation note."""
+    if param.envvar is not None or param.name is None:
+        return
+    longs = [o for o in param.opts if o.startswith("--")]
+    if not longs:
+        return
+    rule = f"SHUFFLER_{command}_{longs[0][2:]}".replace("-", "_").upper()
+    old = f"SHUFFLER_{command}_{param.name}".replace("-", "_").upper()
+    if rule == old:
+        return
+    param.envvar = [rule, old]
+    if os.environ.get(old) is not None and os.environ.get(rule) is None:
+        click.echo(f"shuffler: {old} is deprecated: set {rule} instead", err=True)
+
+
 def global_option_names(group: click.Command) -> tuple[set[str], set[str]]:
     """The group's own options: (those taking a value, flags), plus ``-vv`` style."""
     takes_value, flags = _names(group.params)

@@ -115,3 +115,34 @@ def test_serve_v_logs_the_requests_it_answers(tmp_path):
     requests = [json.loads(line) for line in service.log.read_text().splitlines()
                 if '"request"' in line]
     assert [r["cmd"] for r in requests] == ["status", "pass"]
+
+
+def test_every_option_variable_follows_the_readme_rule():
+    """SHUFFLER_, the command, the option's long name: click's own name stays an alias."""
+    import click
+
+    from shuffler_cli.main import COMMANDS
+
+    ctx = click.Context(cli, info_name="shuffler")
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        for p in command.params:
+            longs = [o for o in p.opts if o.startswith("--")]
+            if not isinstance(p, click.Option) or not longs:
+                continue
+            rule = f"SHUFFLER_{name}_{longs[0][2:]}".replace("-", "_").upper()
+            first = p.envvar[0] if isinstance(p.envvar, list | tuple) else p.envvar
+            assert first in (None, rule), (name, p.opts, p.envvar)
+
+
+@pytest.mark.parametrize("var, note", [("SHUFFLER_SELFTEST_YES", False),
+                                       ("SHUFFLER_SELFTEST_UNATTENDED", True)])
+def test_an_old_variable_still_works_and_says_it_is_deprecated(tmp_path, var, note):
+    env = {**os.environ, var: "1", "SHUFFLER_STATE_DIR": str(tmp_path / "s"),
+           "SHUFFLER_CONFIG": str(tmp_path / "config.toml")}
+    (tmp_path / "config.toml").write_text("")
+    result = subprocess.run([SHUFFLER, "--device", "sim-gpio", "--json", "selftest"],
+                            env=env, capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("deprecated: set SHUFFLER_SELFTEST_YES instead" in result.stderr) is note
