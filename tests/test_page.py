@@ -31,6 +31,10 @@ new MutationObserver(() => window.progress.push(Number(bar.getAttribute('aria-va
 const announce = document.getElementById('announce');
 new MutationObserver(() => window.said.push(announce.textContent))
   .observe(announce, {childList: true, characterData: true, subtree: true});
+window.answers = [];
+const dealmsg = document.getElementById('dealmsg');
+new MutationObserver(() => window.answers.push(dealmsg.textContent))
+  .observe(dealmsg, {childList: true, characterData: true, subtree: true});
 new MutationObserver(() => window.awake.push(document.body.dataset.awake))
   .observe(document.body, {attributes: true, attributeFilter: ['data-awake']});
 """
@@ -123,7 +127,8 @@ def test_a_hand_and_a_game_played_from_the_phone(tmp_path):
             layout = d.execute_script("return document.getElementById('deal')"
                                       ".getBoundingClientRect().top")
             tap(d, "deal")
-            wait_for(lambda: text(d, "dealmsg") == "Pass started.", what="ok, once it started")
+            wait_for(lambda: "Pass started." in d.execute_script("return window.answers"),
+                     what="ok, once the pass had started")
             seen_dealing = seen_stack = False
             tops = set()
             deadline = time.monotonic() + 90
@@ -288,9 +293,11 @@ def test_a_low_battery_is_shown_before_any_touch_as_the_led_shows_it(tmp_path, v
             open_page(d, f"http://127.0.0.1:{port}/")
             wait_for(lambda: attr(d, "banner", "data-battery") == state, what=state)
             assert text(d, "battbadge") == f"battery {state}" and shown(d, "battbadge")
-            style = d.execute_script(
-                "const s = getComputedStyle(document.getElementById('banner'));"
-                "return [s.animationName, s.animationDuration, s.borderTopColor];")
+            style = d.execute_script(  # the colour read with the blink held still
+                "const b = document.getElementById('banner'), s = getComputedStyle(b);"
+                "const blink = [s.animationName, s.animationDuration];"
+                "b.style.animation = 'none'; const colour = getComputedStyle(b).borderTopColor;"
+                "b.style.animation = ''; return [...blink, colour];")
             # the LED's slow blink (1 s on, 1 s off) in amber, not a jam's red
             assert style[:2] == ["slowblink", "2s"] and style[2] == "rgb(255, 176, 0)", style
             audit(d, f"battery {state}")
