@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from shuffler.device import Signal, Status
 from shuffler.mechanics import Pile
 from shuffler.panel import SHUFFLED_PROMPT, Panel
@@ -51,3 +53,33 @@ def test_the_page_can_be_zoomed_and_has_its_heading():
     page = resources.files("shuffler").joinpath("page.html").read_text(encoding="utf-8")
     assert "maximum-scale" not in page and "user-scalable" not in page
     assert page.count("<h1>") == 1 and 'aria-label="Cards dealt this pass"' in page
+
+
+@pytest.mark.parametrize("then, ok", [
+    ({"event": "pass_start", "number": 1, "of": 5}, True),
+    ({"event": "touch_ignored", "why": "touch ignored: the tray is empty"}, False),
+    (None, False),  # nothing happened: never a false ok
+])
+def test_start_pass_answers_ok_only_once_a_pass_has_started(then, ok):
+    import queue
+    import threading
+    from types import SimpleNamespace
+
+    from shuffler.faces import Faces
+
+    board, touches = Panel(5), queue.Queue()
+    faces = SimpleNamespace(board=board, service=SimpleNamespace(
+        session=SimpleNamespace(device=SimpleNamespace(events=touches))))
+
+    def machine():  # the deciding loop takes the touch and does what it does
+        touches.get(timeout=5)
+        if then:
+            board.event(then)
+
+    threading.Thread(target=machine, daemon=True).start()
+    reply = Faces.touch(faces, answer_within=1.0)  # type: ignore[arg-type]
+    assert reply["ok"] is ok, reply
+    if not ok:
+        assert reply["error"]["kind"] == "touch_ignored"
+        assert reply["error"]["message"].startswith(
+            "touch ignored: the tray is empty" if then else "the touch started no pass")
