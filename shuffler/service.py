@@ -159,7 +159,10 @@ def parse_request(line: bytes) -> dict[str, Any]:
                            "JSON object", "too_deep")
     try:
         req = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError) as e:
+        if "integer string conversion" in str(e):  # Python's digit limit (4300)
+            raise RequestError("a number with thousands of digits: no value a request "
+                               "takes is that long") from None
         raise RequestError("not a JSON object: send one JSON object per line") from None
     if not isinstance(req, dict):
         raise RequestError("not a JSON object: send one JSON object per line")

@@ -201,3 +201,11 @@ def test_a_second_service_on_the_same_socket_says_one_is_running(tmp_path, runni
     err = finish(proc)
     assert proc.returncode == 2 and "already running" in err and "Traceback" not in err
     assert connect(first)[1]["protocol"] == 1  # the first one is untouched
+
+
+def test_a_number_of_thousands_of_digits_is_named_as_such():
+    from shuffler.service import RequestError, parse_request
+
+    with pytest.raises(RequestError, match="thousands of digits") as info:
+        parse_request(b'{"cmd": "pass", "cards": ' + b"9" * 5000 + b"}\n")
+    assert info.value.kind == "bad_request"
