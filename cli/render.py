@@ -79,7 +79,8 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
              f"{c['jams']} jams, {c['interrupted']} interrupted",
              f"dealer: {s['dealer']}"]
     if last := s.get("last_hand"):
-        state = "done" if last["completed"] else f"stopped ({last['fault'] or 'no touch'})"
+        fault = last["fault"]["kind"] if last["fault"] else "no touch"
+        state = "done" if last["completed"] else f"stopped ({fault})"
         lines.append(f"last hand: {last['number']}, {state}: {last['passes_done']} of "
                      f"{last['passes']} passes, {distance_text(last['distance'])}, "
                      f"tracking {'kept' if last['tracking'] else 'lost'}")

@@ -54,7 +54,17 @@ def last_hand(hand: dict[str, Any]) -> dict[str, Any]:
     return {k: hand[k] for k in ("number", "dealer", "passes_done", "passes",
                                  "completed", "tracking", "distance")} | {
         "distance_note": hand.get("distance_note"),
-        "fault": hand["fault"]["kind"] if hand["fault"] else None}
+        "fault": hand["fault"]}
+
+
+def whole_fault(last: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``last_hand`` with its fault a fault object, also as an older state file kept it
+    (the kind alone)."""
+    if last is None or not isinstance(last.get("fault"), str):
+        return last
+    kind = last["fault"]
+    return {**last, "fault": {"kind": kind, "message": f"the last hand stopped: {kind}",
+                              "card": None}}
 
 
 def hand_in_progress(pending: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -149,7 +159,7 @@ def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
                      "cards": state.cards, "jams": state.jams, "faults": state.faults,
                      "interrupted": state.interrupted},
         "hand_in_progress": hand_in_progress(state.hand),
-        "last_hand": state.last_hand,
+        "last_hand": whole_fault(state.last_hand),
         "dealer": seats[dealer],
         "next_dealer": seats[(dealer + 1) % len(seats)],
         "deck": "AB"[state.deck % 2] if config.table.decks == 2 else None,

@@ -215,11 +215,19 @@ _STEP = record({"label": text(), "game": record(_GAME_KEYS, _GAME_EXTRA, none=Fa
 SCORE = record(_GAME_KEYS, {**_GAME_EXTRA, "undo": items(_STEP, 50), "redo": items(_STEP, 50)})
 
 
+def _last_fault(v: Any, where: str) -> None:
+    """The fault that stopped the last hand: a whole fault (an older file: its kind)."""
+    if isinstance(v, str):
+        text()(v, where)
+    else:
+        FAULT(v, where)
+
+
 #: the last hand's summary (shuffler.reports.last_hand)
 LAST_HAND = record({"number": whole(1, MAX_COUNT), "passes_done": whole(0, MAX_PASSES),
                     "passes": whole(1, MAX_PASSES), "completed": boolean,
                     "tracking": boolean},
-                   {"distance": nullable(number(0.0, 1.0)), "fault": nullable(text()),
+                   {"distance": nullable(number(0.0, 1.0)), "fault": _last_fault,
                     "dealer": text(), "distance_note": nullable(text())})
 
 

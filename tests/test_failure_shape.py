@@ -194,3 +194,18 @@ def test_every_failure_has_the_one_shape(run, args, kind, code, passes):
     obj = failure(result)
     assert (obj["error"]["kind"], result.exit_code) == (kind, code)
     assert len(obj.get("pass_reports", [])) == passes
+
+
+def test_the_last_hands_fault_is_a_fault_object_also_from_an_older_state(run, tmp_path):
+    assert run("--sim-fault", "jam:13", "hand", "--passes", "2").exit_code == 3
+    status = validate(json.loads(run("--json", "status").stdout), "status")
+    fault = status["last_hand"]["fault"]
+    assert fault["kind"] == "jam" and "shuffler clear" in fault["message"]
+    assert status["hand_in_progress"]["passes_done"] == 0
+    path = tmp_path / "state" / "state.json"
+    state = json.loads(path.read_text())
+    state["last_hand"]["fault"] = "jam"  # as an older release kept it
+    path.write_text(json.dumps(state))
+    older = validate(json.loads(run("--json", "status").stdout), "status")
+    assert older["last_hand"]["fault"]["kind"] == "jam"
+    assert "stopped (jam)" in run("status").stdout

@@ -98,7 +98,7 @@ def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
     status = s.status()
     assert hand["passes_done"] == 0 and not hand["completed"]
     assert status["last_hand"]["passes_done"] == status["hand_in_progress"]["passes_done"] == 0
-    assert status["last_hand"]["fault"] == "jam"
+    assert status["last_hand"]["fault"]["kind"] == "jam"
     device.close()
 
 
