@@ -26,7 +26,7 @@ log = get_logger("shuffler.faces")
 
 #: what the page may ask, mapped to the service's requests (a pass is a touch)
 PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "redo": "redo",
-                "new_game": "new_game"}
+                "new_game": "new_game", "stop": "stop"}
 #: the page's score changes name the version of the score they were made against
 VERSIONED = ("score", "undo", "redo", "new_game")
 TOUCH_ANSWER_S = 6.0  # the page's Start pass waits this long (past service.TOUCH_WAIT_S)

@@ -64,7 +64,7 @@ from .web_limits import (
 
 log = get_logger("shuffler.web")
 
-ACTIONS = ("clear", "pass", "score", "undo", "redo", "new_game")
+ACTIONS = ("clear", "pass", "score", "undo", "redo", "new_game", "stop")
 MAX_BODY = 4096
 KEEPALIVE_S = 15.0
 STREAM_SLICE_S = 1.0  # a closed stream notices within this

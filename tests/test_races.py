@@ -9,6 +9,8 @@ itself (the rig's pin on gpio, the simulated machine's motor on sim and serial).
 from __future__ import annotations
 
 import random
+import threading
+import time
 
 import pytest
 
@@ -61,7 +63,7 @@ def service_on(tmp_path, device) -> Service:
     controller = PassController(device, StateStore(tmp_path / "state"), config.battery,
                                 config.hand.passes)
     return Service(Session(controller, config, random.Random(1)), tmp_path / "s.sock",
-                   clock=device.clock)
+                   clock=getattr(device, "clock", None))
 
 
 def job(service: Service, cmd: str, watch, **args) -> dict:
@@ -124,5 +126,176 @@ def test_a_stop_between_the_passes_of_a_hand_ends_the_hand(tmp_path):
         assert reports[0]["counted"] == 24 and reports[0]["fault"] is None
         assert reports[-1]["fault"]["kind"] == "stopped" and reports[-1]["counted"] == 0
         assert len(reports) == 2 and service.session.status()["counters"]["passes"] == 1
+    finally:
+        device.close()
+
+
+# -- the race: a stop at chosen moments after pass_start, on every backend -------------
+
+OFFSETS_MS = (0, 1, 2, 5, 10, 20, 50)
+
+
+class Recording(SimDevice):
+    """A simulated machine that notes every change of its motor, by the host's clock too."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.motor_log: list[tuple[float, float, bool]] = []  # (device t, host t, on)
+        super().__init__(*args, **kwargs)
+
+    @property
+    def _motor_on(self) -> bool:
+        return self.__dict__.get("_on", False)
+
+    @_motor_on.setter
+    def _motor_on(self, on: bool) -> None:
+        if on != self.__dict__.get("_on", False) and "motor_log" in self.__dict__:
+            self.motor_log.append((self.clock.now(), time.monotonic(), on))
+        self.__dict__["_on"] = on
+
+
+class HookClock(VirtualClock):
+    """Virtual time that runs ``hook`` once, the moment time reaches ``hook_at``."""
+
+    hook_at: float | None = None
+    hook = None
+
+    def sleep(self, seconds: float) -> None:
+        end = self.now() + max(seconds, 0.0)
+        if self.hook_at is not None and self.now() <= self.hook_at <= end:
+            super().sleep(self.hook_at - self.now())
+            hook, self.hook_at = self.hook, None
+            hook()
+        super().sleep(end - self.now())
+
+
+def stop_from_a_client(service: Service) -> bool:
+    """A client's stop on its own thread, as the socket's would come; its answer."""
+    answer: list[bool] = []
+    t = threading.Thread(target=lambda: answer.append(stop(service)))
+    t.start()
+    t.join(10)
+    return answer[0]
+
+
+def race_sim(tmp_path, offset: float) -> None:
+    clock = HookClock()
+    device = Recording.for_cards(24, rng=random.Random(5), clock=clock)
+    service = service_on(tmp_path, device)
+    answered: list[float] = []
+
+    def at_stop() -> None:
+        assert stop_from_a_client(service) is True
+        answered.append(clock.now())
+
+    def watch(msg):
+        if msg.get("event") == "pass_start" and not answered:
+            if offset == 0:
+                at_stop()
+            else:
+                clock.hook_at, clock.hook = clock.now() + offset, at_stop
+    try:
+        answer = job(service, "hand", watch, passes=2)
+        assert answered, "the stop never came"
+        assert not [t for t, _, on in device.motor_log if on and t > answered[0]]
+        assert answer["result"]["hand"]["pass_reports"][-1]["fault"]["kind"] == "stopped"
+    finally:
+        device.close()
+
+
+def race_gpio(tmp_path, offset: float) -> None:
+    from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
+
+    rig = GpioRig.for_cards(24, rng=random.Random(5))
+    device = RiggedGpioDevice(rig)
+    service = service_on(tmp_path, device)
+    answered: list[float] = []
+
+    def at_stop() -> None:
+        assert stop_from_a_client(service) is True
+        answered.append(rig.clock.now())
+
+    def watch(msg):
+        if msg.get("event") == "pass_start" and not answered:
+            if offset == 0:
+                at_stop()
+            else:
+                rig.clock.at(rig.clock.now() + offset, at_stop)
+    try:
+        answer = job(service, "hand", watch, passes=2)
+        assert answered, "the stop never came"
+        motor = rig.pins["motor"]
+        t, changes = motor._last_change, []
+        for change in reversed(motor.states):
+            changes.append((t, change.state))
+            t -= change.timestamp
+        assert not [(t, s) for t, s in changes if s and t > answered[0]]
+        assert answer["result"]["hand"]["pass_reports"][-1]["fault"]["kind"] == "stopped"
+    finally:
+        device.close()
+
+
+def race_serial(tmp_path, offset: float) -> None:
+    from firmware_bridge.device import SerialDevice
+    from hardware_sim.virtual_mcu import VirtualMCU
+    from shuffler.clock import ScaledClock
+
+    sim = Recording.for_cards(24, rng=random.Random(5), clock=ScaledClock(50))
+    mcu = VirtualMCU(sim, seed=5)
+    device = SerialDevice(mcu.path)
+    service = service_on(tmp_path, device)
+    answered: list[float] = []
+
+    def at_stop() -> None:
+        assert stop_from_a_client(service) is True
+        answered.append(time.monotonic())
+
+    def watch(msg):
+        if msg.get("event") == "pass_start" and not answered:
+            if offset == 0:
+                at_stop()
+            else:
+                threading.Timer(offset, at_stop).start()
+    try:
+        answer = job(service, "hand", watch, passes=2)
+        time.sleep(offset + 0.2)
+        assert answered, "the stop never came"
+        assert not [h for _, h, on in sim.motor_log if on and h > answered[0]]
+        reports = answer["result"]["hand"]["pass_reports"]
+        assert reports[-1]["fault"]["kind"] == "stopped"
+    finally:
+        device.close()
+        mcu.close()
+
+
+RACES = {"sim": race_sim, "gpio": race_gpio, "serial": race_serial}
+
+
+@pytest.mark.parametrize("backend", [
+    "sim", "gpio", pytest.param("serial", marks=SERIAL_PENDING)])
+def test_a_stop_at_any_moment_after_pass_start_keeps_the_motor_off_after_its_answer(
+        tmp_path, backend):
+    """Offsets of 0 to 50 ms after ``pass_start`` (virtual time on sim and gpio, where
+    each moment is exact; real time on serial), many times each; a stop at 0 is the one
+    right after the socket accepted the pass (before it started)."""
+    tries = 3 if backend == "serial" else 10
+    for offset_ms in OFFSETS_MS:
+        for k in range(tries):
+            RACES[backend](tmp_path / f"{offset_ms}-{k}", offset_ms / 1000)
+
+
+def test_the_page_stop_is_the_same_stop(tmp_path):
+    device = SimDevice.for_cards(24, rng=random.Random(5), clock=VirtualClock())
+    service = service_on(tmp_path, device)
+    answers: list[dict] = []
+    try:
+        assert service.faces.act("stop", {})["result"] == {"stopped": False}
+
+        def watch(msg):
+            if msg.get("event") == "pass_start" and not answers:
+                answers.append(service.faces.act("stop", {}))
+        answer = job(service, "hand", watch, passes=3)
+        assert answers[0]["ok"] and answers[0]["result"] == {"stopped": True}
+        reports = answer["result"]["hand"]["pass_reports"]
+        assert [r["counted"] for r in reports] == [0] and not answer["result"]["hand"]["completed"]
     finally:
         device.close()
