@@ -108,6 +108,10 @@ def test_pairing_from_the_lan_new_codes_revocation_and_guessing(tmp_path):
             [rebound] = post("/api/clear", ("{}", {**paired, "Host": "evil.example",
                                                    "Origin": "http://evil.example"}))
             assert rebound[0] == 421
+            read = lan.python(f"import http.client\nc = http.client.HTTPConnection("
+                              f"{lan.here!r}, {port}, timeout=10)\nc.request('GET', "
+                              f"'/api/panel')\nprint(c.getresponse().status)")
+            assert read.stdout.strip() == "200"  # reading needs no pairing
         log = svc.log.read_text()
         assert new not in log and old not in log and token not in log
         assert log.count("pairing attempts throttled") == 1
@@ -138,7 +142,7 @@ def test_twenty_streams_from_one_host_leave_room_for_the_dealers_page(lan_served
         conn.request("GET", "/api/events")
         r = conn.getresponse()
         assert r.status == 200 and r.fp.readline().startswith(b"data: ")
-        assert time.monotonic() - sent < 5
+        assert time.monotonic() - sent < 10
         conn.close()
     finally:
         hog.kill()
