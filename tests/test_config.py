@@ -162,3 +162,19 @@ def test_the_shared_readers_check_paths_texts_and_flags():
         with pytest.raises(ConfigError, match=rf"\[demo\] {key}: expected"):
             call()
     assert r.path("ok") == Path("/x")
+
+
+@pytest.mark.parametrize("hosts, ok", [
+    ('["shuffler.club.lan", "Table-7"]', ("shuffler.club.lan", "table-7")),
+    ('"shuffler.club.lan"', None),  # a list, not one name
+    ('["evil.example/x"]', None),
+    ('[""]', None),
+    ("[1]", None),
+])
+def test_web_hosts_is_a_list_of_host_names(hosts, ok):
+    text = f"[web]\nhosts = {hosts}\n"
+    if ok is None:
+        with pytest.raises(ConfigError, match=r"\[web\] hosts: expected a list of host names"):
+            load_config_text(text, "f.toml")
+    else:
+        assert load_config_text(text, "f.toml").web.hosts == ok
