@@ -285,3 +285,18 @@ def test_the_cli_enters_a_renege_edits_deletes_and_sets_the_next_target(tmp_path
     finally:
         if svc:
             svc.stop()
+
+
+def test_a_game_stored_before_versions_and_reneges_still_loads(tmp_path):
+    from shuffler.state import State
+
+    store = StateStore(tmp_path)
+    state = store.load()
+    state.score = {"number": 3, "target": 11, "teams": [["North", "South"], ["East", "West"]],
+                   "hands": [{"makers": 1, "tricks": 5, "alone": True}]}
+    store.save(state)
+    b = book(tmp_path)
+    g = b.show()["score"]
+    assert (g["version"], g["target"], g["totals"], g["undo"]) == (0, 11, [0, 4], None)
+    assert b.record(0, 3, version=0)["score"]["version"] == 1
+    assert isinstance(store.load(), State)
