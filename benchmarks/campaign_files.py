@@ -247,14 +247,15 @@ def _records(state: Path) -> list[dict]:
 
 def must_refuse(scenario: str, reports: bytes) -> bool:
     """Whether cards may be in the machine after the run: a pass whose motor started
-    with no state written after it, any pass of a jam scenario, a clear that never
-    landed."""
+    and whose end reached neither the audit log nor the state file (the journal says
+    how a pass ended: one it records as clean left the cards on the piles), any pass of
+    a jam scenario, a clear that never landed."""
     if scenario == "clear":
         return b"S" not in reports
     if "jam" in scenario:
         return b"M" in reports
-    last_motor = reports.rfind(b"M")
-    return last_motor >= 0 and b"S" not in reports[last_motor:]
+    after = reports[reports.rfind(b"M"):] if b"M" in reports else None
+    return after is not None and b"S" not in after and b"A" not in after
 
 
 def judge(state: Path, scenario: str, reports: bytes, code: int, before: int,

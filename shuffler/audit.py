@@ -90,7 +90,11 @@ class AuditLog:
         fd = self._open()
         try:
             size = os.fstat(fd).st_size
-            if size and os.pread(fd, 1, size - 1) != b"\n":
+            tail = os.pread(fd, len(line) + 1, max(0, size - len(line) - 1)) if size else b""
+            if tail[-len(line):] == line and (len(tail) == len(line) or tail[0] == 0x0A):
+                os.fsync(fd)  # a retry after a failed fsync: the record is already there
+                return
+            if tail and tail[-1:] != b"\n":
                 line = b"\n" + line  # the last append was torn: never glue onto it
             if os.write(fd, line) != len(line):
                 raise OSError(0, "short write (disk full?)")

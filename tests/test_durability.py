@@ -257,3 +257,13 @@ def test_a_read_only_state_folder_still_shows_the_latched_jam(tiny_disk):
             assert "Read-only file system" in result.stderr
     finally:
         subprocess.run(["mount", "-o", "remount,rw", str(tiny_disk)], check=False)
+
+
+def test_a_retried_append_never_writes_the_record_twice(tmp_path):
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.append({"id": 1, "counted": 24})
+    line = (json.dumps({"id": 2, "counted": 24}, sort_keys=True) + "\n").encode()
+    log._append(line)  # the write landed, then fsync failed: the retry finds it there
+    log._append(line)
+    log.append({"id": 2, "counted": 24, "x": 1})  # a different record is appended
+    assert [e["id"] for e in log.read()] == [1, 2, 2]
