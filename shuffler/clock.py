@@ -142,15 +142,22 @@ class EventClock(VirtualClock):
             time.sleep((to - self._now) / self.speed)
         self._now = max(self._now, to)
 
+    def _end(self, seconds: float) -> float:
+        """``now + seconds``, but later than now whenever ``seconds`` > 0: a wait shorter
+        than the float's step at this time would otherwise never move the clock, and a
+        loop waiting out a timeout on it would spin for ever."""
+        end = self._now + max(seconds, 0.0)
+        return math.nextafter(end, math.inf) if seconds > 0 and end <= self._now else end
+
     def sleep(self, seconds: float) -> None:
         with self._moving:
-            end = self._now + max(seconds, 0.0)
+            end = self._end(seconds)
             while self._step(end):
                 pass
 
     def wait(self, q: queue.Queue[T], timeout: float | None) -> T | None:
         with self._moving:
-            end = self._now + (timeout if timeout is not None else math.inf)
+            end = self._end(timeout) if timeout is not None else math.inf
             while q.empty():
                 if not self._step(end):
                     break

@@ -240,7 +240,7 @@ class HandRunner:
             if self.controller.stop_requested:  # the next pass never starts: the hand ends
                 break
             left = timeout - (self._now() - since)
-            if left <= 0:
+            if left <= 1e-9:  # never a wait too short for the clock to move
                 raise DeviceTimeoutError(
                     f"No touch within {timeout:.0f} s after pass {done} of {of}: the hand "
                     "stops here. Run the hand again when ready."

@@ -16,7 +16,7 @@ from typing import Any
 
 from .config import Config
 from .controller import PassController
-from .device import ShufflerDevice, Status
+from .device import ShufflerDevice, Signal, Status
 from .hand import pending_hand, play_hand
 from .panel import stack_prompt
 from .planning import Mode, PackTracker, RandomSource, make_planner
@@ -100,6 +100,8 @@ class Session:
             report = self.controller.run_pass(
                 plan, lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
                 context={"mode": planner.mode.value}, on_tick=on_tick)
+        if report.fault is None:  # done: the light goes back to ready, not left white
+            self.device.show(Status(Signal.READY))
         result = pass_dict(report)
         return {"device": self.device.info.to_dict(), "pass": result,
                 "exit": exit_code(result["fault"])}

@@ -195,3 +195,49 @@ def test_a_flickering_beam_does_not_hold_off_the_misfeed(tmp_path):
         assert report.seconds < bound < limits.max_pass_seconds and report.counted == 0
     finally:
         device.close()
+
+
+def test_a_hand_waiting_for_a_touch_on_the_rig_times_out(tmp_path):
+    import dataclasses
+    import threading
+
+    from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
+    from shuffler.clock import EventClock
+    from shuffler.errors import DeviceTimeoutError
+
+    class Shy(GpioRig):  # a dealer who restacks but never touches
+        def touch(self, hold: float = 0.05) -> None:
+            pass
+
+    clock = EventClock(start=1e6)  # far from 0: a float's step there is 1e-10 s
+    rig = Shy.for_cards(24, rng=random.Random(1), clock=clock)
+    device = RiggedGpioDevice(rig)
+    config = Config()
+    config = dataclasses.replace(config, hand=dataclasses.replace(config.hand,
+                                                                  touch_timeout_s=20.0))
+    session = Session(PassController(device, StateStore(tmp_path)), config, random.Random(1))
+    out: list = []
+
+    def hand() -> None:
+        try:
+            session.do_hand(passes=3)
+        except DeviceTimeoutError as e:
+            out.append(e)
+    worker = threading.Thread(target=hand, daemon=True)
+    worker.start()
+    worker.join(60)
+    try:
+        assert not worker.is_alive(), "the hand never timed out"
+        assert out and "No touch within 20 s after pass 1" in str(out[0])
+        assert 20 <= clock.now() - 1e6 < 60
+    finally:
+        device.close()
+
+
+def test_the_light_is_ready_again_after_a_single_pass(tmp_path):
+    rig, device, service = rigged(tmp_path)
+    try:
+        assert service.session.do_pass()["pass"]["fault"] is None
+        assert rig.led() == (0.0, 1.0, 0.0)  # green, not left white
+    finally:
+        device.close()
