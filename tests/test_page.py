@@ -331,6 +331,33 @@ def test_a_page_whose_stream_is_gone_says_not_live_until_a_fresh_panel(tmp_path)
         svc.stop()
 
 
+def test_a_stream_that_goes_quiet_without_an_error_is_not_live(tmp_path):
+    import signal
+
+    svc, port = page_service(tmp_path, "quiet")
+    try:
+        with phone_browser() as d:
+            open_page(d, f"http://127.0.0.1:{port}/")
+            d.execute_script(
+                "window.quietMs = 1500; window.probeMs = 1500; window.lives = [];"
+                "new MutationObserver(() => window.lives.push(document.getElementById("
+                "'banner').dataset.live)).observe(document.getElementById('banner'),"
+                "{attributes: true, attributeFilter: ['data-live']});")
+            time.sleep(5)  # an idle machine: the page asks again, and stays live
+            assert "false" not in d.execute_script("return window.lives")
+            svc.proc.send_signal(signal.SIGSTOP)  # the connection stays open, nothing comes
+            try:
+                wait_for(lambda: attr(d, "banner", "data-live") == "false", timeout=20,
+                         what="not live on a silent stream")
+                assert shown(d, "livebadge")
+            finally:
+                svc.proc.send_signal(signal.SIGCONT)
+            wait_for(lambda: attr(d, "banner", "data-live") == "true", timeout=60,
+                     what="live again")
+    finally:
+        svc.stop()
+
+
 def test_pairing_from_the_lan_is_asked_next_to_what_was_tapped(tmp_path):
     import socket
 
