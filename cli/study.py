@@ -193,6 +193,10 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
                 f"random (top card, bottom card, runs{', whole order' if n <= 8 else ''}; "
                 "each at 99.9% confidence)")
     for r in results:
+        if r.detail.get("enough_hands") is False:
+            text.append(f"  {r.name:<22} not enough hands to test (it needs "
+                        f"{r.detail['min_hands']} to reach its level)")
+            continue
         verdict = "pass" if r.passed else "FAIL"
         line = f"  {r.name:<22} statistic {r.statistic:>10.2f}   p = {r.p:<8.3g} {verdict}"
         if "runs_distance" in r.detail:

@@ -90,3 +90,77 @@ def test_one_card_passes_every_test():
     for _ in range(10):
         battery.add([0])
     assert all(r.p == 1.0 for r in battery.results())
+
+
+# -- each test's level at every size, from the fewest hands it is taken on -----------
+# The runs and guesser tests see only the runs count and the guesser's score, whose laws
+# on a random pack are known: runs r with chance A(n, r)/n!, and a score that is a sum of
+# independent Bernoulli(1/m), m = 1..n (any guess is right with chance 1/m when m cards
+# are left). Sampling those directly keeps this quick for 104 cards. Packs of 2 to 4
+# cards are too coarse for a two-sided band (docs/mixing.md gives their levels).
+RUNS_OF = 3000
+LEVEL_BAND = (0.005, 0.015)
+
+
+def _runs_sampler(n):
+    import bisect
+    from itertools import accumulate
+
+    from shuffler.mixing import eulerian_row
+
+    cum = list(accumulate(eulerian_row(n)))
+    return lambda rng: bisect.bisect_right(cum, rng.randrange(cum[-1]))
+
+
+def _level(n, trials, which, seed):
+    from shuffler.stats import guesser_test, runs_test
+
+    rng = random.Random(seed)
+    sample = _runs_sampler(n)
+    rejected = 0
+    for _ in range(RUNS_OF):
+        if which == "runs":
+            p = runs_test([sample(rng) for _ in range(trials)], n).p
+        elif which == "guesser":
+            p = guesser_test([sum(rng.random() * m < 1 for m in range(1, n + 1))
+                              for _ in range(trials)], n).p
+        else:
+            battery, pack = Battery(n), list(range(n))
+            for _ in range(trials):
+                rng.shuffle(pack)
+                for pos, card in enumerate(pack):
+                    battery.table[card][pos] += 1
+            p = battery.position_result(trials).p
+        rejected += p < ALPHA
+    return rejected / RUNS_OF
+
+
+def _fewest(which, n):
+    from shuffler.stats import MIN_MEAN_HANDS, runs_min_hands
+
+    return {"runs": runs_min_hands(n), "guesser": MIN_MEAN_HANDS, "positions": 5 * n}[which]
+
+
+LEVEL_CASES = ([("runs", n, extra) for n in (5, 8, 24, 52, 104) for extra in (0, 30)]
+               + [("guesser", n, extra) for n in (5, 8, 24, 52, 104) for extra in (0, 30)]
+               + [("positions", n, 0) for n in (5, 8, 24)] + [("positions", 5, 30)])
+
+
+@pytest.mark.parametrize(("which", "n", "extra"), LEVEL_CASES)
+def test_each_test_has_its_level_from_the_fewest_hands_it_takes(which, n, extra):
+    trials = _fewest(which, n) + extra
+    level = _level(n, trials, which, seed=1000 * n + trials)
+    assert LEVEL_BAND[0] <= level <= LEVEL_BAND[1], (which, n, trials, level)
+
+
+@pytest.mark.parametrize("n", [2, 5, 24, 104])
+def test_too_few_hands_says_so_instead_of_never_rejecting(n):
+    from shuffler.stats import MIN_MEAN_HANDS, runs_min_hands
+
+    battery = Battery(n)
+    for _ in range(min(runs_min_hands(n), MIN_MEAN_HANDS, 5 * n) - 1):
+        battery.add(list(range(n)))  # a sorted pack every time: as far from random as can be
+    results = {r.name: r for r in battery.results()}
+    for name in ("runs", "positions", "guesser"):
+        assert results[name].detail.get("enough_hands") is False, name
+        assert results[name].detail["min_hands"] > len(battery.runs)
