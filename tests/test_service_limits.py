@@ -209,3 +209,32 @@ def test_a_number_of_thousands_of_digits_is_named_as_such():
     with pytest.raises(RequestError, match="thousands of digits") as info:
         parse_request(b'{"cmd": "pass", "cards": ' + b"9" * 5000 + b"}\n")
     assert info.value.kind == "bad_request"
+
+
+def test_a_service_restarted_mid_hand_tells_the_client_and_latches(tmp_path):
+    """systemctl restart in the middle of a hand: the CLI says the service stopped
+    (exit 3), and the restarted service refuses the next pass until clear."""
+    import signal as signals
+
+    from tests.served import Service as Served
+
+    served = Served(tmp_path, speed=8.0).start()
+    try:
+        proc = cli(tmp_path, "--socket", str(served.socket), "--json", "hand")
+        deadline = time.monotonic() + 30
+        while not (served.state / "state.json").exists() or json.loads(
+                (served.state / "state.json").read_text()).get("in_flight") is None:
+            assert time.monotonic() < deadline, "the hand never started"
+            time.sleep(0.01)
+        assert served.stop(signals.SIGTERM) == 0
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 3, err
+        error = json.loads(out)["error"]
+        assert error["kind"] == "service_stopped", error
+        assert "the middle of the hand" in error["message"] and "Traceback" not in err
+        served.start()
+        status = served.client().request("status")
+        assert status["fault"]["kind"] == "interrupted"
+    finally:
+        if served.proc and served.proc.poll() is None:
+            served.stop(signals.SIGKILL)
