@@ -38,6 +38,7 @@ import atexit
 import contextlib
 import grp
 import json
+import math
 import os
 import queue
 import signal
@@ -258,6 +259,7 @@ class Service:
         self._server: socketserver.UnixStreamServer | None = None
         self._last_snapshot = -1e9
         self._last_ping = -1e9
+        self._pinged_at_device = -math.inf  # the device's time at the last ping
         self._job_ended = -1e9  # when the last pass or hand ended (the touch lock-out)
         self.notice: str | None = None  # why the last touch started nothing
         self._touch_at: float | None = None  # a touch waiting for a client's short job
@@ -447,8 +449,15 @@ class Service:
         """Pet systemd's watchdog when it is due, from the deciding loop only: between
         jobs (and only while the device answers its health check, so a hung device gets
         restarted), and from inside a pass or a hand's wait for a touch through
-        ``on_tick``. A loop wedged anywhere stops the pings."""
+        ``on_tick``. A loop wedged anywhere stops the pings, and so does one that spins
+        without getting anywhere: a ping needs the device's clock to have moved since the
+        last one (a pass or a wait that goes on calling ``on_tick`` while its machine's
+        time stands still proves nothing)."""
         if not self.watchdog or self.clock.now() - self._last_ping < self.watchdog:
+            return
+        moved = device_now(self.session.device)
+        if moved <= self._pinged_at_device:
+            log.error("no progress since the last watchdog ping: not pinging", device_time=moved)
             return
         if health:
             try:
@@ -457,7 +466,7 @@ class Service:
                 log.error("device health check failed: not pinging the watchdog")
                 return
         sd_notify("WATCHDOG=1")
-        self._last_ping = self.clock.now()
+        self._last_ping, self._pinged_at_device = self.clock.now(), moved
 
     def _run_job(self, job: Job) -> None:
         cmd = job.request["cmd"]

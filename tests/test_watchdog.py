@@ -277,3 +277,28 @@ def test_a_touch_that_cannot_start_within_its_wait_says_why(tmp_path, clock):
     service.claim.release()
     service.step(0)
     assert service.session.status()["counters"]["passes"] == 0  # the old touch is gone
+
+
+def test_a_loop_that_spins_while_the_machine_stands_still_is_not_pinged(tmp_path, clock):
+    class Frozen(SimDevice):
+        """Its clock is stuck (a float that no longer moves): the pass spins, ticking."""
+
+        class StuckClock:
+            def now(self) -> float:
+                return 0.0  # where it stopped
+
+            def sleep(self, seconds: float) -> None:
+                clock.sleep(seconds)  # the rest of the world's time goes on
+
+        def run_pass(self, plan, on_card=None, *, on_tick=None):
+            for _ in range(600):
+                on_tick()
+                clock.sleep(0.1)
+            return super().run_pass(plan, on_card)
+
+    device = sim(Frozen, clock)
+    service = serve(tmp_path, device, clock)
+    device.clock = Frozen.StuckClock()  # type: ignore[assignment]
+    start = clock.now()
+    assert run(service, "pass")["ok"]
+    assert len([t for t in clock.pings() if start <= t < start + 60]) <= 1  # then none
