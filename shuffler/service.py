@@ -450,13 +450,14 @@ class Service:
         jobs (and only while the device answers its health check, so a hung device gets
         restarted), and from inside a pass or a hand's wait for a touch through
         ``on_tick``. A loop wedged anywhere stops the pings, and so does one that spins
-        without getting anywhere: a ping needs the device's clock to have moved since the
-        last one (a pass or a wait that goes on calling ``on_tick`` while its machine's
-        time stands still proves nothing)."""
+        without getting anywhere: inside a job a ping needs the device's clock to have
+        moved since the last one (a pass or a wait that goes on calling ``on_tick`` while
+        its machine's time stands still proves nothing); between jobs the loop's turn and
+        the device's health check are the progress (an idle simulator's clock rests)."""
         if not self.watchdog or self.clock.now() - self._last_ping < self.watchdog:
             return
         moved = device_now(self.session.device)
-        if moved <= self._pinged_at_device:
+        if not health and moved <= self._pinged_at_device:  # inside a job: on_tick
             log.error("no progress since the last watchdog ping: not pinging", device_time=moved)
             return
         if health:
