@@ -62,7 +62,8 @@ class App:
         from shuffler.backends import SimOptions
 
         o = self.options
-        return SimOptions(o.sim_speed, o.sim_seed, tuple(o.sim_faults), o.sim_dealer)
+        return SimOptions(o.sim_speed, o.sim_seed, tuple(o.sim_faults), o.sim_dealer,
+                          o.sim_uptime)
 
     def lock(self, holder: str | None = None, *, reading: bool = False) -> None:
         """Take the machine: exit 3 naming the holder if someone else drives it. With
@@ -330,7 +331,8 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
             config = load_configs(discovered_config_paths())
     except ShufflerError as e:
         fail(None, e, as_json=o.as_json)
-    sim_given = o.sim_seed is not None or bool(o.sim_faults) or o.sim_dealer != "instructed"
+    sim_given = (o.sim_seed is not None or bool(o.sim_faults) or o.sim_dealer != "instructed"
+                 or o.sim_uptime > 0)
     app = App(config, o, o.as_json, color, o.device_name or config.device,
               Path(o.state_dir) if o.state_dir else (config.state_dir or default_state_dir()),
               Path(o.socket_path) if o.socket_path else client_socket(config),

@@ -39,6 +39,7 @@ class GlobalOptions:
     sim_seed: int | None = None
     sim_faults: tuple[str, ...] = ()
     sim_dealer: str = "instructed"
+    sim_uptime: float = 0.0
 
 
 class FiniteFloat(click.ParamType):
@@ -137,6 +138,10 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
                      envvar="SHUFFLER_SIM_FAULT", show_envvar=True,
                      help="inject a fault (repeatable): jam:CARD[:FREES_AFTER], "
                           "misfeed:CARD[:FREES_AFTER], double:CARD, battery:VOLTS"),
+        click.option("--sim-uptime", type=FiniteFloat(0, 4e9), default=0.0,
+                     envvar="SHUFFLER_SIM_UPTIME", show_envvar=True,
+                     help="the simulated device starts as if powered this many seconds "
+                          "(its clocks past their wraps: 4295 s, 4294968 s)"),
         click.option("--sim-dealer", type=click.Choice(SIM_DEALERS),
                      default="instructed", envvar="SHUFFLER_SIM_DEALER", show_envvar=True,
                      help="how the simulated dealer restacks: as the LED says, the other "

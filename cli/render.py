@@ -73,6 +73,8 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
         health = click.style(health, fg="green" if s["health"]["ok"] else "red", bold=True)
     lines = [f"device: {dev['name']} ({dev['kind']}), feed from the {dev['feed']}",
              f"health: {health}",
+             *([f"microcontroller: last reset by {s['health']['reset_cause'].replace('_', ' ')}"]
+               if s["health"].get("reset_cause") else []),
              f"fault: {s['fault']['message'] if s['fault'] else 'none'}",
              battery_line(b),
              f"counters: {c['hands']} hands, {c['passes']} passes, {c['cards']} cards, "

@@ -7,7 +7,10 @@
 
 #include "board.h"
 
-static volatile uint32_t ticks;
+/* the clock; "used" and external: the simavr harness sets it to run as if the chip
+ * had been powered for --uptime seconds (docs/firmware.md) */
+volatile uint32_t hw_ticks __attribute__((used));
+#define ticks hw_ticks
 static int16_t speed_now;
 
 #define EDGES 16u  /* a power of two */
@@ -40,13 +43,14 @@ ISR(INT0_vect)
     edge_head = next;
 }
 
-bool beam_edge(uint32_t *us, bool *blocked)
+bool beam_edge(uint32_t *us, bool *blocked, uint32_t until)
 {
     if (edge_tail == edge_head) return false;
     ATOMIC_BLOCK(ATOMIC_RESTORESTATE) {
         *us = edge_us[edge_tail];
         *blocked = edge_level[edge_tail];
     }
+    if ((int32_t)(until - *us) < 0) return false;  /* after ``until``: the next tick's */
     edge_tail = (uint8_t)((edge_tail + 1) & (EDGES - 1));
     return true;
 }

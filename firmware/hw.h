@@ -6,11 +6,16 @@
 #include <stdint.h>
 
 void hw_init(void);
-uint32_t hw_ms(void);             /* milliseconds since reset (wraps after 49 days) */
-uint32_t hw_us(void);             /* microseconds since reset, 4 us steps (wraps: 71 min) */
+/* One clock, the 1 kHz tick: hw_ms() counts it (wraps after 49.7 days), hw_us() is the
+ * same count in microseconds with the timer's 4 us steps (wraps after 71.6 min, in step
+ * with hw_ms: hw_us() == hw_ms() * 1000 + part, modulo 2^32). Only differences of either
+ * are ever compared (unsigned subtraction), so everything works across both wraps. */
+uint32_t hw_ms(void);
+uint32_t hw_us(void);
 
-/* the beam's edges, timestamped in the pin-change interrupt: the oldest first */
-bool beam_edge(uint32_t *us, bool *blocked);
+/* the beam's oldest edge not later than ``until`` (hw_us), timestamped in the
+ * pin-change interrupt; false when there is none */
+bool beam_edge(uint32_t *us, bool *blocked, uint32_t until);
 void beam_edges_clear(void);
 
 void motor_set(int16_t speed);    /* -255..255: forward > 0, backward < 0, 0 off */

@@ -8,6 +8,8 @@
 #define MAX_FRAME (2 + MAX_PAYLOAD + 2)
 #define MAX_ENCODED (MAX_FRAME + MAX_FRAME / 254 + 2)
 #define QUEUE 6
+#define INPUT_SLOTS (QUEUE - 2)  /* INPUT events leave room for two answers */
+#define HISTORY 4                /* sequence numbers applied lately: a copy is not applied */
 
 struct pending {
     uint8_t type, len;
@@ -17,14 +19,17 @@ struct pending {
 static uint8_t rx[MAX_ENCODED + 1];
 static uint16_t rx_len;
 static bool rx_overflow;
-static uint8_t last_in;         /* the last sequence number applied, 0 = none */
+static uint8_t applied[HISTORY]; /* the last sequence numbers applied, 0 = none */
+static uint8_t applied_at;
 static uint32_t last_heard;
 static bool heard;
 static uint16_t errors;
 
 static struct pending queue[QUEUE];
+static struct pending result;            /* the pass's PASS_DONE, when result_full */
+static bool result_full, sending_result; /* sending_result: in flight is the result */
 static uint8_t q_head, q_count;
-static uint8_t out_seq, in_flight_seq;  /* in_flight_seq 0: the head is not sent yet */
+static uint8_t out_seq, in_flight_seq;  /* in_flight_seq 0: nothing sent yet */
 static uint16_t wait_ms;
 static uint32_t sent_at;
 
@@ -39,7 +44,13 @@ uint16_t crc16(const uint8_t *data, uint16_t len)
     return crc;
 }
 
-/* COBS-encode ``len`` bytes straight into the UART, then the delimiter */
+static void count_error(void)
+{
+    if (errors < UINT16_MAX) errors++;
+}
+
+/* COBS-encode ``len`` bytes straight into the UART, then the delimiter (the caller
+ * made sure of the room: at most len + 2 + 1 bytes for len < 254) */
 static void put_cobs(const uint8_t *data, uint8_t len)
 {
     uint8_t start = 0;
@@ -58,9 +69,11 @@ static void put_cobs(const uint8_t *data, uint8_t len)
     uart_put(0);
 }
 
-static void write_frame(uint8_t seq, uint8_t type, const uint8_t *payload, uint8_t len)
+/* false, and nothing written, when the transmit buffer has no room for the frame */
+static bool write_frame(uint8_t seq, uint8_t type, const uint8_t *payload, uint8_t len)
 {
     uint8_t body[2 + LINK_MAX_OUT + 2];
+    if (uart_room() < (uint8_t)(len + 4 + 2)) return false;
     body[0] = seq;
     body[1] = type;
     memcpy(body + 2, payload, len);
@@ -68,31 +81,17 @@ static void write_frame(uint8_t seq, uint8_t type, const uint8_t *payload, uint8
     body[len + 2] = (uint8_t)(crc >> 8);
     body[len + 3] = (uint8_t)crc;
     put_cobs(body, (uint8_t)(len + 4));
+    return true;
 }
 
 void link_send(uint8_t type, const uint8_t *payload, uint8_t len)
 {
-    write_frame(0, type, payload, len);
-}
-
-/* make room by dropping the newest INPUT event not yet sent; false if there is none */
-static bool drop_an_input(void)
-{
-    for (uint8_t i = q_count; i-- > (in_flight_seq ? 1 : 0);) {
-        struct pending *p = &queue[(uint8_t)(q_head + i) % QUEUE];
-        if (p->type != MSG_INPUT) continue;
-        for (uint8_t j = i; j + 1 < q_count; j++)
-            queue[(uint8_t)(q_head + j) % QUEUE] = queue[(uint8_t)(q_head + j + 1) % QUEUE];
-        q_count--;
-        return true;
-    }
-    return false;
+    (void)write_frame(0, type, payload, len);  /* skipped when the line is busy */
 }
 
 bool link_queue(uint8_t type, const uint8_t *payload, uint8_t len)
 {
-    if (len > LINK_MAX_OUT) return false;
-    if (q_count == QUEUE && (type == MSG_INPUT || !drop_an_input())) return false;
+    if (len > LINK_MAX_OUT || q_count >= (type == MSG_INPUT ? INPUT_SLOTS : QUEUE)) return false;
     struct pending *p = &queue[(uint8_t)(q_head + q_count) % QUEUE];
     p->type = type;
     p->len = len;
@@ -101,35 +100,51 @@ bool link_queue(uint8_t type, const uint8_t *payload, uint8_t len)
     return true;
 }
 
+void link_result(const uint8_t *payload, uint8_t len)
+{
+    result.type = MSG_PASS_DONE;
+    result.len = len;
+    memcpy(result.payload, payload, len);
+    result_full = true;
+}
+
+bool link_result_free(void) { return !result_full; }
+
 void link_restart(void)
 {
     q_count = 0;
+    result_full = sending_result = false;
     in_flight_seq = 0;
     out_seq = 0;
 }
 
 static void pop(void)
 {
-    q_head = (uint8_t)((q_head + 1) % QUEUE);
-    q_count--;
+    if (sending_result) {
+        result_full = sending_result = false;
+    } else {
+        q_head = (uint8_t)((q_head + 1) % QUEUE);
+        q_count--;
+    }
     in_flight_seq = 0;
 }
 
 void link_poll(uint32_t now)
 {
-    if (!q_count) return;
-    struct pending *p = &queue[q_head];
     if (!in_flight_seq) {
+        if (!result_full && !q_count) return;
+        sending_result = result_full;  /* the result goes first */
         out_seq = (uint8_t)(out_seq % 255 + 1);
         in_flight_seq = out_seq;
-        wait_ms = ACK_FIRST_MS;
+        wait_ms = 0;  /* not sent yet */
     } else if ((uint32_t)(now - sent_at) < wait_ms) {
         return;
-    } else {
-        /* never given up: repeated every ACK_MAX_MS until the ACK, a HELLO or a reset */
-        wait_ms = wait_ms * 2 > ACK_MAX_MS ? ACK_MAX_MS : (uint16_t)(wait_ms * 2);
     }
-    write_frame(in_flight_seq, p->type, p->payload, p->len);
+    struct pending *p = sending_result ? &result : &queue[q_head];
+    if (!write_frame(in_flight_seq, p->type, p->payload, p->len)) return;  /* next turn */
+    /* never given up: repeated every ACK_MAX_MS until the ACK, a HELLO or a reset */
+    wait_ms = !wait_ms ? ACK_FIRST_MS
+              : wait_ms * 2 > ACK_MAX_MS ? ACK_MAX_MS : (uint16_t)(wait_ms * 2);
     sent_at = now;
 }
 
@@ -154,18 +169,22 @@ static void frame(uint32_t now)
 {
     int16_t n = cobs_decode(rx, rx_len);
     if (n < 4 || n > MAX_FRAME) {
-        errors++;
+        count_error();
         return;
     }
     uint16_t crc = (uint16_t)rx[n - 2] << 8 | rx[n - 1];
     if (crc16(rx, (uint16_t)(n - 2)) != crc) {
-        errors++;
+        count_error();
         return;
     }
     uint8_t seq = rx[0], type = rx[1], len = (uint8_t)(n - 4);
     uint8_t *payload = rx + 2;
-    if (!link_valid(type, payload, len)) {  /* dropped unacknowledged: the host repeats */
-        errors++;
+    bool reliable = type != MSG_ACK && type != MSG_HEARTBEAT;
+    /* dropped unacknowledged (the host repeats): a bad payload, or a sequence number
+     * that breaks the protocol (0 on a request that must be acknowledged, or not 0 on
+     * one that must not) */
+    if (!link_valid(type, payload, len) || (seq != 0) != reliable) {
+        count_error();
         return;
     }
     if (type == MSG_ACK) {
@@ -174,12 +193,23 @@ static void frame(uint32_t now)
     }
     last_heard = now;  /* a sign of life: any valid frame but an ACK */
     heard = true;
-    if (seq) {
-        uint8_t ack = seq;
-        write_frame(0, MSG_ACK, &ack, 1);  /* every copy: our last ACK may have been lost */
-        if (seq == last_in && type != MSG_HELLO) return;
-        last_in = seq;
+    if (!reliable) {
+        link_on_message(type, payload, len);
+        return;
     }
+    bool repeat = false;
+    for (uint8_t i = 0; i < HISTORY; i++) repeat |= applied[i] == seq;
+    if (type == MSG_HELLO) {
+        memset(applied, 0, sizeof applied);  /* a new session: always applied */
+        repeat = false;
+    } else if (!repeat && link_answers(type) && q_count >= QUEUE) {
+        return;  /* no room to answer: not acknowledged, the host repeats it later */
+    }
+    uint8_t ack = seq;
+    (void)write_frame(0, MSG_ACK, &ack, 1);  /* every copy: our last ACK may have been lost */
+    if (repeat) return;  /* a copy of one applied: acknowledged again, never run twice */
+    applied[applied_at] = seq;
+    applied_at = (uint8_t)((applied_at + 1) % HISTORY);
     link_on_message(type, payload, len);
 }
 
@@ -190,7 +220,7 @@ void link_rx(uint8_t byte, uint32_t now)
         else rx_overflow = true;
         return;
     }
-    if (rx_overflow) errors++;
+    if (rx_overflow) count_error();
     else if (rx_len) frame(now);
     memset(rx, 0, rx_len);  /* a frame leaves nothing behind once handled */
     rx_len = 0;

@@ -22,6 +22,7 @@
 #define BLINK_MS 300
 #define TOUCH_LOCKOUT_MS 300
 #define DEBOUNCE_MS 3
+#define RX_PER_TURN 32           /* about 3 ms of bytes at 115200 baud */
 
 static uint16_t boot_id;
 static uint8_t latched;          /* the latched fault: JAM, MISFEED or LINK_LOST */
@@ -30,6 +31,9 @@ static bool configured;
 static uint8_t signal_now = SIGNAL_OFF, signal_pile = PILE_NONE;
 static uint8_t beeps;            /* half-periods of buzzer left */
 static uint32_t beep_at;
+static uint16_t stopped_id;      /* the pass a STOP named: a PASS with it never runs */
+/* MCUSR at reset, saved before the C runtime clears RAM (.noinit) */
+static uint8_t reset_flags __attribute__((section(".noinit")));
 
 /* before the C runtime: the motor driver's inputs and the servo pin driven low (the
  * pins float at reset; pull-downs hold the driver off until here), and the watchdog
@@ -41,6 +45,7 @@ void early(void)
     DDRD = _BV(PIN_MOTOR_FWD) | _BV(PIN_MOTOR_REV);
     PORTB = 0;
     DDRB = _BV(PIN_DIVERTER);
+    reset_flags = MCUSR;
     MCUSR = 0;
     wdt_disable();
 }
@@ -75,6 +80,17 @@ static void led_update(uint32_t now)
     }
 }
 
+/* the last reset's cause, from MCUSR: the watchdog's bit wins (it also follows a
+ * brown-out that did not clear); a DTR pulse on a Nano is the reset pin (EXTRF) */
+static uint8_t reset_cause(void)
+{
+    return reset_flags & _BV(WDRF)    ? RESET_WATCHDOG
+           : reset_flags & _BV(BORF)  ? RESET_BROWN_OUT
+           : reset_flags & _BV(EXTRF) ? RESET_PIN
+           : reset_flags & _BV(PORF)  ? RESET_POWER_ON
+                                      : RESET_UNKNOWN;
+}
+
 /* -- replies ------------------------------------------------------------------------------ */
 static void hello_reply(void)
 {
@@ -83,6 +99,7 @@ static void hello_reply(void)
     p[HELLO_REPLY_MINOR_AT] = PROTOCOL_MINOR;
     p[HELLO_REPLY_CAPABILITIES_AT] = CAP_PILE_SENSORS | CAP_BATTERY | CAP_REVERSE;
     proto_put_u16(p + HELLO_REPLY_BOOT_ID_AT, boot_id);
+    p[HELLO_REPLY_RESET_CAUSE_AT] = reset_cause();
     memcpy(p + HELLO_REPLY_FIRMWARE_AT, FIRMWARE, sizeof FIRMWARE - 1);
     link_queue(MSG_HELLO_REPLY, p, sizeof p);
 }
@@ -110,9 +127,8 @@ void pass_on_card(uint16_t id, uint16_t counted, uint16_t left, uint16_t right)
     link_send(MSG_CARD, p, sizeof p);
 }
 
-void pass_on_done(const struct pass_report *r)
+static void pass_done_payload(uint8_t *p, const struct pass_report *r)
 {
-    uint8_t p[MSG_PASS_DONE_LEN];
     proto_put_u16(p + PASS_DONE_PASS_ID_AT, r->pass_id);
     proto_put_u16(p + PASS_DONE_COUNTED_AT, r->counted);
     proto_put_u16(p + PASS_DONE_LEFT_AT, r->left);
@@ -123,7 +139,22 @@ void pass_on_done(const struct pass_report *r)
     p[PASS_DONE_RETRIES_AT] = r->retries;
     p[PASS_DONE_FAULT_AT] = r->fault;
     proto_put_u16(p + PASS_DONE_FAULT_CARD_AT, r->fault_card);
+}
+
+/* a refused PASS: answered through the ordinary queue (frame() made room before the
+ * PASS was acknowledged); the result slot stays for the pass that runs */
+static void refuse(const struct pass_report *r)
+{
+    uint8_t p[MSG_PASS_DONE_LEN];
+    pass_done_payload(p, r);
     link_queue(MSG_PASS_DONE, p, sizeof p);
+}
+
+void pass_on_done(const struct pass_report *r)
+{
+    uint8_t p[MSG_PASS_DONE_LEN];
+    pass_done_payload(p, r);
+    link_result(p, sizeof p);  /* its own slot: never dropped, repeated until acknowledged */
     if (r->fault == FAULT_JAM || r->fault == FAULT_MISFEED || r->fault == FAULT_LINK_LOST) {
         latched = r->fault;
         latched_card = r->fault_card;
@@ -149,8 +180,9 @@ bool link_valid(uint8_t type, const uint8_t *p, uint8_t len)
         return len == MSG_ACK_LEN && RANGE(ACK, SEQ, 1);
     case MSG_HELLO:
         return len == MSG_HELLO_LEN;
-    case MSG_HEARTBEAT:
     case MSG_STOP:
+        return len == MSG_STOP_LEN;
+    case MSG_HEARTBEAT:
     case MSG_STATUS:
     case MSG_BATTERY:
     case MSG_CLEAR:
@@ -161,7 +193,7 @@ bool link_valid(uint8_t type, const uint8_t *p, uint8_t len)
                RANGE(CONFIG, REVERSE_MS, 2) && RANGE(CONFIG, MAX_PASS_MS, 4) &&
                RANGE(CONFIG, SETTLE_MS, 2) && RANGE(CONFIG, CARD_INTERVAL_MS, 2) &&
                RANGE(CONFIG, MIN_BLOCKED_US, 2) && RANGE(CONFIG, STALL_MV, 2) &&
-               RANGE(CONFIG, SOFT_START_MS, 2) &&
+               RANGE(CONFIG, SOFT_START_MS, 2) && RANGE(CONFIG, MIN_GAP_US, 2) &&
                proto_get_u16(p + CONFIG_SETTLE_MS_AT) < proto_get_u16(p + CONFIG_CARD_INTERVAL_MS_AT);
     case MSG_PASS: {
         if (len < MSG_PASS_LEN || !RANGE(PASS, PASS_ID, 2) || !RANGE(PASS, CARDS, 2)) return false;
@@ -190,13 +222,15 @@ static void take_config(const uint8_t *p)
     limits.min_blocked_us = proto_get_u16(p + CONFIG_MIN_BLOCKED_US_AT);
     limits.stall_mv = proto_get_u16(p + CONFIG_STALL_MV_AT);
     limits.soft_start_ms = proto_get_u16(p + CONFIG_SOFT_START_MS_AT);
+    limits.min_gap_us = proto_get_u16(p + CONFIG_MIN_GAP_US_AT);
     configured = true;
 }
 
 static void start_pass(uint8_t *p, uint8_t len)
 {
     uint16_t id = proto_get_u16(p + PASS_PASS_ID_AT), n = proto_get_u16(p + PASS_CARDS_AT);
-    uint8_t refused = pass_running() ? FAULT_BUSY
+    uint8_t refused = id == stopped_id ? FAULT_STOPPED  /* stopped before it came */
+                      : pass_running() || !link_result_free() ? FAULT_BUSY
                       : latched      ? FAULT_LATCHED
                       : !configured  ? FAULT_NOT_CONFIGURED
                       : n > MAX_CARDS ? FAULT_BAD_REQUEST
@@ -206,23 +240,32 @@ static void start_pass(uint8_t *p, uint8_t len)
         memset(&r, 0, sizeof r);
         r.pass_id = id;
         r.fault = refused;
-        pass_on_done(&r);
+        refuse(&r);
     } else {
         show(SIGNAL_RUNNING, PILE_NONE);
-        pass_start(id, p + PASS_LABELS_AT, n, hw_ms());
+        pass_start(id, p + PASS_LABELS_AT, n, hw_us());
     }
     memset(p + PASS_LABELS_AT, 0, (size_t)(len - PASS_LABELS_AT));  /* the plan's copy */
 }
 
+/* whether a request needs room in the queue for its answer (frame() does not
+ * acknowledge one it could not answer: the host repeats it once the queue drains) */
+bool link_answers(uint8_t type)
+{
+    return type == MSG_CONFIG || type == MSG_PASS || type == MSG_STATUS ||
+           type == MSG_BATTERY || type == MSG_CLEAR;
+}
+
 void link_on_message(uint8_t type, uint8_t *p, uint8_t len)
 {
-    uint32_t now = hw_ms();
+    uint32_t now = hw_us();
     switch (type) {
     case MSG_HELLO:
         /* a new session: the old pass ends (its PASS_DONE goes with the old queue) */
         pass_end(FAULT_LINK_LOST, now);
         link_restart();
         configured = false;
+        stopped_id = 0;
         hello_reply();
         break;
     case MSG_CONFIG:
@@ -232,10 +275,14 @@ void link_on_message(uint8_t type, uint8_t *p, uint8_t len)
     case MSG_PASS:
         start_pass(p, len);
         break;
-    case MSG_STOP:
-        pass_end(FAULT_STOPPED, now);
+    case MSG_STOP: {
+        /* the pass named (0: whatever runs) ends; if it has not come yet, it never runs */
+        uint16_t id = proto_get_u16(p + STOP_PASS_ID_AT);
+        if (!id || id == pass_id()) pass_end(FAULT_STOPPED, now);
+        stopped_id = id;
         outputs_safe();
         break;
+    }
     case MSG_STATUS:
         status_reply();
         break;
@@ -342,17 +389,18 @@ int main(void)
     hello_reply();  /* unasked: a host that hears a new boot id knows we restarted */
     uint32_t last = hw_ms();
     for (;;) {
-        wdt_reset();
         uint8_t byte;
         uint32_t now = hw_ms();
-        while (uart_get(&byte)) link_rx(byte, now);
+        /* at most RX_PER_TURN bytes a turn: a flood of frames cannot starve the tick */
+        for (uint8_t n = 0; n < RX_PER_TURN && uart_get(&byte); n++) link_rx(byte, now);
         if (now != last) {
             last = now;
             if (pass_running() && (uint32_t)(now - link_last_heard()) > SILENCE_MS)
-                pass_end(FAULT_LINK_LOST, now);  /* the host fell silent */
-            pass_tick(now);
+                pass_end(FAULT_LINK_LOST, hw_us());  /* the host fell silent */
+            pass_tick(hw_us());
             inputs(now);
             led_update(now);
+            wdt_reset();  /* fed only once the 1 kHz work has run */
         }
         link_poll(now);
         /* idle until the next interrupt: the tick or a byte */

@@ -8,7 +8,8 @@
 #define PLAN_BYTES (MAX_CARDS / 8)
 #define RAMP_STEPS 5
 #define REVERSE_SPEED (-153)       /* 60 % backwards */
-#define BATTERY_EVERY_MS 10        /* the protocol asks for at least every 50 */
+#define BATTERY_EVERY_US 10000u    /* the protocol asks for at least every 50 ms */
+#define US(ms) ((uint32_t)(ms) * 1000u)
 
 enum state { IDLE, RAMP, FEED, REVERSE };
 
@@ -18,13 +19,16 @@ static uint8_t plan[PLAN_BYTES];
 static uint16_t expected;
 static enum state state;
 static struct pass_report r;
-static uint32_t started, phase_at, last_edge, blocked_at, battery_at, blocked_at_us;
-static bool blocked;               /* a card in the beam that may count */
+/* every time here is hw_us(), compared only as unsigned differences (wrap-safe) */
+static uint32_t started, phase_at, last_edge, blocked_at, battery_at;
+static bool blocked;               /* a card in the beam that may count (blocked_at) */
 static bool level;                 /* the beam's last level seen */
+static bool have_mv;               /* a battery reading under load this pass */
 static uint8_t retries_here, ramp_step;
 static uint16_t latest_mv;
 
 static uint8_t label(uint16_t i) { return (uint8_t)((plan[i >> 3] >> (i & 7)) & 1); }
+static bool due(uint32_t now, uint32_t since, uint32_t wait) { return now - since >= wait; }
 
 bool pass_running(void) { return state != IDLE; }
 uint16_t pass_id(void) { return state != IDLE ? r.pass_id : 0; }
@@ -32,10 +36,12 @@ uint16_t pass_id(void) { return state != IDLE ? r.pass_id : 0; }
 /* from off to full in RAMP_STEPS equal steps over soft_start_ms; then feeding */
 static void ramp_step_due(uint32_t now)
 {
+    if (!limits.soft_start_ms && ramp_step < RAMP_STEPS) ramp_step = RAMP_STEPS - 1;  /* at once */
     while (ramp_step < RAMP_STEPS &&
-           (uint32_t)(now - phase_at) * RAMP_STEPS >= (uint32_t)limits.soft_start_ms * ramp_step)
+           (now - phase_at) * RAMP_STEPS >= US(limits.soft_start_ms) * ramp_step) {
         ramp_step++;
-    motor_set((int16_t)(255 * ramp_step / RAMP_STEPS));
+        motor_set((int16_t)(255 * ramp_step / RAMP_STEPS));
+    }
     if (ramp_step == RAMP_STEPS) {
         state = FEED;
         last_edge = now;  /* the misfeed timer runs from full speed */
@@ -57,7 +63,7 @@ void pass_start(uint16_t id, const uint8_t *labels, uint16_t cards, uint32_t now
     memcpy(plan, labels, (cards + 7u) / 8u);
     expected = cards;
     started = battery_at = now;
-    blocked = false;
+    blocked = have_mv = false;
     level = beam_blocked();
     beam_edges_clear();
     retries_here = 0;
@@ -72,7 +78,7 @@ void pass_end(uint8_t fault, uint32_t now)
     outputs_safe();
     state = IDLE;
     memset(plan, 0, sizeof plan);  /* nobody reads a plan after its pass */
-    r.ms = now - started;
+    r.ms = (now - started) / 1000u;
     r.tray_empty = !tray_loaded();
     r.fault = fault;
     if (fault != FAULT_NONE) r.fault_card = (uint16_t)(r.counted + 1);
@@ -81,23 +87,24 @@ void pass_end(uint8_t fault, uint32_t now)
 
 static void measure(uint32_t now)  /* the battery under load: while the motor runs forward */
 {
-    if (motor_speed() <= 0 || (uint32_t)(now - battery_at) < BATTERY_EVERY_MS) return;
+    if (motor_speed() <= 0 || !due(now, battery_at, BATTERY_EVERY_US)) return;
     battery_at = now;
     latest_mv = battery_mv();
-    if (!r.min_mv || latest_mv < r.min_mv) r.min_mv = latest_mv;
+    if (!have_mv || latest_mv < r.min_mv) r.min_mv = latest_mv;
+    have_mv = true;
 }
 
 /* a jam or a misfeed: give up on this card, or back it out and feed again */
 static void give_up_or_retry(uint8_t fault, uint32_t now)
 {
     motor_set(0);  /* at once */
-    if (fault == FAULT_MISFEED && latest_mv && latest_mv < limits.stall_mv) {
+    if (fault == FAULT_MISFEED && have_mv && latest_mv < limits.stall_mv) {
         pass_end(FAULT_LOW_BATTERY, now);  /* the motor stalled */
     } else if (retries_here >= limits.retries) {
         pass_end(fault, now);
     } else {
         retries_here++;
-        r.retries++;
+        if (r.retries < 255) r.retries++;  /* saturates */
         blocked = false;  /* the next cleared edge is the card backing out */
         if (limits.reverse_ms) {
             state = REVERSE;
@@ -109,50 +116,27 @@ static void give_up_or_retry(uint8_t fault, uint32_t now)
     }
 }
 
+/* a card left the beam after blocking it long enough: count it */
 static void card_counted(uint32_t now)
 {
     if (label(r.counted)) r.right++;
     else r.left++;
     r.counted++;
+    retries_here = 0;
     pass_on_card(r.pass_id, r.counted, r.left, r.right);
     if (r.counted >= expected) {
         pass_end(FAULT_NONE, now);
         return;
     }
     diverter_set(label(r.counted));
-    retries_here = 0;
     if (!tray_loaded()) pass_end(FAULT_NONE, now);  /* two cards went through as one */
 }
 
-static void edge(bool now_blocked, uint32_t us)
+/* everything that is due by ``now``: the same checks, in the same order, as the
+ * engine's _advance (the differential test holds them together) */
+static void check(uint32_t now)
 {
-    uint32_t ms = us / 1000u;
-    if (now_blocked == level) return;
-    level = now_blocked;
-    if (state != FEED) {  /* ramping or reversing: never a card */
-        blocked = false;
-        return;
-    }
-    if (ms > last_edge) last_edge = ms;  /* every edge restarts the misfeed timer */
-    if (now_blocked) {
-        blocked = true;
-        blocked_at = ms;
-        blocked_at_us = us;
-        return;
-    }
-    bool was = blocked;
-    blocked = false;
-    if (was && (uint32_t)(us - blocked_at_us) >= limits.min_blocked_us) card_counted(ms);
-}
-
-void pass_tick(uint32_t now)
-{
-    uint32_t us;
-    bool b;
-    while (state != IDLE && beam_edge(&us, &b)) edge(b, us);
-    if (state == IDLE) return;
-    measure(now);
-    if ((uint32_t)(now - started) >= limits.max_pass_ms) {
+    if (due(now, started, US(limits.max_pass_ms))) {
         pass_end(FAULT_TIMEOUT, now);
         return;
     }
@@ -161,15 +145,15 @@ void pass_tick(uint32_t now)
         ramp_step_due(now);
         break;
     case REVERSE:
-        if ((uint32_t)(now - phase_at) >= limits.reverse_ms) {
+        if (due(now, phase_at, US(limits.reverse_ms))) {
             motor_set(0);
             ramp(now);
         }
         break;
     case FEED:
         if (blocked) {
-            if ((uint32_t)(now - blocked_at) >= limits.jam_ms) give_up_or_retry(FAULT_JAM, now);
-        } else if ((uint32_t)(now - last_edge) >= limits.misfeed_ms) {
+            if (due(now, blocked_at, US(limits.jam_ms))) give_up_or_retry(FAULT_JAM, now);
+        } else if (due(now, last_edge, US(limits.misfeed_ms))) {
             if (!tray_loaded()) pass_end(FAULT_NONE, now);  /* fewer cards than planned */
             else give_up_or_retry(FAULT_MISFEED, now);
         }
@@ -177,4 +161,37 @@ void pass_tick(uint32_t now)
     default:
         break;
     }
+}
+
+/* one beam edge, at its own time: the engine's beam() */
+static void edge(bool now_blocked, uint32_t us)
+{
+    if (now_blocked == level) return;
+    level = now_blocked;
+    if (state != FEED) {  /* ramping or reversing: never a card */
+        blocked = false;
+        check(us);
+        return;
+    }
+    if ((int32_t)(us - last_edge) > 0) last_edge = us;  /* every edge restarts the misfeed timer */
+    if (now_blocked) {
+        blocked = true;
+        blocked_at = us;
+        check(us);
+        return;
+    }
+    bool was = blocked;
+    blocked = false;
+    if (was && us - blocked_at >= limits.min_blocked_us) card_counted(us);
+    else check(us);  /* a glitch, or the jammed card backing out */
+}
+
+void pass_tick(uint32_t now)
+{
+    uint32_t us;
+    bool b;
+    while (state != IDLE && beam_edge(&us, &b, now)) edge(b, us);
+    if (state == IDLE) return;
+    measure(now);
+    check(now);
 }

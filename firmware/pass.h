@@ -3,7 +3,11 @@
  * and set the diverter for the next; a beam blocked for jam_ms is a jam, no edge for
  * misfeed_ms a misfeed (or low battery, when the battery sags under stall_mv); each
  * is retried (reverse, ramp again) up to ``retries`` times per card, then ends the
- * pass. */
+ * pass.
+ *
+ * Time: one clock, microseconds (hw_us(), wrapping at 2^32 us = 71.6 min), and only
+ * differences of it (unsigned subtraction): a pass may span any wrap. The longest
+ * interval measured is max_pass_ms (at most 3,600 s < 2^32 us). */
 #ifndef SHUFFLER_PASS_H
 #define SHUFFLER_PASS_H
 
@@ -12,7 +16,7 @@
 
 struct limits {  /* from CONFIG */
     uint16_t jam_ms, misfeed_ms, reverse_ms, settle_ms, card_interval_ms, min_blocked_us,
-        stall_mv, soft_start_ms;
+        min_gap_us, stall_mv, soft_start_ms;
     uint8_t retries;
     uint32_t max_pass_ms;
 };
@@ -25,7 +29,8 @@ struct pass_report {
 
 extern struct limits limits;
 
-/* labels: one bit per card, LSB first; copied, and wiped when the pass ends */
+/* labels: one bit per card, LSB first; copied, and wiped when the pass ends.
+ * ``now`` is hw_us() at the call. */
 void pass_start(uint16_t pass_id, const uint8_t *labels, uint16_t cards, uint32_t now);
 void pass_tick(uint32_t now);
 void pass_end(uint8_t fault, uint32_t now);   /* STOP, silence, a new session */

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define PROTOCOL_MAJOR                       2
-#define PROTOCOL_MINOR                       0
+#define PROTOCOL_MINOR                       1
 #define HEARTBEAT_INTERVAL_MS                100  /* host's longest gap */
 #define SILENCE_MS                           500  /* no frame from the host: stop */
 #define ACK_FIRST_MS                         30
@@ -51,6 +51,12 @@
 #define CAP_BATTERY                          2
 #define CAP_REVERSE                          4
 
+#define RESET_UNKNOWN                        0
+#define RESET_POWER_ON                       1
+#define RESET_PIN                            2
+#define RESET_BROWN_OUT                      3
+#define RESET_WATCHDOG                       4
+
 /* ACK: both, not acknowledged; acknowledges a reliable frame */
 #define MSG_ACK                              0x01
 #define MSG_ACK_RELIABLE                     0
@@ -69,14 +75,15 @@
 /* HELLO_REPLY: mcu, acknowledged; answers HELLO; also sent unasked at reset */
 #define MSG_HELLO_REPLY                      0x11
 #define MSG_HELLO_REPLY_RELIABLE             1
-#define MSG_HELLO_REPLY_LEN                  5  /* bytes before any tail */
+#define MSG_HELLO_REPLY_LEN                  6  /* bytes before any tail */
 #define HELLO_REPLY_MAJOR_AT                 0  /* u8: protocol major version */
 #define HELLO_REPLY_MINOR_AT                 1  /* u8: protocol minor version */
 #define HELLO_REPLY_CAPABILITIES_AT          2  /* u8: Capability bits */
 #define HELLO_REPLY_CAPABILITIES_MIN         0UL
 #define HELLO_REPLY_CAPABILITIES_MAX         7UL
 #define HELLO_REPLY_BOOT_ID_AT               3  /* u16: random at every reset */
-#define HELLO_REPLY_FIRMWARE_AT              5  /* text to the end: firmware version, UTF-8 */
+#define HELLO_REPLY_RESET_CAUSE_AT           5  /* u8: why the MCU last restarted */
+#define HELLO_REPLY_FIRMWARE_AT              6  /* text to the end: firmware version, UTF-8 */
 #define HELLO_REPLY_FIRMWARE_MAX             32
 
 /* HEARTBEAT: host, not acknowledged; keeps the MCU's silence timer from running out */
@@ -87,7 +94,7 @@
 /* CONFIG: host, acknowledged; the pass limits; required before the first PASS; answered by STATUS_REPLY (configured = 1 if taken) */
 #define MSG_CONFIG                           0x26
 #define MSG_CONFIG_RELIABLE                  1
-#define MSG_CONFIG_LEN                       21  /* bytes before any tail */
+#define MSG_CONFIG_LEN                       23  /* bytes before any tail */
 #define CONFIG_JAM_MS_AT                     0  /* u16: beam blocked longer than this: a jam */
 #define CONFIG_JAM_MS_MIN                    10UL
 #define CONFIG_JAM_MS_MAX                    10000UL
@@ -118,6 +125,9 @@
 #define CONFIG_SOFT_START_MS_AT              19  /* u16: the motor's ramp from off to full, in five steps */
 #define CONFIG_SOFT_START_MS_MIN             0UL
 #define CONFIG_SOFT_START_MS_MAX             2000UL
+#define CONFIG_MIN_GAP_US_AT                 21  /* u16: a card counts once the beam stayed clear this long after it; a shorter drop-out is the same card */
+#define CONFIG_MIN_GAP_US_MIN                0UL
+#define CONFIG_MIN_GAP_US_MAX                50000UL
 
 /* PASS: host, acknowledged; deal one pass by the plan; answered by CARD events and one PASS_DONE carrying the same pass id */
 #define MSG_PASS                             0x20
@@ -131,10 +141,11 @@
 #define PASS_CARDS_MAX                       1024UL
 #define PASS_LABELS_AT                       4  /* labels to the end: one bit per card, 8 to a byte, LSB first; 0 = left pile; unused bits 0 */
 
-/* STOP: host, acknowledged; motor off now; a running pass ends with STOPPED */
+/* STOP: host, acknowledged; motor off now; the pass named ends with STOPPED, or never starts if its PASS comes later */
 #define MSG_STOP                             0x21
 #define MSG_STOP_RELIABLE                    1
-#define MSG_STOP_LEN                         0  /* bytes before any tail */
+#define MSG_STOP_LEN                         2  /* bytes before any tail */
+#define STOP_PASS_ID_AT                      0  /* u16: the pass to stop; 0 = whatever runs */
 
 /* STATUS: host, acknowledged; answered by STATUS_REPLY */
 #define MSG_STATUS                           0x22

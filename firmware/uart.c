@@ -9,7 +9,7 @@
 #define TX_SIZE 128u
 
 static volatile uint8_t rx_buf[RX_SIZE], tx_buf[TX_SIZE];
-static volatile uint8_t rx_head, rx_tail, tx_head, tx_tail, overruns;
+static volatile uint8_t rx_head, rx_tail, tx_head, tx_tail, overruns;  /* overruns saturate */
 
 void uart_init(void)
 {
@@ -24,7 +24,7 @@ ISR(USART_RX_vect)
     uint8_t byte = UDR0;
     uint8_t next = (uint8_t)((rx_head + 1) & (RX_SIZE - 1));
     if (next == rx_tail) {
-        overruns++;  /* dropped: the frame's CRC fails and the host repeats it */
+        if (overruns < 255) overruns++;  /* dropped: the frame's CRC fails and the host repeats it */
         return;
     }
     rx_buf[rx_head] = byte;
@@ -50,13 +50,16 @@ bool uart_get(uint8_t *byte)
     return true;
 }
 
+uint8_t uart_room(void)
+{
+    return (uint8_t)((tx_tail - tx_head - 1) & (TX_SIZE - 1));
+}
+
+/* the caller has checked uart_room(): a full buffer drops the byte, never waits */
 void uart_put(uint8_t byte)
 {
     uint8_t next = (uint8_t)((tx_head + 1) & (TX_SIZE - 1));
-    while (next == tx_tail) {
-        /* drains at 11.5 bytes a millisecond; not feeding the watchdog here means a
-         * transmitter that never drains resets the chip into the safe state */
-    }
+    if (next == tx_tail) return;
     tx_buf[tx_head] = byte;
     tx_head = next;
     UCSR0B |= _BV(UDRIE0);

@@ -7,8 +7,9 @@
 
 void uart_init(void);
 bool uart_get(uint8_t *byte);          /* false when nothing is waiting */
-void uart_put(uint8_t byte);           /* waits while the buffer is full */
-uint8_t uart_overruns(void);
-bool uart_pending(void);                /* bytes waiting to be read */           /* bytes lost: the receive buffer was full */
+void uart_put(uint8_t byte);           /* never waits: check uart_room() first */
+uint8_t uart_room(void);               /* bytes the transmit buffer can take now */
+uint8_t uart_overruns(void);           /* bytes lost: the receive buffer was full */
+bool uart_pending(void);               /* bytes waiting to be read */
 
 #endif

@@ -13,6 +13,7 @@ import queue
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 import serial
@@ -62,6 +63,7 @@ from .messages import (
     StatusAsk,
     StatusReply,
     Stop,
+    wire_fields,
 )
 
 log = get_logger("firmware_bridge.device")
@@ -72,6 +74,12 @@ EVENT_OF = {InputKind.TOUCH: EventKind.TOUCH, InputKind.TRAY_LOADED: EventKind.T
 SIGNALS = list(Signal)
 #: how long past its own limit the host waits for the microcontroller's end of pass
 PASS_MARGIN = 5.0
+#: a pass that hears nothing from the microcontroller this long asks it for its status;
+#: a frozen or silent one then leaves that request unacknowledged and the pass ends
+#: ``link_lost`` (latched) within QUIET_PROBE_S + the link's ACK tries, about 3.5 s
+QUIET_PROBE_S = 1.0
+#: INPUT's ``ms`` wraps at 2^32 ms (49.7 days): the host unwraps it
+MS_WRAP = 1 << 32
 
 
 def link_lost_fault(why: str, card: int | None = None) -> Fault:
@@ -80,22 +88,50 @@ def link_lost_fault(why: str, card: int | None = None) -> Fault:
                  "back in the tray, then run `shuffler clear`.", card)
 
 
-def config_message(limits: FaultLimits, card_rate: float) -> Config:
-    """The CONFIG the microcontroller needs before its first pass, checked here first."""
+#: the servo takes a new position only at its next 50 Hz frame: the flap may start
+#: moving up to this long after the card is counted (docs/firmware.md, "latency")
+SERVO_FRAME_S = 0.020
+
+
+@dataclass(frozen=True)
+class Timings:
+    """The machine's own timings, from the config (``[gpio]`` and ``[mechanism]``), that
+    the microcontroller needs with the limits: every backend runs the pass with them."""
+
+    soft_start_s: float = 0.1  # [gpio] soft_start_s
+    flap_travel_s: float = 0.1  # [mechanism] flap_travel_s; the servo frame is added
+    min_blocked_s: float = 0.005  # [gpio] beam_min_blocked_s
+    min_gap_s: float = 0.0  # [gpio] beam_min_gap_s
+
+    @property
+    def settle_s(self) -> float:
+        """From a card counted to the flap at the other pile: the frame, then the travel."""
+        return self.flap_travel_s + SERVO_FRAME_S
+
+
+def config_message(limits: FaultLimits, card_rate: float,
+                   timings: Timings | None = None) -> Config:
+    """The CONFIG the microcontroller needs before its first pass, checked here first
+    against what the microcontroller can take (each field's range, and the flap's
+    settle time within a card interval)."""
+    t = timings or Timings()
+
     def ms(seconds: float) -> int:
         return round(seconds * 1000)
 
     msg = Config(jam_ms=ms(limits.jam_seconds), misfeed_ms=ms(limits.misfeed_seconds),
                  retries=limits.retries, reverse_ms=ms(limits.reverse_seconds),
-                 max_pass_ms=ms(limits.max_pass_seconds),
-                 settle_ms=ms(getattr(limits, "settle_seconds", 0.05)),
+                 max_pass_ms=ms(limits.max_pass_seconds), settle_ms=ms(t.settle_s),
                  card_interval_ms=ms(1 / card_rate),
-                 min_blocked_us=round(getattr(limits, "min_blocked_seconds", 0.002) * 1e6),
-                 stall_mv=ms(limits.stall_volts),
-                 soft_start_ms=ms(getattr(limits, "soft_start_seconds", 0.1)))
+                 min_blocked_us=round(t.min_blocked_s * 1e6), stall_mv=ms(limits.stall_volts),
+                 soft_start_ms=ms(t.soft_start_s), min_gap_us=round(t.min_gap_s * 1e6))
     try:
+        for name, wire in wire_fields(Config):  # each figure in its range, named
+            if not wire.lo <= getattr(msg, name) <= wire.hi:
+                raise PayloadError(f"CONFIG: {name} = {getattr(msg, name)} outside "
+                                   f"{wire.lo}..{wire.hi}")
         Config.unpack(msg.pack())
-    except (PayloadError, OverflowError) as e:
+    except (PayloadError, OverflowError, ValueError) as e:
         raise DeviceError(f"the limits cannot be given to the microcontroller: {e}") from None
     return msg
 
@@ -114,15 +150,20 @@ class SerialDevice(ShufflerDevice):
     OPEN_ATTEMPTS = 3  # handshakes tried before the port is given up
 
     def __init__(self, url: str, *, limits: FaultLimits | None = None, feed: Feed = Feed.TOP,
-                 baudrate: int = 115200, card_rate: float = 5.0) -> None:
+                 baudrate: int = 115200, card_rate: float = 5.0,
+                 timings: Timings | None = None) -> None:
         super().__init__()
         self.url, self.baudrate, self.card_rate = url, baudrate, card_rate
+        self.timings = timings or Timings()
         self._limits = limits or FaultLimits()
-        self.config = config_message(self._limits, card_rate)
+        self.config = config_message(self._limits, card_rate, self.timings)
         self._feed = feed
         self._fault: Fault | None = None
         self._closed = False
         self._pass_id = secrets.randbelow(0xFFFF) + 1  # the next pass's id
+        self._pass_now = 0  # the pass run_pass is on (sending or waiting for), 0 = none
+        self._stopped_id = 0  # a stop was accepted for this pass: its PASS is never sent
+        self._ms_last, self._ms_base = 0, 0  # unwrapping INPUT's ms
         self._connect()
 
     def _connect(self) -> None:
@@ -155,7 +196,7 @@ class SerialDevice(ShufflerDevice):
 
     @limits.setter
     def limits(self, limits: FaultLimits) -> None:
-        config = config_message(limits, self.card_rate)  # validated before anything changes
+        config = config_message(limits, self.card_rate, self.timings)  # validated first
         self._limits, self.config = limits, config
         self._configure()
 
@@ -178,7 +219,7 @@ class SerialDevice(ShufflerDevice):
                 raise LinkLostError(self.link.lost)
             if self.link.pending_stop:  # asked for by a signal handler during a send
                 self.link.pending_stop = False
-                self.link.request(Stop())
+                self.link.request(Stop(self._pass_now))
             self.link.beat()
             left = deadline - time.monotonic()
             if left <= 0:
@@ -188,11 +229,18 @@ class SerialDevice(ShufflerDevice):
             except queue.Empty:
                 continue
             if isinstance(msg, Input):
-                self.events.put(InputEvent(EVENT_OF[msg.kind], msg.ms / 1000,
+                self.events.put(InputEvent(EVENT_OF[msg.kind], self._unwrap(msg.ms) / 1000,
                                            None if msg.pile is PileCode.NONE
                                            else Pile(int(msg.pile))))
                 continue
             return msg
+
+    def _unwrap(self, ms: int) -> int:
+        """The MCU's ms, continued past its 2^32 wrap (an hour-long jump back is a wrap)."""
+        if ms < self._ms_last and self._ms_last - ms > MS_WRAP // 2:
+            self._ms_base += MS_WRAP
+        self._ms_last = ms
+        return self._ms_base + ms
 
     def _ask(self, msg: Message, reply: type[T]) -> T:
         self.link.request(msg)
@@ -221,14 +269,25 @@ class SerialDevice(ShufflerDevice):
             raise DeviceError("the serial device is closed")
         if self._fault is not None:
             raise FaultLatchedError(self._fault.message)
-        expected, counted, piles = plan.cards, 0, (0, 0)
-        start = time.monotonic()
-        deadline = start + self.limits.max_pass_seconds + PASS_MARGIN
-        pass_id = self._new_pass_id()
+        pass_id = self._pass_now = self._new_pass_id()
         try:
+            return self._run(plan, pass_id, on_card, on_tick, time.monotonic())
+        finally:
+            self._pass_now = 0
+
+    def _run(self, plan: PassPlan, pass_id: int, on_card: CardCallback | None,
+             on_tick: Callable[[], None] | None, start: float) -> PassReport:
+        expected, counted, piles = plan.cards, 0, (0, 0)
+        deadline = start + self.limits.max_pass_seconds + PASS_MARGIN
+        try:
+            if self._stopped_id == pass_id:  # a stop came first: the PASS never goes
+                return self._stopped(plan, start)
             self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
             while True:
-                msg = self._next(deadline - time.monotonic(), on_tick)
+                self._probe_if_quiet()
+                msg = self._next(min(deadline - time.monotonic(), QUIET_PROBE_S), on_tick)
+                if msg is None and time.monotonic() < deadline:
+                    continue
                 if msg is None:
                     self.stop()
                     return self._failed(plan, counted, piles, start, Fault(
@@ -250,7 +309,7 @@ class SerialDevice(ShufflerDevice):
                 elif isinstance(msg, PassDone):
                     if msg.fault is FaultCode.NOT_CONFIGURED:
                         self._configure()  # it forgot the limits (a HELLO from us)
-                        pass_id = self._new_pass_id()
+                        pass_id = self._pass_now = self._new_pass_id()
                         self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
                         continue
                     return self._done(msg, expected, on_card, counted)
@@ -265,6 +324,16 @@ class SerialDevice(ShufflerDevice):
         except LinkLostError as e:
             self._fault = link_lost_fault(str(e), counted + 1)
             return self._failed(plan, counted, piles, start, self._fault)
+
+    def _probe_if_quiet(self) -> None:
+        """Nothing heard for QUIET_PROBE_S: ask for the status. A frozen microcontroller
+        does not acknowledge it and the link is lost (LinkLostError)."""
+        if time.monotonic() - self.link.last_heard > QUIET_PROBE_S:
+            self.link.request(StatusAsk())
+
+    def _stopped(self, plan: PassPlan, start: float) -> PassReport:
+        fault = Fault(FaultKind.STOPPED, HALT_MESSAGES[FaultKind.STOPPED], 1)
+        return self._failed(plan, 0, (0, 0), start, fault)
 
     def _failed(self, plan, counted, piles, start, fault) -> PassReport:
         return PassReport(plan.cards, counted, piles, time.monotonic() - start, fault, None,
@@ -341,7 +410,8 @@ class SerialDevice(ShufflerDevice):
         return Health(self._fault is None and reply.fault is FaultCode.NONE, reply.motor_on,
                       reply.tray_loaded, self._fault,
                       {"link": stats, "firmware": self.hello.firmware,
-                       "beam_blocked": reply.beam_blocked})
+                       "beam_blocked": reply.beam_blocked,
+                       "reset_cause": self.hello.reset_cause.name.lower()})
 
     def clear_fault(self) -> bool:
         if not self.reconnect():
@@ -358,8 +428,9 @@ class SerialDevice(ShufflerDevice):
     def stop(self) -> None:
         # the microcontroller stops by itself when it stops hearing us; from a signal
         # handler that interrupted a send, the STOP follows as soon as that send ends
+        self._stopped_id = self._pass_now  # that pass's PASS is never sent after this
         with contextlib.suppress(LinkLostError, DeviceError):
-            if not self.link.try_request(Stop()):
+            if not self.link.try_request(Stop(self._pass_now)):
                 self.link.pending_stop = True
 
     #: called after the link closes (the simulator uses it to power its microcontroller off)

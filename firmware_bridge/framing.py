@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import binascii
 from dataclasses import dataclass
 
 from shuffler.errors import ShufflerError
@@ -29,11 +30,7 @@ def crc16(data: bytes, crc: int = 0xFFFF) -> int:
     >>> hex(crc16(b"123456789"))
     '0x29b1'
     """
-    for byte in data:
-        crc ^= byte << 8
-        for _ in range(8):
-            crc = ((crc << 1) ^ 0x1021) & 0xFFFF if crc & 0x8000 else (crc << 1) & 0xFFFF
-    return crc
+    return binascii.crc_hqx(data, crc)  # the same CRC, in C
 
 
 def cobs_encode(data: bytes) -> bytes:

@@ -18,7 +18,7 @@ from .framing import MAX_PAYLOAD
 
 ENUMS: list[tuple[str, type[enum.IntEnum]]] = [
     ("FAULT", m.FaultCode), ("INPUT", m.InputKind), ("PILE", m.PileCode),
-    ("SIGNAL", m.SignalCode), ("CAP", m.Capability)]  # type: ignore[list-item]
+    ("SIGNAL", m.SignalCode), ("CAP", m.Capability), ("RESET", m.ResetCause)]  # type: ignore[list-item]
 
 
 def _define(name: str, value: int | str, comment: str = "") -> str:

@@ -108,6 +108,7 @@ class Link:
         self.lost: str | None = None  # why the link is down, once it is
         self.on_receive = on_receive  # called with every valid message, on the reader
         self.last_sent = time.monotonic()  # the last frame that was not an ACK
+        self.last_heard = time.monotonic()  # the last valid frame received
         self.pending_stop = False  # a STOP asked for while this thread was sending
         self._seq = 0
         self._acked: dict[int, threading.Event] = {}
@@ -208,6 +209,7 @@ class Link:
             self.stats.bad_frames += 1  # not acknowledged: the sender repeats it
             log.debug("bad frame dropped", why=str(e))
             return
+        self.last_heard = time.monotonic()
         if self.on_receive is not None:
             self.on_receive(msg)
         if isinstance(msg, Ack):

@@ -29,7 +29,7 @@ from typing import Any, ClassVar, TypeVar
 
 from shuffler.errors import ShufflerError
 
-PROTOCOL_MAJOR, PROTOCOL_MINOR = 2, 0
+PROTOCOL_MAJOR, PROTOCOL_MINOR = 2, 1
 
 #: the host sends a frame (HEARTBEAT when it has nothing else) at least this often
 HEARTBEAT_INTERVAL_MS = 100
@@ -123,6 +123,16 @@ class SignalCode(enum.IntEnum):
     LOW_BATTERY = 3
     FAULT = 4
     OFF = 5
+
+
+class ResetCause(enum.IntEnum):
+    """Why the MCU last restarted (its reset flags): shown by ``shuffler status``."""
+
+    UNKNOWN = 0
+    POWER_ON = 1
+    PIN = 2  # the reset pin: on a Nano, the USB-serial chip's DTR pulse (opening the port)
+    BROWN_OUT = 3
+    WATCHDOG = 4  # the firmware stopped looping
 
 
 class Capability(enum.IntFlag):
@@ -313,6 +323,7 @@ class HelloReply(Message):
     minor: int = u8("protocol minor version")
     capabilities: int = u8("Capability bits", 0, 7)
     boot_id: int = u16("random at every reset")
+    reset_cause: ResetCause = one_of(ResetCause, "why the MCU last restarted")  # noqa: RUF009
     firmware: str = text("firmware version, UTF-8", MAX_FIRMWARE_TEXT)
 
 
@@ -341,6 +352,8 @@ class Config(Message):
     stall_mv: int = u16("no card came and the battery is below this under load: "
                         "LOW_BATTERY rather than MISFEED", 0, 30_000)
     soft_start_ms: int = u16("the motor's ramp from off to full, in five steps", 0, 2_000)
+    min_gap_us: int = u16("a card counts once the beam stayed clear this long after it; a "
+                          "shorter drop-out is the same card", 0, 50_000)
 
     def problem(self) -> str | None:
         if self.settle_ms >= self.card_interval_ms:
@@ -359,10 +372,11 @@ class Pass(Message):
                                      "pile; unused bits 0")
 
 
-@message(Msg.STOP, "host", True, "motor off now; a running pass ends with STOPPED")
+@message(Msg.STOP, "host", True, "motor off now; the pass named ends with STOPPED, or "
+         "never starts if its PASS comes later")
 @dataclass(frozen=True)
 class Stop(Message):
-    pass
+    pass_id: int = u16("the pass to stop; 0 = whatever runs")
 
 
 @message(Msg.STATUS, "host", True, "answered by STATUS_REPLY")

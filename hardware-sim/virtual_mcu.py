@@ -47,6 +47,7 @@ from firmware_bridge.messages import (
     Pass,
     PassDone,
     PileCode,
+    ResetCause,
     SignalMsg,
     StatusAsk,
     StatusReply,
@@ -163,6 +164,8 @@ class VirtualMCU:
         self._stop = threading.Event()
         self.unplugged = False
         self.dealt_at_stop: int | None = None  # cards on the piles when a STOP arrived
+        self.reset_cause = ResetCause.POWER_ON
+        self.stopped_id = 0  # the pass a STOP named: its PASS, if it comes later, never runs
         self._threads = [threading.Thread(target=target, daemon=True,
                                           name=f"mcu-{target.__name__}")
                          for target in (self._dispatch, self._send_loop, self._watchdog)]
@@ -193,7 +196,8 @@ class VirtualMCU:
 
     def _hello(self) -> HelloReply:
         caps = Capability.PILE_SENSORS | Capability.BATTERY | Capability.REVERSE
-        return HelloReply(*self.protocol, int(caps), self.boot_id, self.firmware)
+        return HelloReply(*self.protocol, int(caps), self.boot_id, self.reset_cause,
+                          self.firmware)
 
     def _forward_inputs(self) -> None:
         for ev in self.sim.drain_events():
@@ -231,7 +235,10 @@ class VirtualMCU:
         elif isinstance(msg, Pass):
             self._start_pass(msg)
         elif isinstance(msg, Stop):
-            self.sim.stop()
+            # as the firmware: the pass named (0: whatever runs) ends, or never starts
+            if not msg.pass_id or msg.pass_id == self._pass_id:
+                self.sim.stop()
+            self.stopped_id = msg.pass_id
             # for tests: the host's lateness is not the MCU's (at 50x, 20 ms is a card)
             self.dealt_at_stop = sum(len(p) for p in self.sim.mechanism.piles)
         elif isinstance(msg, StatusAsk):
@@ -257,6 +264,7 @@ class VirtualMCU:
         while not self.outbox.empty():
             self.outbox.get_nowait()
         self.config = None
+        self.stopped_id = 0
 
     def _running(self) -> bool:
         """A pass is under way (its PASS_DONE not yet queued)."""
@@ -266,6 +274,8 @@ class VirtualMCU:
         def refuse(code: FaultCode) -> None:
             self.outbox.put(PassDone(msg.pass_id, 0, 0, 0, 0, 0, False, 0, code, 0))
 
+        if msg.pass_id == self.stopped_id:
+            return refuse(FaultCode.STOPPED)  # stopped before it came
         if self._running():
             return refuse(FaultCode.BUSY)
         if self.sim.health().fault is not None:
@@ -306,6 +316,7 @@ class VirtualMCU:
     def _watchdog(self) -> None:
         """The silence rule: a host silent for ``silence`` seconds stops the machine."""
         while not self._stop.wait(0.01):
+            self._forward_inputs()  # as the firmware: sensor events go out as they happen
             if (self.sim.health().motor_on
                     and time.monotonic() - self.last_heard > self.silence):
                 self.silenced_at, self.heard_before_silence = time.monotonic(), self.last_heard
@@ -320,6 +331,7 @@ class VirtualMCU:
             self._worker.join(1)
         self.sim.clear_fault()  # RAM is gone: nothing stays latched
         self.config = None
+        self.reset_cause = ResetCause.WATCHDOG
         self.boot_id = self.rng.randrange(1 << 16)
         self.outbox.put(self._hello())
 

@@ -30,11 +30,14 @@ class SimOptions:
     seed: int | None = None
     faults: tuple[str, ...] = ()
     habit: str = "instructed"
+    #: the device starts as if powered this long (seconds): its clocks past their wraps
+    uptime: float = 0.0
     clock: Clock | None = field(default=None, compare=False)  # tests inject a virtual clock
 
     @property
     def given(self) -> bool:
-        return self.seed is not None or bool(self.faults) or self.habit != "instructed"
+        return (self.seed is not None or bool(self.faults) or self.habit != "instructed"
+                or self.uptime > 0)
 
 
 def is_simulated(name: str) -> bool:
@@ -48,7 +51,7 @@ def open_device(
     sim = sim or SimOptions()
     if not is_simulated(name) and sim.given:
         raise BadInputError(
-            f"--sim-seed, --sim-fault and --sim-dealer apply only to a simulated "
+            f"--sim-seed, --sim-fault, --sim-dealer and --sim-uptime apply only to a simulated "
             f"device, not to {name!r}"
         )
     if name == "sim":
@@ -65,11 +68,20 @@ def open_device(
         from firmware_bridge.device import SerialDevice
 
         return SerialDevice(name[7:], limits=config.mechanism.limits, feed=config.mechanism.feed,
-                            card_rate=config.mechanism.card_rate)
+                            card_rate=config.mechanism.card_rate, timings=timings_of(config))
     raise BadInputError(
         f"unknown device {name!r}: expected sim, sim-gpio, sim-serial, sim-avr, gpio or "
         "serial:PORT"
     )
+
+
+def timings_of(config: Config):
+    """The machine's own timings a microcontroller needs with the limits."""
+    from firmware_bridge.device import Timings
+
+    return Timings(soft_start_s=config.gpio.soft_start_s,
+                   flap_travel_s=config.mechanism.flap_travel_s,
+                   min_blocked_s=config.gpio.beam_min_blocked_s)
 
 
 def _gpio(config: Config) -> ShufflerDevice:
@@ -124,7 +136,7 @@ def _sim(config: Config, cards: int, sim: SimOptions) -> SimDevice:
         spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate),
         rng=random.Random(sim.seed),
         habit=DealerHabit(sim.habit),
-        clock=sim.clock or ScaledClock(sim.speed),
+        clock=sim.clock or ScaledClock(sim.speed, start=sim.uptime),
         limits=mech.limits,
     )
 
@@ -138,7 +150,8 @@ def _sim_serial(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     mcu = VirtualMCU(sim_device, seed=sim.seed or 0)
     try:
         device = SerialDevice(mcu.path, limits=config.mechanism.limits,
-                              feed=config.mechanism.feed, card_rate=config.mechanism.card_rate)
+                              feed=config.mechanism.feed, card_rate=config.mechanism.card_rate,
+                              timings=timings_of(config))
     except BaseException:
         mcu.close()
         raise
@@ -158,10 +171,15 @@ def _sim_avr(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     parse_fault_specs(sim.faults)  # bad specs: a clear error before anything starts
     mech = config.mechanism
     rate = min(mech.card_rate * sim.speed, SIM_AVR_MAX_RATE)
-    args = [f"--cards={cards}", f"--card-rate={rate}", f"--spinup={0.2 * mech.card_rate / rate}",
+    quicker = mech.card_rate / rate  # the machine's times shrink with its card rate
+    args = [f"--cards={cards}", f"--card-rate={rate}", f"--spinup={0.2 * quicker}",
+            f"--flap-travel={mech.flap_travel_s * quicker}", f"--frame-scale={min(quicker, 1)}",
             f"--feed={mech.feed.value}", f"--dealer={sim.habit}", f"--seed={sim.seed or 0}",
-            *(f"--fault={spec}" for spec in sim.faults)]
-    return serial_on(SimAvr(*args), mech.limits, mech.feed, mech.card_rate)
+            f"--uptime={sim.uptime}", *(f"--fault={spec}" for spec in sim.faults)]
+    t = timings_of(config)  # a quicker card blocks the beam for less: the filters follow
+    timings = replace(t, min_blocked_s=t.min_blocked_s * quicker, min_gap_s=t.min_gap_s * quicker,
+                      flap_travel_s=t.flap_travel_s * quicker)
+    return serial_on(SimAvr(*args), mech.limits, mech.feed, mech.card_rate, timings)
 
 
 def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
@@ -174,7 +192,8 @@ def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     from .clock import EventClock
 
     mech = config.mechanism
-    clock = sim.clock if isinstance(sim.clock, EventClock) else EventClock(speed=sim.speed)
+    clock = (sim.clock if isinstance(sim.clock, EventClock)
+             else EventClock(start=sim.uptime, speed=sim.speed))
     rig = GpioRig.for_cards(
         cards, faults=parse_fault_specs(sim.faults), gpio=config.gpio,
         habit=DealerHabit(sim.habit), rng=random.Random(sim.seed),

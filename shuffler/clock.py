@@ -57,11 +57,11 @@ class ScaledClock:
     each sleep also waits ``seconds / speed`` of real time so a person can watch.
     """
 
-    def __init__(self, speed: float) -> None:
+    def __init__(self, speed: float, start: float = 0.0) -> None:
         if not speed > 0:
             raise ValueError(f"speed must be > 0, got {speed}")
         self.speed = speed
-        self._virtual = VirtualClock()
+        self._virtual = VirtualClock(start)
 
     def now(self) -> float:
         return self._virtual.now()

@@ -10,10 +10,14 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .device import FaultLimits, ShufflerDevice
 from .errors import DeviceError
 from .mechanics import Feed
+
+if TYPE_CHECKING:
+    from firmware_bridge.device import Timings
 
 FIRMWARE_DIR = Path(__file__).resolve().parents[1] / "firmware"
 AVR_PACKAGES = "gcc-avr avr-libc simavr libsimavr-dev"
@@ -34,12 +38,13 @@ def build_firmware() -> None:
 
 
 def serial_on(chip: SimAvr, limits: FaultLimits | None = None, feed: Feed = Feed.TOP,
-              card_rate: float = 5.0) -> ShufflerDevice:
+              card_rate: float = 5.0, timings: Timings | None = None) -> ShufflerDevice:
     """SerialDevice on the chip's pseudo-terminal; closing it stops the chip."""
     from firmware_bridge.device import SerialDevice
 
     try:
-        device = SerialDevice(chip.path, limits=limits, feed=feed, card_rate=card_rate)
+        device = SerialDevice(chip.path, limits=limits, feed=feed, card_rate=card_rate,
+                              timings=timings)
     except BaseException:
         chip.close()
         raise

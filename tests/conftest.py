@@ -154,8 +154,10 @@ class AvrHarness:
 
     def make(self, cards: int = 24, faults: Iterable[str] = (), habit: str = "instructed",
              seed: int = 7) -> ShufflerDevice:
+        # the flap and its servo frame quickened with the card rate (a tenth of real)
         chip = SimAvr(f"--cards={cards}", f"--card-rate={self.card_rate}", "--spinup=0.01",
-                      f"--dealer={habit}", f"--seed={seed}", *(f"--fault={f}" for f in faults))
+                      "--flap-travel=0.01", "--frame-scale=0.1", f"--dealer={habit}",
+                      f"--seed={seed}", *(f"--fault={f}" for f in faults))
         dev = serial_on(chip)
         self.chips[id(dev)] = chip
         self._open.append(dev)

@@ -45,7 +45,8 @@ def chip():
     made: list = []
 
     def make(*args: str):
-        chip = SimAvr("--cards=104", "--card-rate=50", "--spinup=0.01", *args)
+        chip = SimAvr("--cards=104", "--card-rate=50", "--spinup=0.01", "--flap-travel=0.01",
+                      "--frame-scale=0.1", *args)
         dev = serial_on(chip)
         made.append(dev)
         return chip, dev
@@ -161,7 +162,8 @@ next_of = reply  # the next message of a kind, heartbeats going meanwhile
 
 
 def test_no_pass_before_config_and_no_plan_left_in_ram_after_it():
-    c = SimAvr("--cards=24", "--card-rate=50", "--spinup=0.01")
+    c = SimAvr("--cards=24", "--card-rate=50", "--spinup=0.01", "--flap-travel=0.01",
+               "--frame-scale=0.1")
     link = Link(serial.serial_for_url(c.path, baudrate=115200, timeout=0.05))
     try:
         link.handshake()

@@ -60,7 +60,7 @@ def _sample(cls):
         Pass: Pass(9, 10, (1, 0) * 5),
         Card: Card(9, 3, 1, 2),
         PassDone: PassDone(9, 3, 1, 2, 1500, 7000, True, 0, FaultCode.JAM, 4),
-        Config: Config(500, 1000, 2, 300, 90_000, 60, 200, 2000, 5600, 100),
+        Config: Config(500, 1000, 2, 300, 90_000, 60, 200, 2000, 5600, 100, 0),
         StatusReply: StatusReply(False, True, False, FaultCode.NONE, 0, True, 0),
     }.get(cls)
 
@@ -87,7 +87,7 @@ def test_a_valid_payload_round_trips_and_every_cut_or_extension_is_refused(cls):
     (Msg.PASS_DONE, PassDone(1, 3, 1, 2, 0, 0, False, 0, FaultCode.NONE, 0).pack()
      .replace(b"\x00\x02", b"\x00\x05", 1), "is not counted"),
     (Msg.STATUS_REPLY, bytes([2, 0, 0, 0, 0, 0, 1, 0, 0]), "motor_on = 2"),
-    (Msg.CONFIG, Config(500, 1000, 2, 300, 90_000, 200, 200, 2000, 5600, 100).pack(),
+    (Msg.CONFIG, Config(500, 1000, 2, 300, 90_000, 200, 200, 2000, 5600, 100, 0).pack(),
      "the diverter needs 200 ms"),
     (0x7E, b"", "unknown message type"),
 ])

@@ -391,7 +391,7 @@ def reply(link, kind, timeout=5.0):
     raise AssertionError(f"no {kind.__name__}")
 
 
-LIMITS = Config(500, 1000, 2, 300, 90_000, 60, 200, 2000, 5600, 100)
+LIMITS = Config(500, 1000, 2, 300, 90_000, 60, 200, 2000, 5600, 100, 0)
 PLAN = tuple(random.Random(4).randrange(2) for _ in range(24))
 
 
@@ -432,7 +432,7 @@ def test_stop_ends_a_pass_with_its_own_code(bare):
     reply(link, StatusReply)
     link.request(Pass(9, 24, PLAN))
     reply(link, Card)
-    link.request(Stop())
+    link.request(Stop(0))
     done = reply(link, PassDone)
     assert done.pass_id == 9 and done.fault is FaultCode.STOPPED and done.counted < 24
     link.request(StatusAsk())

@@ -17,6 +17,17 @@
  * never hurried to catch up (that would squeeze the host's heartbeats together):
  * the lag is dropped and counted as "slip_ms" in the state line.
  *
+ * --uptime SECONDS starts the chip's clock (the firmware's hw_ticks, found in the ELF
+ * with avr-nm) as if the chip had been powered that long: set 1 ms after the first
+ * boot, before the firmware enables interrupts, and checked until it holds. A reset
+ * restarts the clock at 0, as on the real chip.
+ *
+ * The diverter: the servo takes a new pulse width only at the end of its 20 ms frame
+ * (timer 1 double-buffers OCR1A), and then swings for --flap-travel seconds; a card
+ * lands on the pile the flap points to when it meets the flap, so the harness shows
+ * the flap's real latency. --frame-scale F (at most 1) shortens the modelled frame in
+ * step with a quickened card rate (the sim-avr backend's --sim-speed).
+ *
  * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch",
  * "gather" (every card back in the tray), "ram" (answers "ram HEX", the SRAM), "reset"
  * (reboot the chip), "quit". End of stdin also quits. Lines on stdout:
@@ -106,6 +117,15 @@ static avr_irq_t *uart_in;
 static avr_irq_t *adc_in;
 static uint32_t last_adc_mv;
 static unsigned long long rng_state = 1;
+static double uptime_s;
+static uint16_t clock_addr;   /* hw_ticks in data space; 0: not found */
+static uint32_t clock_want;   /* the value set, while it is being checked */
+static int clock_checks;
+static bool first_boot = true;
+/* the flap: the pulse width latched at the last frame, and when it was latched */
+static int flap_target, flap_from;
+static uint64_t flap_at, next_frame;
+static double flap_travel = 0.1, frame_scale = 1.0;
 
 static uint64_t now_us(void) { return avr_cycles_to_usec(avr, avr->cycle); }
 
@@ -137,10 +157,70 @@ static double reverse_duty(void) { return duty(COM0A1, R_OCR0A, D_REV); }
 static bool forward(void) { return forward_duty() > 0.9; }
 static bool backward(void) { return reverse_duty() > 0.05; }
 
-static int diverter_pile(void)  /* servo: 1-2 ms pulses, centre 1.5 ms (3000 counts) */
+static int servo_register(void)  /* servo: 1-2 ms pulses, centre 1.5 ms (3000 counts) */
 {
     if (!(reg(R_TCCR1A) & COM1A1)) return 0;
     return (reg(R_OCR1AH) << 8 | reg(R_OCR1AL)) > 3000;
+}
+
+/* the servo's 20 ms frame: a new pulse width is taken at the frame's end, then the flap
+ * swings for flap_travel; until it is past the middle it still points where it was */
+static void servo_frame(uint64_t t)
+{
+    if (t < next_frame) return;
+    uint64_t frame = (uint64_t)(20000 * frame_scale);
+    next_frame = frame ? t - t % frame + frame : t;
+    int want = servo_register();
+    if (want != flap_target) {
+        flap_from = flap_target;
+        flap_target = want;
+        flap_at = t;
+    }
+}
+
+static int diverter_pile(void)
+{
+    uint64_t t = now_us();
+    return t - flap_at >= (uint64_t)(flap_travel * 1e6 / 2) ? flap_target : flap_from;
+}
+
+/* --uptime: the firmware's clock set once the C runtime has cleared RAM (1 ms after the
+ * first boot: the firmware is still drawing its boot id, interrupts off); re-set if the
+ * tick interrupt wrote over it, then left alone */
+static void clock_uptime(uint64_t t)
+{
+    if (!clock_addr || uptime_s <= 0 || clock_checks >= 20 || t < 1000) return;
+    uint8_t *p = avr->data + clock_addr;
+    uint32_t now = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                   (uint32_t)p[3] << 24;
+    if (!clock_checks) {
+        clock_want = now + (uint32_t)(uint64_t)(uptime_s * 1000.0);
+    } else if (now - clock_want < 1000u) {
+        clock_checks++;
+        return;
+    }
+    if (!clock_checks || now - clock_want >= 1000u) {
+        for (int i = 0; i < 4; i++) p[i] = (uint8_t)(clock_want >> (8 * i));
+    }
+    clock_checks++;
+}
+
+static uint16_t find_clock(const char *elf)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "avr-nm '%s' 2>/dev/null", elf);
+    FILE *nm = popen(cmd, "r");
+    if (!nm) return 0;
+    char line[256];
+    unsigned long addr = 0;
+    while (fgets(line, sizeof line, nm)) {
+        unsigned long a;
+        char kind, name[200];
+        if (sscanf(line, "%lx %c %199s", &a, &kind, name) == 3 && !strcmp(name, "hw_ticks"))
+            addr = a & 0xFFFF;  /* data space: 0x800000 + address */
+    }
+    pclose(nm);
+    return (uint16_t)addr;
 }
 
 static bool led(int bit) { return (reg(R_DDRB) & reg(R_PORTB)) & (1 << bit); }
@@ -510,6 +590,11 @@ static void state_line(void)
            last_rx_us / 1000.0, slip_us / 1000.0,
            !m.npile[0] && !m.npile[1] && !m.nstuck && !m.dealer_step && m.state == T_IDLE &&
                !forward());
+    if (clock_addr) {  /* the firmware's own clock, hw_ticks (ms) */
+        uint8_t *c = avr->data + clock_addr;
+        printf(" clock_ms=%u", (unsigned)((uint32_t)c[0] | (uint32_t)c[1] << 8 |
+                                          (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24));
+    }
     print_list("tray", m.tray, m.ntray);
     print_list("left", m.pile[0], m.npile[0]);
     print_list("right", m.pile[1], m.npile[1]);
@@ -601,6 +686,8 @@ static avr_cycle_count_t tick(avr_t *a, avr_cycle_count_t when, void *param)
     (void)a;
     (void)param;
     uint64_t t = now_us();
+    if (first_boot) clock_uptime(t);
+    servo_frame(t);
     io(t);
     mechanism(t);
     dealer(t);
@@ -627,6 +714,8 @@ static avr_cycle_count_t after_reset(avr_t *a, avr_cycle_count_t when, void *par
 static void on_reset(avr_t *a)
 {
     if (core_reset) core_reset(a);
+    first_boot = false;  /* the clock starts again at 0, as on the chip */
+    next_frame = 0;
     avr_cycle_timer_register(a, 1, after_reset, NULL);
     avr_cycle_timer_register_usec(a, TICK_US, tick, NULL);
 }
@@ -684,6 +773,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: simavr-harness [--cards N] [--card-rate PER_S] [--spinup S] [--feed top|bottom]\n"
             "       [--dealer instructed|other|both] [--lift-gap S] [--seed N] [--noise P]\n"
+            "       [--uptime SECONDS] [--flap-travel S] [--frame-scale F]\n"
             "       [--fault jam:CARD[:FREES]|misfeed:CARD[:FREES]|double:CARD|battery:VOLTS]...\n"
             "       FIRMWARE.elf\n");
     exit(2);
@@ -694,7 +784,9 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         {"cards", 1, 0, 'n'}, {"card-rate", 1, 0, 'r'}, {"spinup", 1, 0, 's'},
         {"feed", 1, 0, 'f'}, {"dealer", 1, 0, 'd'}, {"lift-gap", 1, 0, 'g'},
-        {"seed", 1, 0, 'S'}, {"fault", 1, 0, 'F'}, {"noise", 1, 0, 'N'}, {0, 0, 0, 0}};
+        {"seed", 1, 0, 'S'}, {"fault", 1, 0, 'F'}, {"noise", 1, 0, 'N'},
+        {"uptime", 1, 0, 'U'}, {"flap-travel", 1, 0, 'T'}, {"frame-scale", 1, 0, 'X'},
+        {0, 0, 0, 0}};
     m.cards = 52;
     m.card_rate = 5.0;
     m.spinup = 0.2;
@@ -716,10 +808,21 @@ int main(int argc, char **argv)
         case 'S': rng_state = strtoull(optarg, NULL, 10) * 2 + 1; break;
         case 'F': parse_fault(optarg); break;
         case 'N': m.noise = atof(optarg); break;
+        case 'U': uptime_s = atof(optarg); break;
+        case 'T': flap_travel = atof(optarg); break;
+        case 'X': frame_scale = atof(optarg); break;
         default: usage();
         }
     }
-    if (optind != argc - 1 || m.cards < 1 || m.cards > MAX_CARDS || !(m.card_rate > 0)) usage();
+    if (optind != argc - 1 || m.cards < 1 || m.cards > MAX_CARDS || !(m.card_rate > 0) ||
+        !(uptime_s >= 0 && uptime_s < 4e9) || !(flap_travel >= 0 && flap_travel < 2) ||
+        !(frame_scale >= 0 && frame_scale <= 1))
+        usage();
+    clock_addr = find_clock(argv[optind]);
+    if (uptime_s > 0 && !clock_addr) {
+        fprintf(stderr, "simavr-harness: --uptime: no hw_ticks in %s (avr-nm)\n", argv[optind]);
+        return 2;
+    }
     for (int i = 0; i < m.cards; i++) m.tray[i] = i;
     m.ntray = m.cards;
 

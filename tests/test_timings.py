@@ -1,0 +1,71 @@
+"""The machine's own timings reach the microcontroller: ``[gpio] soft_start_s`` (and the
+beam filter, the flap's travel) change a pass on sim-serial and sim-avr as they do on
+sim-gpio, and a change of limits sends them again."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from firmware_bridge.device import SERVO_FRAME_S, SerialDevice, Timings, config_message
+from shuffler.backends import SimOptions, open_device
+from shuffler.config import load_config_text
+from shuffler.device import FaultLimits
+from shuffler.errors import DeviceError
+from shuffler.planning import coin_plan
+
+from .test_firmware import MISSING
+
+BACKENDS = ["sim-gpio", "sim-serial",
+            pytest.param("sim-avr", marks=pytest.mark.skipif(MISSING is not None,
+                                                             reason=MISSING or ""))]
+
+
+def pass_seconds(name: str, soft_start: float) -> float:
+    config = load_config_text(f"[gpio]\nsoft_start_s = {soft_start}\n")
+    dev = open_device(name, config, cards=24, sim=SimOptions(speed=20, seed=1))
+    try:
+        report = dev.run_pass(coin_plan(24, random.Random(1)))
+        assert report.fault is None and report.counted == 24, report
+        return report.seconds
+    finally:
+        dev.close()
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_soft_start_lengthens_the_pass_on_every_backend(name):
+    """Five steps over 2 s: full speed (and the first card) 1.6 s later than with none.
+    sim-avr runs in real time; the others count their own simulated seconds."""
+    slow, quick = pass_seconds(name, 2.0), pass_seconds(name, 0.0)
+    assert 1.4 <= slow - quick <= 2.2, (slow, quick)
+
+
+def test_the_config_carries_the_timings_and_the_servo_frame():
+    t = Timings(soft_start_s=0.25, flap_travel_s=0.08, min_blocked_s=0.004, min_gap_s=0.001)
+    msg = config_message(FaultLimits(), 5.0, t)
+    assert (msg.soft_start_ms, msg.min_blocked_us, msg.min_gap_us) == (250, 4000, 1000)
+    assert msg.settle_ms == round((0.08 + SERVO_FRAME_S) * 1000) == 100
+
+
+def test_timings_the_microcontroller_cannot_take_are_refused_before_anything_is_sent():
+    with pytest.raises(DeviceError, match="settle_ms|diverter"):  # flap + frame > a card
+        config_message(FaultLimits(), 10.0, Timings(flap_travel_s=0.09))
+    with pytest.raises(DeviceError, match="min_blocked_us"):
+        config_message(FaultLimits(), 5.0, Timings(min_blocked_s=0.2))
+
+
+def test_new_limits_reach_the_virtual_mcu_with_the_timings():
+    from hardware_sim import SimDevice
+    from hardware_sim.virtual_mcu import VirtualMCU
+
+    mcu = VirtualMCU(SimDevice.for_cards(24))
+    dev = SerialDevice(mcu.path, timings=Timings(soft_start_s=0.5))
+    try:
+        assert mcu.config is not None and mcu.config.soft_start_ms == 500
+        dev.limits = FaultLimits(jam_seconds=0.7)
+        assert mcu.config.jam_ms == 700 and mcu.config.soft_start_ms == 500
+        assert mcu.sim.engine_options["soft_start_s"] == 0.5
+    finally:
+        dev.close()
+        mcu.close()
