@@ -202,8 +202,11 @@ static void frame(uint32_t now)
     if (type == MSG_HELLO) {
         memset(applied, 0, sizeof applied);  /* a new session: always applied */
         repeat = false;
-    } else if (!repeat && link_answers(type) && q_count >= QUEUE) {
-        return;  /* no room to answer: not acknowledged, the host repeats it later */
+    } else if (!repeat && ((link_answers(type) && q_count >= QUEUE) ||
+                           (type == MSG_PASS && result_full))) {
+        /* no room to answer (or the last PASS_DONE not yet acknowledged: its ACK may be
+         * on the way): not acknowledged, the host repeats it a little later */
+        return;
     }
     uint8_t ack = seq;
     (void)write_frame(0, MSG_ACK, &ack, 1);  /* every copy: our last ACK may have been lost */

@@ -363,6 +363,7 @@ static void inputs_init(void)
     in_touch.level = in_touch.stable = touched();
     in_tray.level = in_tray.stable = tray_loaded();
     for (uint8_t i = 0; i < 2; i++) in_pile[i].level = in_pile[i].stable = pile_covered(i);
+    last_touch = hw_ms() - TOUCH_LOCKOUT_MS;  /* a time, not 0: the clock may be anywhere */
 }
 
 /* -- boot and the loop ------------------------------------------------------------------ */

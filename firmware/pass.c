@@ -20,8 +20,9 @@ static uint16_t expected;
 static enum state state;
 static struct pass_report r;
 /* every time here is hw_us(), compared only as unsigned differences (wrap-safe) */
-static uint32_t started, phase_at, last_edge, blocked_at, battery_at;
+static uint32_t started, phase_at, last_card, blocked_at, cleared_at, battery_at;
 static bool blocked;               /* a card in the beam that may count (blocked_at) */
+static bool cleared;               /* that card has left the beam (cleared_at) */
 static bool level;                 /* the beam's last level seen */
 static bool have_mv;               /* a battery reading under load this pass */
 static uint8_t retries_here, ramp_step;
@@ -44,7 +45,7 @@ static void ramp_step_due(uint32_t now)
     }
     if (ramp_step == RAMP_STEPS) {
         state = FEED;
-        last_edge = now;  /* the misfeed timer runs from full speed */
+        last_card = now;  /* the misfeed timer runs from full speed */
     }
 }
 
@@ -63,7 +64,7 @@ void pass_start(uint16_t id, const uint8_t *labels, uint16_t cards, uint32_t now
     memcpy(plan, labels, (cards + 7u) / 8u);
     expected = cards;
     started = battery_at = now;
-    blocked = have_mv = false;
+    blocked = cleared = have_mv = false;
     level = beam_blocked();
     beam_edges_clear();
     retries_here = 0;
@@ -105,7 +106,7 @@ static void give_up_or_retry(uint8_t fault, uint32_t now)
     } else {
         retries_here++;
         if (r.retries < 255) r.retries++;  /* saturates */
-        blocked = false;  /* the next cleared edge is the card backing out */
+        blocked = cleared = false;  /* the next cleared edge is the card backing out */
         if (limits.reverse_ms) {
             state = REVERSE;
             phase_at = now;
@@ -116,13 +117,17 @@ static void give_up_or_retry(uint8_t fault, uint32_t now)
     }
 }
 
-/* a card left the beam after blocking it long enough: count it */
-static void card_counted(uint32_t now)
+/* the card in the beam left it and the gap after it held: count it, or drop a glitch */
+static void count(uint32_t now)
 {
+    bool long_enough = blocked && cleared && cleared_at - blocked_at >= limits.min_blocked_us;
+    blocked = cleared = false;
+    if (!long_enough) return;
     if (label(r.counted)) r.right++;
     else r.left++;
     r.counted++;
     retries_here = 0;
+    last_card = now;  /* the misfeed timer restarts on a counted card only */
     pass_on_card(r.pass_id, r.counted, r.left, r.right);
     if (r.counted >= expected) {
         pass_end(FAULT_NONE, now);
@@ -151,9 +156,11 @@ static void check(uint32_t now)
         }
         break;
     case FEED:
-        if (blocked) {
+        if (cleared) {
+            if (due(now, cleared_at, limits.min_gap_us)) count(now);
+        } else if (blocked) {
             if (due(now, blocked_at, US(limits.jam_ms))) give_up_or_retry(FAULT_JAM, now);
-        } else if (due(now, last_edge, US(limits.misfeed_ms))) {
+        } else if (due(now, last_card, US(limits.misfeed_ms))) {
             if (!tray_loaded()) pass_end(FAULT_NONE, now);  /* fewer cards than planned */
             else give_up_or_retry(FAULT_MISFEED, now);
         }
@@ -163,27 +170,30 @@ static void check(uint32_t now)
     }
 }
 
-/* one beam edge, at its own time: the engine's beam() */
 static void edge(bool now_blocked, uint32_t us)
 {
     if (now_blocked == level) return;
     level = now_blocked;
     if (state != FEED) {  /* ramping or reversing: never a card */
-        blocked = false;
+        blocked = cleared = false;
         check(us);
         return;
     }
-    if ((int32_t)(us - last_edge) > 0) last_edge = us;  /* every edge restarts the misfeed timer */
+    check(us);  /* a card whose gap has held counts before this edge */
+    if (state != FEED) return;
     if (now_blocked) {
-        blocked = true;
-        blocked_at = us;
-        check(us);
+        if (cleared) {
+            cleared = false;  /* a drop-out inside the card: the same card */
+        } else {
+            blocked = true;
+            blocked_at = us;
+        }
         return;
     }
-    bool was = blocked;
-    blocked = false;
-    if (was && us - blocked_at >= limits.min_blocked_us) card_counted(us);
-    else check(us);  /* a glitch, or the jammed card backing out */
+    if (!blocked || cleared) return;
+    cleared = true;
+    cleared_at = us;
+    check(us);
 }
 
 void pass_tick(uint32_t now)

@@ -13,7 +13,7 @@ import queue
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import serial
@@ -39,6 +39,7 @@ from shuffler.engine import HALT_MESSAGES
 from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.logs import get_logger
 from shuffler.mechanics import Feed, Pile
+from shuffler.pinmap import SERVO_FRAME_S
 from shuffler.planning import PassPlan
 
 from .link import Link, LinkLostError
@@ -88,9 +89,6 @@ def link_lost_fault(why: str, card: int | None = None) -> Fault:
                  "back in the tray, then run `shuffler clear`.", card)
 
 
-#: the servo takes a new position only at its next 50 Hz frame: the flap may start
-#: moving up to this long after the card is counted (docs/firmware.md, "latency")
-SERVO_FRAME_S = 0.020
 
 
 @dataclass(frozen=True)
@@ -101,12 +99,21 @@ class Timings:
     soft_start_s: float = 0.1  # [gpio] soft_start_s
     flap_travel_s: float = 0.1  # [mechanism] flap_travel_s; the servo frame is added
     min_blocked_s: float = 0.005  # [gpio] beam_min_blocked_s
-    min_gap_s: float = 0.0  # [gpio] beam_min_gap_s
+    min_gap_s: float = 0.01  # [gpio] beam_min_gap_s
 
     @property
     def settle_s(self) -> float:
-        """From a card counted to the flap at the other pile: the frame, then the travel."""
+        """From a card counted to the flap at the other pile: the servo takes a new
+        position only at its next 50 Hz frame (up to SERVO_FRAME_S later), then travels."""
         return self.flap_travel_s + SERVO_FRAME_S
+
+    def quickened(self, factor: float) -> Timings:
+        """For a simulated machine whose cards come ``1 / factor`` times faster (sim-avr's
+        --sim-speed): a quicker card blocks the beam, and leaves it, for less, and the
+        flap is quickened with it. The motor's soft start stays as configured."""
+        return replace(self, min_blocked_s=self.min_blocked_s * factor,
+                       min_gap_s=self.min_gap_s * factor,
+                       flap_travel_s=self.flap_travel_s * factor)
 
 
 def config_message(limits: FaultLimits, card_rate: float,

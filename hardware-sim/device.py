@@ -51,6 +51,7 @@ class EngineOptions(TypedDict, total=False):
 
     soft_start_s: float
     min_blocked: float
+    min_gap: float
 
 
 class SimDevice(ShufflerDevice):

@@ -230,7 +230,8 @@ class VirtualMCU:
                 self.config = msg
                 self.sim.limits = limits_of(msg)
                 self.sim.engine_options = {"soft_start_s": msg.soft_start_ms / 1000,
-                                           "min_blocked": msg.min_blocked_us / 1e6}
+                                           "min_blocked": msg.min_blocked_us / 1e6,
+                                           "min_gap": msg.min_gap_us / 1e6}
             self.outbox.put(self._status())
         elif isinstance(msg, Pass):
             self._start_pass(msg)

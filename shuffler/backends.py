@@ -81,7 +81,8 @@ def timings_of(config: Config):
 
     return Timings(soft_start_s=config.gpio.soft_start_s,
                    flap_travel_s=config.mechanism.flap_travel_s,
-                   min_blocked_s=config.gpio.beam_min_blocked_s)
+                   min_blocked_s=config.gpio.beam_min_blocked_s,
+                   min_gap_s=config.gpio.beam_min_gap_s)
 
 
 def _gpio(config: Config) -> ShufflerDevice:
@@ -176,10 +177,8 @@ def _sim_avr(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
             f"--flap-travel={mech.flap_travel_s * quicker}", f"--frame-scale={min(quicker, 1)}",
             f"--feed={mech.feed.value}", f"--dealer={sim.habit}", f"--seed={sim.seed or 0}",
             f"--uptime={sim.uptime}", *(f"--fault={spec}" for spec in sim.faults)]
-    t = timings_of(config)  # a quicker card blocks the beam for less: the filters follow
-    timings = replace(t, min_blocked_s=t.min_blocked_s * quicker, min_gap_s=t.min_gap_s * quicker,
-                      flap_travel_s=t.flap_travel_s * quicker)
-    return serial_on(SimAvr(*args), mech.limits, mech.feed, mech.card_rate, timings)
+    return serial_on(SimAvr(*args), mech.limits, mech.feed, mech.card_rate,
+                     timings_of(config).quickened(quicker))
 
 
 def _sim_gpio(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:

@@ -200,3 +200,25 @@ def test_duplicates_and_stale_sequence_numbers_never_run_a_pass_twice():
     finally:
         host.port.close()
         chip.close()
+
+
+def test_a_frozen_chip_ends_the_pass_link_lost_within_the_documented_bound():
+    """docs/protocol.md: nothing heard for 1 s, a STATUS goes unacknowledged: the pass
+    ends link_lost, latched, about 3.5 s after the chip's last frame."""
+    chip = new_chip()
+    dev = serial_on(chip)
+    froze: list[float] = []
+
+    def freeze(counted: int, expected: int) -> None:
+        if counted == 10 and not froze:
+            chip.command("freeze")
+            froze.append(time.monotonic())
+
+    try:
+        report = dev.run_pass(coin_plan(104, random.Random(5)), freeze)
+        took = time.monotonic() - froze[0]
+        assert report.fault is not None and report.fault.kind.value == "link_lost", report
+        assert took < 6.0, took  # 1 s + the ACK tries (2.4 s), with room for a busy machine
+        assert not dev.health().ok  # latched
+    finally:
+        dev.close()

@@ -437,3 +437,25 @@ def test_stop_ends_a_pass_with_its_own_code(bare):
     assert done.pass_id == 9 and done.fault is FaultCode.STOPPED and done.counted < 24
     link.request(StatusAsk())
     assert reply(link, StatusReply).fault is FaultCode.NONE  # a stop does not latch
+
+
+def test_a_silent_virtual_mcu_ends_the_pass_link_lost_within_the_documented_bound():
+    """Every byte either way lost from card 5 on: the host's quiet probe is not
+    acknowledged and the pass ends link_lost, latched, within about 3.5 s."""
+    mcu = VirtualMCU(SimDevice.for_cards(24, clock=ScaledClock(5)))
+    dev = SerialDevice(mcu.path)
+    went: list[float] = []
+
+    def silence(counted: int, expected: int) -> None:
+        if counted == 5 and not went:
+            mcu.noise.drop = 1.0
+            went.append(time.monotonic())
+
+    try:
+        report = dev.run_pass(coin_plan(24, random.Random(5)), silence)
+        assert report.fault is not None and report.fault.kind.value == "link_lost", report
+        assert time.monotonic() - went[0] < 6.0
+        assert dev._fault is not None  # latched
+    finally:
+        dev.close()
+        mcu.close()

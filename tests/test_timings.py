@@ -8,11 +8,12 @@ import random
 
 import pytest
 
-from firmware_bridge.device import SERVO_FRAME_S, SerialDevice, Timings, config_message
+from firmware_bridge.device import SerialDevice, Timings, config_message
 from shuffler.backends import SimOptions, open_device
 from shuffler.config import load_config_text
 from shuffler.device import FaultLimits
 from shuffler.errors import DeviceError
+from shuffler.pinmap import SERVO_FRAME_S
 from shuffler.planning import coin_plan
 
 from .test_firmware import MISSING
@@ -49,7 +50,7 @@ def test_the_config_carries_the_timings_and_the_servo_frame():
 
 
 def test_timings_the_microcontroller_cannot_take_are_refused_before_anything_is_sent():
-    with pytest.raises(DeviceError, match="settle_ms|diverter"):  # flap + frame > a card
+    with pytest.raises(DeviceError, match=r"settle_ms|diverter"):  # flap + frame > a card
         config_message(FaultLimits(), 10.0, Timings(flap_travel_s=0.09))
     with pytest.raises(DeviceError, match="min_blocked_us"):
         config_message(FaultLimits(), 5.0, Timings(min_blocked_s=0.2))

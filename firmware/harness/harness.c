@@ -30,7 +30,8 @@
  *
  * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch",
  * "gather" (every card back in the tray), "ram" (answers "ram HEX", the SRAM), "reset"
- * (reboot the chip), "quit". End of stdin also quits. Lines on stdout:
+ * (reboot the chip), "freeze" (the chip hangs for good: nothing in or out, as if its
+ * watchdog had failed), "quit". End of stdin also quits. Lines on stdout:
  * "pty PATH", "motor forward|reverse|off ...", "state ...", "reset ...", "crashed ...". */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -109,7 +110,7 @@ static struct {
 
 static avr_t *avr;
 static int pty_fd = -1;
-static bool xon = true, quit, want_reset;
+static bool xon = true, quit, want_reset, frozen;
 static void (*core_reset)(avr_t *);
 static uint64_t last_rx_us, start_ns, slip_us;
 static int motor_class = -1;
@@ -622,12 +623,15 @@ static void command(const char *line, uint64_t t)
         sensors();
     }
     else if (!strcmp(line, "ram")) ram_line();
+    else if (!strcmp(line, "freeze")) frozen = true;  /* the chip hangs: no byte in or out */
     else if (!strcmp(line, "quit")) quit = true;
     else fprintf(stderr, "simavr-harness: unknown command %s\n", line);
 }
 
 static char cmd[256];
 static size_t cmd_len;
+static void io_commands_at(uint64_t t);
+static void io_commands(void) { io_commands_at(now_us()); }
 
 static void io(uint64_t t)
 {
@@ -643,6 +647,11 @@ static void io(uint64_t t)
         if (!buf[at]) last_rx_us = t;  /* a frame's delimiter */
         avr_raise_irq(uart_in, noisy(buf[at++]));
     }
+    io_commands_at(t);
+}
+
+static void io_commands_at(uint64_t t)
+{
     char c;
     ssize_t n;
     while ((n = read(STDIN_FILENO, &c, 1)) == 1) {
@@ -878,6 +887,12 @@ int main(int argc, char **argv)
     fflush(stdout);
     start_ns = wall_ns();
     while (!quit) {
+        if (frozen) {  /* a hung chip (a test's "freeze"): only stdin is still read */
+            struct pollfd in = {STDIN_FILENO, POLLIN, 0};
+            poll(&in, 1, 50);
+            io_commands();
+            continue;
+        }
         if (want_reset) {
             want_reset = false;
             avr_reset(avr);
