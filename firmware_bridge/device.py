@@ -287,7 +287,9 @@ class SerialDevice(ShufflerDevice):
         expected, counted, piles = plan.cards, 0, (0, 0)
         deadline = start + self.limits.max_pass_seconds + PASS_MARGIN
         try:
-            if self._stopped_id == pass_id:  # a stop came first: the PASS never goes
+            # a stop accepted since the job armed this pass (or for this very pass):
+            # the PASS is never sent
+            if self._stop_before_start() or self._stopped_id == pass_id:
                 return self._stopped(plan, start)
             self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
             while True:
@@ -435,6 +437,7 @@ class SerialDevice(ShufflerDevice):
     def stop(self) -> None:
         # the microcontroller stops by itself when it stops hearing us; from a signal
         # handler that interrupted a send, the STOP follows as soon as that send ends
+        self._note_stop()  # armed: the pass about to start never starts
         self._stopped_id = self._pass_now  # that pass's PASS is never sent after this
         with contextlib.suppress(LinkLostError, DeviceError):
             if not self.link.try_request(Stop(self._pass_now)):

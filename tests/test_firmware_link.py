@@ -26,6 +26,7 @@ from firmware_bridge.messages import (
     Pass,
     PassDone,
     StatusAsk,
+    Stop,
     decode_payload,
 )
 from shuffler.device import FaultLimits
@@ -222,3 +223,26 @@ def test_a_frozen_chip_ends_the_pass_link_lost_within_the_documented_bound():
         assert not dev.health().ok  # latched
     finally:
         dev.close()
+
+
+def test_a_pass_that_arrives_after_a_stop_for_it_never_runs():
+    """STOP names the pass: if its PASS comes later (a race on the host), the chip
+    refuses it with STOPPED and nothing moves; the next pass runs."""
+    chip = new_chip(24)
+    host = RawHost(chip.path)
+    try:
+        host.open_session()
+        labels = tuple(coin_plan(24, random.Random(6)).labels)
+        host.send(Stop(55))
+        host.pump(0.1)
+        host.send(Pass(55, 24, labels))
+        host.pump(0.5)
+        assert [(d.pass_id, d.counted, d.fault) for d in host.done()] == [
+            (55, 0, FaultCode.STOPPED)]
+        assert len(chip.state()["tray"].split(",")) == 24  # not one card moved
+        host.send(Pass(56, 24, labels))
+        host.pump(1.5)
+        assert [(d.pass_id, d.counted) for d in host.done()][-1] == (56, 24)
+    finally:
+        host.port.close()
+        chip.close()

@@ -25,9 +25,6 @@ from shuffler.session import Session
 from shuffler.state import StateStore
 from tests.conftest import BACKENDS
 
-SERIAL_PENDING = pytest.mark.xfail(
-    strict=True, reason="serial host/firmware stop-before-PASS: issue 23 branch")
-
 
 def motor_moved(harness, dev) -> bool:
     """Whether any card left the tray (the motor turned forward)."""
@@ -35,9 +32,7 @@ def motor_moved(harness, dev) -> bool:
     return bool(len(left) or len(right))
 
 
-@pytest.mark.parametrize("name", [
-    "sim", "gpio",
-    pytest.param("serial", marks=SERIAL_PENDING), pytest.param("sim-avr", marks=SERIAL_PENDING)])
+@pytest.mark.parametrize("name", ["sim", "gpio", "serial", "sim-avr"])
 def test_a_stop_after_arming_and_before_the_pass_starts_keeps_the_motor_off(name):
     harness = BACKENDS[name]()
     harness._open = []
