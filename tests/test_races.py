@@ -265,8 +265,7 @@ def race_serial(tmp_path, offset: float) -> None:
 RACES = {"sim": race_sim, "gpio": race_gpio, "serial": race_serial}
 
 
-@pytest.mark.parametrize("backend", [
-    "sim", "gpio", pytest.param("serial", marks=SERIAL_PENDING)])
+@pytest.mark.parametrize("backend", ["sim", "gpio", "serial"])
 def test_a_stop_at_any_moment_after_pass_start_keeps_the_motor_off_after_its_answer(
         tmp_path, backend):
     """Offsets of 0 to 50 ms after ``pass_start`` (virtual time on sim and gpio, where
