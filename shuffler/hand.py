@@ -36,6 +36,8 @@ log = get_logger("shuffler.hand")
 
 #: seconds of device time between ``on_tick`` calls while the hand waits for the dealer
 TICK = 0.1
+#: seconds of device time a hand's last pass waits for the dealer to lift the first pile
+LAST_LIFT = 3.0
 #: seconds after a pass ends during which a touch is the dealer restacking, not a start
 RESTACK_LOCKOUT = 0.5
 
@@ -226,6 +228,25 @@ class HandRunner:
                 log.debug("touch ignored", why=why)
         return kept
 
+    def _await_last_lifts(self, queued: list[InputEvent],
+                          on_tick: Callable[[], None] | None) -> list[InputEvent]:
+        """After the last pass no touch follows: wait (up to :data:`LAST_LIFT` seconds of
+        device time) for the dealer to lift both piles, so a backend whose dealer acts a
+        moment after the light (gpio, serial) sees the same stacking as one whose dealer
+        acts at once (sim). Only one pile lifted by then: the sensors cannot tell."""
+        lifts: list[InputEvent] = []
+        start = self._now()
+        while len({e.pile for e in [*queued, *lifts]}) < 2:
+            left = LAST_LIFT - (self._now() - start)
+            if left <= 0:
+                break
+            ev = self.device.wait_event(min(TICK, left))
+            if on_tick is not None:
+                on_tick()
+            if ev is not None and ev.kind is EventKind.PILE_LIFTED:
+                lifts.append(ev)
+        return lifts
+
     def _await_restack(self, done: int, of: int, wait_touch: bool, ended: float,
                        on_tick: Callable[[], None] | None = None,
                        ask: Status | None = None) -> Pile | None:
@@ -234,6 +255,8 @@ class HandRunner:
         still restacking) or with the tray empty starts nothing."""
         lifts = [e for e in self._ignore_touches("the dealer is restacking")
                  if e.kind is EventKind.PILE_LIFTED] if not wait_touch else []
+        if not wait_touch:
+            lifts += self._await_last_lifts(lifts, on_tick)
         timeout = self.config.hand.touch_timeout_s
         since = self._now()
         while wait_touch:

@@ -209,3 +209,17 @@ def test_the_last_hands_fault_is_a_fault_object_also_from_an_older_state(run, tm
     older = validate(json.loads(run("--json", "status").stdout), "status")
     assert older["last_hand"]["fault"]["kind"] == "jam"
     assert "stopped (jam)" in run("status").stdout
+
+
+@pytest.mark.parametrize("device", ["sim", "sim-gpio", "sim-serial"])
+def test_a_clean_hand_reads_the_same_on_every_backend(tmp_path, device):
+    """tracking, distance and the last stacking mean the same whatever the backend: the
+    last pass waits for the dealer's lifts, who acts a moment after the light on a rig."""
+    env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
+           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
+    result = CliRunner().invoke(cli, ["--device", device, "--json", "hand"], env=env,
+                                catch_exceptions=False)
+    hand = validate(json.loads(result.stdout), "hand")["hand"]
+    assert result.exit_code == 0
+    assert hand["tracking"] is True and hand["distance"] == 0 and hand["distance_exact"]
+    assert all(p["stacking"] == "left" for p in hand["pass_reports"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import time
 
 import pytest
 
@@ -14,7 +15,7 @@ from shuffler.device import EventKind, FaultKind, FaultLimits, Signal, Status
 from shuffler.errors import ConfigError
 from shuffler.gpio import COLOURS
 from shuffler.hand import HandRunner
-from shuffler.mechanics import Feed, Pile, deal_piles
+from shuffler.mechanics import Pile
 from shuffler.planning import PlannedPlanner, coin_plan
 from shuffler.state import StateStore
 
@@ -51,20 +52,18 @@ def test_a_planned_hand_on_the_rig_ends_in_the_order_the_plan_implies(rigged, tm
     runner = HandRunner(PassController(dev, StateStore(tmp_path)), planner, Config())
 
     def after(record):
-        if record.number < 4:  # restacked and touched: the tray holds the tracked order
-            seen.append(([start[i] for i in runner.tracker.order], list(dev.rig.mechanism.tray)))
-        else:  # the last piles, before the dealer takes them
-            before = [start[i] for i in snapshot["order"]]
-            seen.append((deal_piles(before, plans[-1].labels, Feed.TOP), dev.rig.mechanism.piles))
+        # restacked (the last pass too: the hand waits for the dealer's lifts), so once the
+        # rig's dealer has put the pack back the tray holds the tracked order
+        deadline = time.monotonic() + 10
+        while (dev.rig.mechanism.piles[0] or dev.rig.mechanism.piles[1]) and \
+                time.monotonic() < deadline:
+            time.sleep(0.005)
+        seen.append(([start[i] for i in runner.tracker.order], list(dev.rig.mechanism.tray)))
 
-    snapshot: dict[str, list[int]] = {}
-
-    def before_pass(number, of):
-        snapshot["order"] = list(runner.tracker.order or [])
-
-    hand = runner.run(4, 24, on_pass_start=before_pass, on_pass_done=after)
+    hand = runner.run(4, 24, on_pass_done=after)
     assert hand.completed and [r.report.counted for r in hand.records] == [24] * 4
-    assert [r.stacking for r in hand.records[:3]] == [Pile.LEFT] * 3
+    assert [r.stacking for r in hand.records] == [Pile.LEFT] * 4
+    assert hand.tracking
     for tracked, real in seen:
         assert tracked == real
 
