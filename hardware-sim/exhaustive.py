@@ -132,3 +132,34 @@ def habit_distances(n: int, passes: int, mode: planning.Mode, habit: DealerHabit
     known = [d for d, _ in reported if d is not None]
     worst = max(known) if len(known) == len(reported) else None
     return true, worst, all(e for _, e in reported)
+
+
+#: the cases of docs/mixing.md's habit table: (mode, cards, passes)
+HABIT_TABLE_CASES = ((planning.Mode.PLANNED, 5, 2), (planning.Mode.PLANNED, 5, 3),
+                     (planning.Mode.PLANNED, 6, 3), (planning.Mode.PLANNED, 7, 3),
+                     (planning.Mode.COIN, 5, 2))
+
+
+def habit_walkable(mode: planning.Mode, passes: int, habit: DealerHabit) -> bool:
+    """Whether :func:`habit_distances` finishes in seconds: ``both`` re-plans from an
+    unknown order on every pass, which is too many draws to walk beyond two passes."""
+    return habit is not DealerHabit.BOTH or passes < 3 or mode is planning.Mode.COIN
+
+
+def habit_table(distances: Callable[[planning.Mode, int, int, DealerHabit],
+                                    tuple[Fraction, Fraction | None, bool]]) -> str:
+    """docs/mixing.md's table of habits: for each case the true distance and the largest
+    the controller reported (``exact`` when every hand said exact), by exhaustion."""
+    head = ["dealer"] + [f"{m.value} {n} cards, {k} passes" for m, n, k in HABIT_TABLE_CASES]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for habit in DealerHabit:
+        cells = [f"`{habit.value}`"]
+        for mode, n, k in HABIT_TABLE_CASES:
+            if not habit_walkable(mode, k, habit):
+                cells.append("(not walked)")
+                continue
+            true, worst, exact = distances(mode, n, k, habit)
+            said = "unknown" if worst is None else f"{float(worst):.3f}"
+            cells.append(f"{float(true):.3f} / {said}{' exact' if exact else ''}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -161,6 +161,10 @@ def _sim_serial(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     return device
 
 
+#: the habits firmware/harness/harness.c's dealer has (--dealer)
+SIM_AVR_DEALERS = ("instructed", "other", "both")
+
+
 def _sim_avr(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     """SerialDevice on the firmware running in simavr. The chip runs in real time, so
     the speed factor quickens the machine's cards instead; the firmware gets the
@@ -170,6 +174,10 @@ def _sim_avr(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     from .sim_avr import SIM_AVR_MAX_RATE, SimAvr, serial_on
 
     parse_fault_specs(sim.faults)  # bad specs: a clear error before anything starts
+    if sim.habit not in SIM_AVR_DEALERS:
+        raise BadInputError(f"--sim-dealer {sim.habit}: the simavr harness's dealer knows "
+                            f"{', '.join(SIM_AVR_DEALERS)}; the habits that look at the cards "
+                            "run on --device sim or sim-gpio")
     mech = config.mechanism
     rate = min(mech.card_rate * sim.speed, SIM_AVR_MAX_RATE)
     quicker = mech.card_rate / rate  # the machine's times shrink with its card rate

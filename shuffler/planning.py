@@ -46,9 +46,11 @@ def default_passes(cards: int) -> int:
     """Passes a hand unless told otherwise: the fewest k with 2^k ≥ cards (5 for 24
     cards, 6 for 52, 7 for 104). Every card then gets its own code in planned mode, so
     the pack ends exactly random whichever pile the dealer puts on top, so long as the
-    sensors see it: no dealer habit can ruin it. One fewer pass (4 for 24 cards) is
-    0.0021 from random when the dealer follows the light, but up to a pass's worth of
-    mixing worse for a dealer who does not (docs/mixing.md).
+    sensors see it and the choice does not depend on how the cards fell (a dealer who
+    looks at them can steer it up to 1 − 2^−k; the taller pile is always the one the
+    light shows). One fewer pass (4 for 24 cards) is 0.0021 from random when the dealer
+    follows the light, but up to a pass's worth of mixing worse for a dealer who does
+    not (docs/mixing.md).
 
         >>> default_passes(24), default_passes(32), default_passes(52), default_passes(104)
         (5, 5, 6, 7)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 from fractions import Fraction
+from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,7 @@ from hardware_sim.exhaustive import (
     coin_outcomes,
     enumerate_outcomes,
     habit_distances,
+    habit_table,
     total_variation,
 )
 from hardware_sim.study import Imperfections, play_hand
@@ -88,6 +91,11 @@ def test_planned_mode_after_a_double_feed_reports_a_bound_or_unknown(double_at):
 
 
 # -- dealers with habits, by exhaustion ----------------------------------------------
+@cache
+def _distances(mode, n, k, habit):
+    return habit_distances(n, k, mode, habit)
+
+
 # 'both' at three passes re-plans from an unknown order on every pass: too many draws
 # to walk; its two-pass case and test_study's 24-card statistics cover it
 HABIT_CASES = [(Mode.PLANNED, n, k, h) for n, k in [(5, 2), (5, 3), (6, 3), (7, 3)]
@@ -98,7 +106,7 @@ HABIT_CASES += [(Mode.COIN, 5, 2, h) for h in DealerHabit]
 @pytest.mark.parametrize(("mode", "n", "k", "habit"), HABIT_CASES,
                          ids=lambda v: getattr(v, "value", v))
 def test_every_habit_is_reported_no_closer_to_random_than_it_is(mode, n, k, habit):
-    true, worst, exact = habit_distances(n, k, mode, habit)
+    true, worst, exact = _distances(mode, n, k, habit)
     assert worst is not None and true <= worst
     if exact:  # claimed exact on every hand: then it is the distance itself
         assert true == worst
@@ -126,3 +134,9 @@ def test_the_eight_card_last_card_dealer_reaches_the_bound():
     # 1 - 2^-3 is tight: this dealer steers eight cards as far as any rule can
     true, worst, _ = habit_distances(8, 3, Mode.PLANNED, DealerHabit.LAST_CARD)
     assert true == worst == Fraction(7, 8)
+
+
+def test_the_mixing_page_carries_the_habit_table():
+    # docs/mixing.md's table is this computation's output, not typed by hand
+    page = (Path(__file__).parent.parent / "docs" / "mixing.md").read_text()
+    assert habit_table(_distances) in page
