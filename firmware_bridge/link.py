@@ -15,9 +15,11 @@ waits (docs/protocol.md, "the silence rule"), so a wedged host goes silent.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import queue
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from shuffler.errors import DeviceError
@@ -146,8 +148,11 @@ class Link:
             with contextlib.suppress(LinkLostError):
                 self._write(Frame(0, Msg.HEARTBEAT))
 
-    def request(self, msg: Message) -> None:
-        """Send reliably: return once acknowledged, or raise :class:`LinkLostError`."""
+    def request(self, msg: Message, *, until: Callable[[], bool] | None = None) -> None:
+        """Send reliably: return once acknowledged, or raise :class:`LinkLostError`.
+        With ``until`` (the MCU's end: it never gives a message up), the same frame, same
+        sequence number, is repeated every ACK_MAX_MS past the tries while ``until()``
+        holds; once it does not, LinkLostError (the link itself stays up)."""
         if self.lost:
             raise LinkLostError(f"the serial link is down: {self.lost}")
         with self._send_lock:
@@ -155,8 +160,11 @@ class Link:
             seq = self._seq
             event = self._acked[seq] = threading.Event()
             timeout = self.ack_timeout
+            tries = itertools.count() if until is not None else range(self.tries)
             try:
-                for attempt in range(self.tries):
+                for attempt in tries:
+                    if attempt and until is not None and not until():
+                        raise LinkLostError(f"{msg.TYPE.name} dropped unacknowledged")
                     if attempt:
                         self.stats.retransmits += 1
                     self._write(Frame(seq, msg.TYPE, msg.pack()))

@@ -185,14 +185,13 @@ class VirtualMCU:
             except queue.Empty:
                 continue
             epoch = self.epoch
-            # never give a message up (docs/protocol.md): repeat until acknowledged, or
-            # until a HELLO or a reset drops it
-            while not self._stop.is_set() and epoch == self.epoch:
-                try:
-                    self.link.request(msg)
-                    break
-                except LinkLostError:
-                    self.link.lost = None
+            # never give a message up (docs/protocol.md): the same frame, same sequence
+            # number, repeated until acknowledged, or until a HELLO or a reset drops it
+            def current(epoch: int = epoch) -> bool:
+                return not self._stop.is_set() and epoch == self.epoch
+
+            with contextlib.suppress(LinkLostError):
+                self.link.request(msg, until=current)
 
     def _hello(self) -> HelloReply:
         caps = Capability.PILE_SENSORS | Capability.BATTERY | Capability.REVERSE

@@ -459,3 +459,23 @@ def test_a_silent_virtual_mcu_ends_the_pass_link_lost_within_the_documented_boun
     finally:
         dev.close()
         mcu.close()
+
+
+def test_the_virtual_mcu_repeats_an_unacknowledged_reply_with_the_same_sequence_number():
+    """As the firmware: never given up, never renumbered (a renumbered copy would be
+    applied twice by the host)."""
+    from firmware_bridge.framing import FrameDecoder as Decoder
+
+    mcu = VirtualMCU(SimDevice.for_cards(24))
+    port = serial.Serial(mcu.path, 115200, timeout=0.05)
+    decoder, seqs = Decoder(), []
+    try:
+        port.write(encode_frame(Frame(1, Msg.HELLO, bytes([2, 1]))))
+        end = time.monotonic() + 3.5  # past the eight tries (about 2.4 s) of a host
+        while time.monotonic() < end:
+            port.write(encode_frame(Frame(0, Msg.HEARTBEAT)))
+            seqs += [f.seq for f in decoder.feed(port.read(256)) if f.type == Msg.HELLO_REPLY]
+        assert len(seqs) > 8 and set(seqs) == {seqs[0]}
+    finally:
+        port.close()
+        mcu.close()
