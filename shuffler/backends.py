@@ -148,6 +148,10 @@ def _sim_serial(config: Config, cards: int, sim: SimOptions) -> ShufflerDevice:
     from hardware_sim.virtual_mcu import VirtualMCU
 
     sim_device = _sim(config, cards, sim)
+    if motor_log := os.environ.get("SHUFFLER_MOTOR_LOG"):  # tests: the MCU's motor line
+        from hardware_sim.kept_pins import log_motor
+
+        log_motor(sim_device, motor_log)
     mcu = VirtualMCU(sim_device, seed=sim.seed or 0)
     try:
         device = SerialDevice(mcu.path, limits=config.mechanism.limits,

@@ -4,6 +4,7 @@ line. Imported only when chosen (it alone starts programs)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import subprocess
 import threading
@@ -75,12 +76,18 @@ class SimAvr:
             raise DeviceError("the simavr harness did not start")
         self.path = first[1]
         self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True, name="simavr-lines").start()
+        self._reader = threading.Thread(target=self._read, daemon=True, name="simavr-lines")
+        self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
+        motor_log = os.environ.get("SHUFFLER_MOTOR_LOG")  # tests: the chip's motor line
         for line in self.proc.stdout:
             self.lines.put(line.strip())
+            if motor_log and line.startswith("motor "):
+                from hardware_sim.kept_pins import log_motor_line
+
+                log_motor_line(motor_log, not line.startswith("motor off"))
 
     def command(self, text: str) -> None:
         assert self.proc.stdin is not None
@@ -106,6 +113,9 @@ class SimAvr:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        reader = getattr(self, "_reader", None)
+        if reader is not None and reader is not threading.current_thread():
+            reader.join(1)  # its last lines (the motor going off) are read
 
 
 #: the harness's fastest card rate: a card still blocks the beam 4 ms, twice the

@@ -326,3 +326,43 @@ def test_ctrl_z_stops_the_motor_before_the_process_suspends(tmp_path, command):
             proc.kill()
     assert proc.returncode == 3 and "Traceback" not in stderr, stderr
     assert "stopped" in stderr and motor_off_at(pins)
+
+
+def motor_line(log: Path) -> list[tuple[float, bool]]:
+    try:
+        rows = log.read_text().split("\n")
+    except FileNotFoundError:
+        return []
+    return [(float(t), s == "on") for t, s in (r.split() for r in rows if r.strip())]
+
+
+@pytest.mark.parametrize("command", ["pass", "hand"])
+@pytest.mark.parametrize("device", ["sim-serial", "sim-avr"])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT],
+                         ids=lambda s: signal.Signals(s).name)
+def test_every_ending_signal_stops_the_microcontrollers_motor(tmp_path, sig, device, command):
+    if device == "sim-avr":
+        from tests.test_touch_told import avr_missing
+
+        if why := avr_missing():
+            pytest.skip(why)
+    log = tmp_path / "motor.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shuffler", "--device", device, "--sim-speed", "1",
+         "--state-dir", str(tmp_path / "state"), command],
+        env=env_for(tmp_path, SHUFFLER_MOTOR_LOG=str(log)), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, preexec_fn=hangup_as_in_a_terminal)
+    try:
+        wait_for(lambda: any(on for _, on in motor_line(log)), "the MCU's motor to run")
+        time.sleep(0.3)  # mid-pass
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + sig and "Traceback" not in stderr, stderr
+    line = motor_line(log)
+    assert line and not line[-1][1], line  # the MCU's motor is off
+    off_at = min(t for t, on in line if not on and t >= sent)
+    assert off_at - sent <= 0.2 + 0.3  # one card interval at speed 1, and the link's ack
