@@ -8,7 +8,6 @@ import os
 import subprocess
 
 import pytest
-from click.testing import CliRunner
 
 from shuffler.config import DEVICE_KINDS
 from shuffler_cli import options
@@ -17,16 +16,6 @@ from tests.served import SHUFFLER, Service
 
 FAST = ["--sim-speed", "1000000"]
 
-
-@pytest.fixture
-def run(tmp_path):
-    env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
-           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
-
-    def invoke(*args: str):
-        return CliRunner().invoke(cli, [*FAST, *args], env=env, catch_exceptions=False)
-
-    return invoke
 
 
 @pytest.mark.parametrize("typed, meant", [("hnad", "hand"), ("statsu", "status"),

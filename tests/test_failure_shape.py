@@ -23,16 +23,6 @@ ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--sim-speed", "1000000"]
 
 
-@pytest.fixture
-def run(tmp_path):
-    env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
-           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
-
-    def invoke(*args: str):
-        return CliRunner().invoke(cli, [*FAST, *args], env=env, catch_exceptions=False)
-
-    return invoke
-
 
 def failure(result) -> dict:
     obj = validate(json.loads(result.stdout), "error")

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from jsonschema import Draft202012Validator
 
 from shuffler import schemas, service
@@ -16,21 +15,11 @@ from shuffler.device import FaultKind
 from shuffler.errors import LowBatteryError
 from shuffler.schemas import SchemaMismatch, load, names, validate
 from shuffler_cli import app as cli_app
-from shuffler_cli.main import COMMANDS, cli
+from shuffler_cli.main import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = ["--sim-speed", "1000000"]
 
-
-@pytest.fixture
-def run(tmp_path):
-    env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
-           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
-
-    def invoke(*args: str):
-        return CliRunner().invoke(cli, [*FAST, *args], env=env, catch_exceptions=False)
-
-    return invoke
 
 
 @pytest.mark.parametrize("name", names())
