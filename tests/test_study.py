@@ -246,3 +246,16 @@ def test_the_24_card_statistics_see_the_last_card_dealer():
     assert measured > 0.1 and worst == 1 - 1 / 32
     worst, measured = habit_study(24, 5, "instructed", 1500)
     assert worst == 0 and measured == 0
+
+
+@pytest.mark.parametrize("habit", HABITS)
+@pytest.mark.parametrize("passes", [2, 3])
+def test_simulate_reports_no_less_than_it_measures_for_five_cards(habit, passes):
+    code, data, result = simulate_json("--sim-dealer", habit, "simulate", "--cards", "5",
+                                       "--passes", str(passes), "--trials", "3000",
+                                       "--seed", "7")
+    assert code == 0, (result.output, result.stderr, repr(result.exception))
+    assert data["imperfections"]["dealer"] == habit
+    assert data["reported_distance"] >= data["measured_distance"], data
+    if habit in ("last-card", "first-card"):  # the whole order shows what they do
+        assert data["measured_distance"] > 0.15 and not data["reported_exact"]
