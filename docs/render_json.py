@@ -33,7 +33,8 @@ then run `.venv/bin/python docs/render_json.py`. A test fails while this page is
   `error.kind` `"jam"`) has its own report beside them. A hand that finished despite a
   double feed is no failure: exit 0, its report names the degraded pass.
 - `seconds` in a `pass_report` is machine time: how long the mechanism ran, on the
-  device's own clock (the simulator's simulated time at any `--sim-speed`).
+  device's own clock (the simulator's simulated time at any `--sim-speed`; on `sim-avr`
+  the chip's timer, which runs in real time while `--sim-speed` quickens its cards).
 - One name for one thing: a distance from random is `distance` (`coin_distance`,
   `planned_distance` when both are shown); a count of passes is `passes` (a number);
   a list of passes is `pass_reports`, each a `pass_report`; a fault is a `fault`
