@@ -18,9 +18,9 @@ import os
 import random
 import time
 
+from hardware_sim.sim_avr import SimAvr, serial_on
 from shuffler.mechanics import deal_piles
 from shuffler.planning import coin_plan
-from shuffler.sim_avr import SimAvr, serial_on
 
 
 def cpu_seconds(pid: int) -> float:

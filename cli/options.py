@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
-#: (the same figure as shuffler.backends.DEFAULT_SIM_SPEED; a test keeps them equal)
+#: (the same figure as shuffler.registry.DEFAULT_SIM_SPEED; a test keeps them equal)
 DEFAULT_SIM_SPEED = 20.0
 #: the --sim-dealer habits, as hardware_sim.dealer.DealerHabit spells them (a test checks)
 SIM_DEALERS = ["instructed", "other", "both", "follows-but-last", "taller", "last-card",
@@ -82,9 +82,9 @@ class SafePath(click.ParamType):
         return text
 
 
-#: the devices --device names (shuffler.config.DEVICE_KINDS, plus serial:PORT; a test
-#: keeps them equal), for shell completion without importing the config
-DEVICES = ("sim", "sim-gpio", "sim-serial", "sim-avr", "gpio", "serial:")
+#: --device's help: the registry's names (shuffler.registry, from the shuffler.devices
+#: entry points) as shuffler.registry.usage() says them (tests/test_registry.py)
+DEVICE_HELP = "sim (default), sim-avr, sim-gpio, sim-serial, gpio or serial:PORT"
 
 
 def _devices(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -96,14 +96,17 @@ def _devices(ctx: click.Context, param: click.Parameter, incomplete: str) -> lis
         ports = sorted(glob.glob("/dev/tty[AUS]*") + glob.glob("/dev/shuffler*"))
         return [CompletionItem(f"serial:{p}") for p in ports if f"serial:{p}".startswith(
             incomplete)]
-    return [CompletionItem(d) for d in DEVICES if d.startswith(incomplete)]
+    from shuffler.registry import backends
+
+    names = [f"{b.name}:" if b.argument else b.name for b in backends()]
+    return [CompletionItem(d) for d in names if d.startswith(incomplete)]
 
 
 def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option("--device", "device_name", metavar="NAME", default=None,
                      envvar="SHUFFLER_DEVICE", show_envvar=True, shell_complete=_devices,
-                     help="sim (default), sim-gpio, sim-serial, sim-avr, gpio or serial:PORT"),
+                     help=DEVICE_HELP),
         click.option("--config", "config_path", type=SafePath(), default=None,
                      envvar="SHUFFLER_CONFIG", show_envvar=True,
                      help="TOML config file  [default: /etc/shuffler/config.toml, then "

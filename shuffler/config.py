@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from . import registry
 from .battery import CURVES
 from .cards import MAX_CARDS
 from .device import FaultLimits
@@ -49,7 +50,6 @@ SOCKET_PATH_BYTES = 107
 _short = reprlib.Repr()  # values in messages: short, and safe however deep
 _short.maxlevel, _short.maxstring, _short.maxother = 3, 60, 60
 
-DEVICE_KINDS = ("sim", "sim-gpio", "sim-serial", "sim-avr", "gpio")  # plus "serial:PORT"
 
 
 @dataclass(frozen=True)
@@ -529,13 +529,9 @@ def _parse(text: str, source: str) -> dict[str, Any]:
 
 def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
     top = _Reader(source, "top level", doc)
-    device = top.get(
-        "device",
-        "sim",
-        " or ".join(DEVICE_KINDS) + " or 'serial:PORT'",
-        lambda v: isinstance(v, str) and (v in DEVICE_KINDS or (
-            v.startswith("serial:") and 7 < len(v) <= 4095 and v.isprintable())),
-    )
+    device = top.get("device", "sim", "a device name", lambda v: isinstance(v, str))
+    if not (len(device) <= 4095 and device.isprintable() and registry.usable(device)):
+        top.fail("device", registry.usage(), device)  # the registry's names (shuffler.devices)
     state_dir = top.path("state_dir", None, "a folder path")
 
     def sub(name: str) -> _Reader:

@@ -50,7 +50,7 @@ def test_an_empty_file_gives_the_defaults():
     ("[hand]\npasses = true", "[hand] passes: expected a whole number"),
     ("[mechanism]\nfeed = 'side'", "[mechanism] feed: expected 'top' or 'bottom', got 'side'"),
     ("[mechanism]\njam_limit_s = -1", "[mechanism] jam_limit_s: expected a number from 0.05"),
-    ("device = 'usb'", "device: expected sim or sim-gpio"),
+    ("device = 'usb'", "device: expected sim, sim-avr, sim-gpio"),
     ("[table]\nseats = ['A', 'A']", "[table] seats: expected a list of 2 to 8 distinct"),
     ("[table]\nfirst_dealer = 'Zed'", "[table] first_dealer: expected one of the seats"),
     ("[battery]\nchemistry = 'lead'", "[battery] chemistry: expected 'alkaline' or 'lithium'"),

@@ -21,10 +21,10 @@ from firmware_bridge.device import config_message
 from firmware_bridge.framing import Frame, encode_frame
 from firmware_bridge.link import Link
 from firmware_bridge.messages import FaultCode, Msg, Pass, PassDone, StatusReply
+from hardware_sim.sim_avr import AVR_PACKAGES, FIRMWARE_DIR, SimAvr, build_firmware, serial_on
 from shuffler.device import FaultKind, FaultLimits
 from shuffler.errors import DeviceError
 from shuffler.planning import coin_plan
-from shuffler.sim_avr import AVR_PACKAGES, FIRMWARE_DIR, SimAvr, build_firmware, serial_on
 
 from .test_serial import reply
 

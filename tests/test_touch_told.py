@@ -38,8 +38,8 @@ def test_a_touch_inside_the_restack_lockout_is_told_and_a_second_touch_goes(tmp_
 
 
 def avr_missing() -> str | None:
+    from hardware_sim.sim_avr import AVR_PACKAGES, build_firmware
     from shuffler.errors import DeviceError
-    from shuffler.sim_avr import AVR_PACKAGES, build_firmware
 
     try:
         build_firmware()

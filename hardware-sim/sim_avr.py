@@ -13,9 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .device import FaultLimits, ShufflerDevice
-from .errors import DeviceError
-from .mechanics import Feed
+from shuffler.device import FaultLimits, ShufflerDevice
+from shuffler.errors import DeviceError
+from shuffler.mechanics import Feed
 
 if TYPE_CHECKING:
     from firmware_bridge.device import Timings
@@ -85,7 +85,7 @@ class SimAvr:
         for line in self.proc.stdout:
             self.lines.put(line.strip())
             if motor_log and line.startswith("motor "):
-                from hardware_sim.kept_pins import log_motor_line
+                from .kept_pins import log_motor_line
 
                 log_motor_line(motor_log, not line.startswith("motor off"))
 
