@@ -29,9 +29,9 @@ from firmware_bridge.messages import (
     Stop,
     decode_payload,
 )
+from hardware_sim.sim_avr import SimAvr, serial_on
 from shuffler.device import FaultLimits
 from shuffler.planning import coin_plan
-from shuffler.sim_avr import SimAvr, serial_on
 
 from .test_firmware import MISSING
 

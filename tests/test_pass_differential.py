@@ -21,9 +21,9 @@ from dataclasses import dataclass
 import pytest
 
 from firmware_bridge.messages import FAULT_KIND, FaultCode
+from hardware_sim.sim_avr import FIRMWARE_DIR
 from shuffler.device import FaultLimits
 from shuffler.engine import Card, Divert, Done, Motor, PassEngine
-from shuffler.sim_avr import FIRMWARE_DIR
 
 SCRIPTS = 3000
 WRAP = 1 << 32

@@ -28,7 +28,7 @@ UPTIMES = [WRAP_US - 1.0, WRAP_US + 0.5, WRAP_MS - 1.0, WRAP_MS + 0.5]
 @pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 @pytest.mark.parametrize("uptime", UPTIMES)
 def test_passes_on_the_chip_across_its_clock_wraps(uptime):
-    from shuffler.sim_avr import SimAvr, serial_on
+    from hardware_sim.sim_avr import SimAvr, serial_on
 
     chip = SimAvr("--cards=24", "--card-rate=50", "--spinup=0.01", "--flap-travel=0.01",
                   "--frame-scale=0.1", f"--uptime={uptime}")
