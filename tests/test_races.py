@@ -268,7 +268,7 @@ def race_avr(tmp_path, offset: float) -> None:
     """The real firmware in simavr: its motor line, logged by the host's clock."""
     import os
 
-    from shuffler.sim_avr import SimAvr, serial_on
+    from hardware_sim.sim_avr import SimAvr, serial_on
 
     log = tmp_path / "motor.log"
     tmp_path.mkdir(parents=True, exist_ok=True)
