@@ -161,6 +161,7 @@ def serve(app: App, cards: int | None) -> None:
       shuffler serve                              the configured device (systemd runs this)
       shuffler --socket /tmp/s.sock serve         the simulator, a socket of your own
     """
+    from shuffler.faces import Faces
     from shuffler.lock import MachineBusyError
     from shuffler.logs import under_journal
     from shuffler.service import Service, ServiceRunningError, install_signal_handlers
@@ -172,7 +173,8 @@ def serve(app: App, cards: int | None) -> None:
         except MachineBusyError as e:  # a second serve: the command is what is wrong
             raise ServiceRunningError(f"a shuffler service is already running: {e}") from None
         service = Service(session, app.socket, group=app.config.service.group,
-                          max_clients=app.config.service.max_clients, lock=app.locks[0])
+                          max_clients=app.config.service.max_clients, lock=app.locks[0],
+                          faces=Faces)
         if not under_journal():  # the journal has the "serving" line at info
             service.announce = lambda w: app.warn(
                 f"serving the {w['device']} machine on {w['socket']}; page: {w['page']}; "

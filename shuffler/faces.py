@@ -1,7 +1,7 @@
 """The service's faces beyond its socket: the dealer's page and MQTT telemetry.
 
 Both are opt-in (``[web]``, ``[mqtt]``) and both only listen to what the service
-publishes (:meth:`shuffler.service.Service.subscribe`) and ask it to act through the
+publishes (:meth:`shuffler.hub.Hub.subscribe`) and ask it to act through the
 same path as a socket client, so neither can do what a client could not, and neither
 ever sees a plan.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .device import EventKind, InputEvent, Status
+from .device import EventKind, InputEvent
 from .errors import ShufflerError
 from .logs import get_logger
 from .panel import Panel
 from .reports import last_hand
 
 if TYPE_CHECKING:
-    from .service import Service
+    from .hub import Hub
     from .telemetry import Telemetry
     from .web import WebServer
 
@@ -33,9 +33,10 @@ TOUCH_ANSWER_S = 6.0  # the page's Start pass waits this long (past service.TOUC
 
 
 class Faces:
-    """The panel (always: it is cheap), and the page and telemetry when configured."""
+    """The panel (always: it is cheap), and the page and telemetry when configured:
+    a :class:`shuffler.hub.Face` of the service (``Service(..., faces=Faces)``)."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Hub) -> None:
         self.service = service
         config = service.session.config
         self.board = Panel(config.hand.passes)
@@ -58,6 +59,12 @@ class Faces:
                 from .tables import TableWatcher
 
                 self.room = TableWatcher(config.mqtt, f"shuffler-{config.mqtt.table}-view")
+
+    @property
+    def page(self) -> str | None:
+        if self.web is None:
+            return None
+        return f"http://{self.web.address[0]}:{self.web.address[1]}/"
 
     def start(self) -> None:
         try:
@@ -183,15 +190,3 @@ def _pass_reports(result: dict[str, Any]) -> list[dict[str, Any]]:
         return [result["pass"]]
     return []
 
-
-def signal_tee(service: Service) -> None:
-    """Send every status-LED signal the device shows to the service's listeners too."""
-    device = service.session.device
-    show = device.show
-
-    def tee(status: Status) -> None:
-        service.publish("signal", status)  # first: the simulated dealer acts inside show
-        show(status)
-
-    # the device object is shared: its show is wrapped in place, not subclassed
-    device.show = tee  # type: ignore[method-assign]

@@ -25,14 +25,11 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .clock import Clock
 from .device import ShufflerDevice
 from .errors import BadInputError
-
-if TYPE_CHECKING:
-    from .config import Config
 
 GROUP = "shuffler.devices"
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
@@ -62,7 +59,9 @@ class Opening:
     """What a backend is asked to open: the config, the load, the simulator's options
     and the argument after ``NAME:`` (``serial:PORT``'s port), if any."""
 
-    config: Config
+    #: a shuffler.config.Config (Any here: the config, above the registry, checks its
+    #: device's name through the registry, so the registry does not import it)
+    config: Any
     cards: int
     sim: SimOptions
     argument: str | None = None

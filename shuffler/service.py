@@ -59,9 +59,9 @@ from .connections import FIRST_REQUEST_SECONDS, Places
 from .device import EventKind, Signal, Status
 from .errors import BadInputError, ShufflerError, error_kind
 from .events import Event, Translator
-from .faces import Faces, signal_tee
 from .files import make_folder
 from .hand import RESTACK_LOCKOUT, device_now
+from .hub import Face, Hub, NoFaces
 from .lock import MachineLock
 from .logs import get_logger
 from .planning import Mode
@@ -239,7 +239,8 @@ class Service:
     def __init__(self, session: Session, socket_path: Path, *, group: str | None = None,
                  max_clients: int = 32, lock: MachineLock | None = None,
                  clock: Clock | None = None, watchdog: float | None = None,
-                 idle_seconds: float = IDLE_SECONDS) -> None:
+                 idle_seconds: float = IDLE_SECONDS,
+                 faces: Callable[[Hub], Face] = NoFaces) -> None:
         self.session = session
         self.clock = clock or RealClock()
         #: seconds between watchdog pings (half of systemd's WatchdogSec); None: no watchdog
@@ -264,8 +265,9 @@ class Service:
         self.notice: str | None = None  # why the last touch started nothing
         self._touch_at: float | None = None  # a touch waiting for a client's short job
         self.listeners: list[Callable[[str, Any], None]] = []
-        signal_tee(self)
-        self.faces = Faces(self)
+        self._tee_signals()
+        #: the page and telemetry (shuffler.faces, built by the CLI), subscribed to us
+        self.faces = faces(self)
         #: called once listening with :meth:`where` (the CLI prints it on a terminal)
         self.announce: Callable[[dict[str, str]], None] | None = None
 
@@ -289,6 +291,18 @@ class Service:
 
         self.subscribe(typed)
 
+    def _tee_signals(self) -> None:
+        """Publish every status-LED signal the device shows (to the page) as well."""
+        device = self.session.device
+        show = device.show
+
+        def tee(status: Status) -> None:
+            self.publish("signal", status)  # first: the simulated dealer acts inside show
+            show(status)
+
+        # the device object is shared: its show is wrapped in place, not subclassed
+        device.show = tee  # type: ignore[method-assign]
+
     def publish(self, kind: str, body: Any) -> None:
         for callback in self.listeners:
             try:
@@ -298,9 +312,7 @@ class Service:
 
     def where(self) -> dict[str, str]:
         """What a builder needs at start: the device, the socket, the page, the state."""
-        web = self.faces.web
-        page = (f"http://{web.address[0]}:{web.address[1]}/" if web is not None
-                else "off ([web] enabled = false)")
+        page = self.faces.page or "off ([web] enabled = false)"
         return {"device": self.session.device.info.kind, "socket": str(self.socket_path),
                 "page": page, "state": str(self.session.controller.store.folder)}
 

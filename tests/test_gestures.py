@@ -10,6 +10,7 @@ from shuffler.clock import VirtualClock
 from shuffler.config import Config
 from shuffler.controller import PassController
 from shuffler.device import EventKind, InputEvent, Signal
+from shuffler.faces import Faces
 from shuffler.service import Job, Service
 from shuffler.session import Session
 from shuffler.state import StateStore
@@ -21,7 +22,7 @@ def jammed_service(tmp_path) -> Service:
     session = Session(PassController(device, StateStore(tmp_path)), Config(),
                       plan_source(device, 1))
     assert session.do_pass()["pass"]["fault"]["kind"] == "jam"
-    return Service(session, tmp_path / "s.sock")
+    return Service(session, tmp_path / "s.sock", faces=Faces)
 
 
 def press(service: Service, kind: EventKind = EventKind.LONG_PRESS) -> None:
@@ -57,7 +58,7 @@ def test_a_long_press_with_nothing_latched_starts_nothing(tmp_path):
     device = SimDevice.for_cards(24, rng=random.Random(5), clock=VirtualClock())
     session = Session(PassController(device, StateStore(tmp_path)), Config(),
                       plan_source(device, 1))
-    service = Service(session, tmp_path / "s.sock")
+    service = Service(session, tmp_path / "s.sock", faces=Faces)
     try:
         press(service)
         assert session.status()["counters"]["passes"] == 0
@@ -96,7 +97,7 @@ def rigged(tmp_path, faults=(), noise=None):
     device = RiggedGpioDevice(rig)
     session = Session(PassController(device, StateStore(tmp_path)), Config(),
                       plan_source(device, 1))
-    return rig, device, Service(session, tmp_path / "s.sock")
+    return rig, device, Service(session, tmp_path / "s.sock", faces=Faces)
 
 
 def kinds(events) -> list[str]:

@@ -19,6 +19,7 @@ from shuffler.clock import VirtualClock
 from shuffler.config import Config
 from shuffler.controller import PassController
 from shuffler.device import FaultKind
+from shuffler.faces import Faces
 from shuffler.planning import coin_plan
 from shuffler.service import Job, Service
 from shuffler.session import Session
@@ -58,7 +59,7 @@ def service_on(tmp_path, device) -> Service:
     controller = PassController(device, StateStore(tmp_path / "state"), config.battery,
                                 config.hand.passes)
     return Service(Session(controller, config, random.Random(1)), tmp_path / "s.sock",
-                   clock=getattr(device, "clock", None))
+                   clock=getattr(device, "clock", None), faces=Faces)
 
 
 def job(service: Service, cmd: str, watch, **args) -> dict:
