@@ -137,7 +137,7 @@ class Faces:
             return {"ok": False, "error": {
                 "kind": "bad_request", "exit": 2,
                 "message": "version: a score change from the page names the score's version"}}
-        request = {"cmd": PAGE_ACTIONS[action], **body}
+        request = {**body, "cmd": PAGE_ACTIONS[action]}  # a body's own cmd never wins
         return self.service.submit(request)
 
     def touch(self, answer_within: float = TOUCH_ANSWER_S) -> dict[str, Any]:

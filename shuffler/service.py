@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
-from .cards import MAX_CARDS
 from .clock import Clock, EventClock, RealClock
 from .connections import FIRST_REQUEST_SECONDS, Places
 from .device import EventKind, Signal, Status
@@ -64,15 +63,14 @@ from .hand import RESTACK_LOCKOUT, device_now
 from .hub import Face, Hub, NoFaces
 from .lock import MachineLock
 from .logs import get_logger
-from .planning import Mode
+from .request import RequestError
+from .request import check as check_request
 from .scorebook import handle as score_request
 from .session import Session
 from .signals import ENDINGS, SUSPEND, suspend_after
 
 PROTOCOL = 1
 SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
-COMMANDS = ("status", "battery", "pass", "hand", "clear", "stop", "score", "undo", "redo",
-            "new_game")
 SCORE_COMMANDS = ("score", "undo", "redo", "new_game")
 #: requests that run in the deciding loop, one at a time
 CLAIMED = ("pass", "hand", "clear", *SCORE_COMMANDS)
@@ -111,24 +109,7 @@ def watchdog_interval() -> float | None:
     return int(usec) / 2e6
 
 
-# -- requests ------------------------------------------------------------------------
-
-class RequestError(BadInputError):
-    """A request the service will not run; the connection stays open."""
-
-    def __init__(self, message: str, kind: str = "bad_request") -> None:
-        super().__init__(message)
-        self.kind = kind
-
-
-def _int(req: dict, key: str, lo: int, hi: int) -> int | None:
-    value = req.get(key)
-    if value is None:
-        return None
-    if type(value) is not int or not lo <= value <= hi:
-        raise RequestError(f"{key}: expected a whole number from {lo} to {hi}, got {value!r}")
-    return value
-
+# -- requests (declared in shuffler.request) ------------------------------------------
 
 def _depth(line: bytes) -> int:
     """The deepest nesting of brackets and braces outside strings, without parsing
@@ -165,56 +146,7 @@ def parse_request(line: bytes) -> dict[str, Any]:
             raise RequestError("a number with thousands of digits: no value a request "
                                "takes is that long") from None
         raise RequestError("not a JSON object: send one JSON object per line") from None
-    if not isinstance(req, dict):
-        raise RequestError("not a JSON object: send one JSON object per line")
-    cmd = req.get("cmd")
-    if cmd not in COMMANDS:
-        raise RequestError(f"cmd: expected {', '.join(COMMANDS)}, got {cmd!r}")
-    out: dict[str, Any] = {"cmd": cmd}
-    out["cards"] = _int(req, "cards", 1, MAX_CARDS)
-    out["passes"] = _int(req, "passes", 1, 30)
-    mode = req.get("mode")
-    if mode is not None and mode not in [m.value for m in Mode]:
-        raise RequestError(f"mode: expected planned or coin, got {mode!r}")
-    out["mode"] = mode
-    out["makers"] = _int(req, "makers", 0, 1)
-    out["tricks"] = _int(req, "tricks", 0, 5)
-    alone = req.get("alone", False)
-    if type(alone) is not bool:
-        raise RequestError(f"alone: expected true or false, got {alone!r}")
-    out["alone"] = alone
-    if cmd == "score" and (out["makers"] is None) != (out["tricks"] is None):
-        raise RequestError("score: give both makers and tricks, or neither to read the score")
-    first = req.get("first_dealer")
-    if first is not None and not (isinstance(first, str) and 0 < len(first) <= 64):
-        raise RequestError(f"first_dealer: expected a seat name, got {first!r}")
-    out["first_dealer"] = first
-    out.update(_score_fields(req))
-    return out
-
-
-def _score_fields(req: dict) -> dict[str, Any]:
-    """The score requests' own fields (shuffler.scorebook): the version a change was
-    made against, the hand it edits or deletes, a renege, the target and the names."""
-    out: dict[str, Any] = {"version": _int(req, "version", 0, 10**9),
-                           "hand": _int(req, "hand", 1, 10_000),
-                           "renege": _int(req, "renege", 0, 1),
-                           "target": _int(req, "target", 1, 100)}
-    for key in ("delete", "replace"):
-        value = req.get(key, key == "replace")
-        if type(value) is not bool:
-            raise RequestError(f"{key}: expected true or false, got {value!r}")
-        out[key] = value
-    names = req.get("names")
-    if names is not None and not (isinstance(names, list) and len(names) == 2
-                                  and all(isinstance(n, str) and 0 < len(n) <= 32
-                                          for n in names)):
-        raise RequestError(f"names: expected two team names of 1 to 32 characters, "
-                           f"got {names!r}")
-    out["names"] = names
-    if out["delete"] and out["hand"] is None:
-        raise RequestError("delete: name the hand to delete")
-    return out
+    return check_request(req)
 
 
 def score_read(req: dict[str, Any]) -> bool:
