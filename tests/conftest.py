@@ -190,6 +190,29 @@ BACKENDS = {"sim": SimHarness, "gpio": GpioHarness, "serial": SerialHarness,
             "sim-avr": AvrHarness}
 
 
+#: test files that start a broker, a browser, the firmware in simavr, systemd's analyser,
+#: long campaigns or many processes: marked ``slow``, left out of the developer's loop
+#: (``pytest -m "not slow"``: the contract, the core and the CLI; README, CONTRIBUTING.md)
+SLOW_FILES = frozenset({
+    "test_build_docs.py", "test_campaign.py", "test_deploy.py", "test_deploy_page.py",
+    "test_docs_runnable.py", "test_durability.py", "test_fault_distances.py",
+    "test_firmware.py", "test_firmware_link.py", "test_guessing.py", "test_mqtt_flood.py",
+    "test_page.py", "test_pass_differential.py", "test_safety.py", "test_study.py",
+    "test_tables.py", "test_telemetry.py", "test_touch_told.py", "test_uptime.py",
+    "test_web_lan.py",
+})
+#: backends of the contract suite that are slow (the firmware in simavr)
+SLOW_BACKENDS = frozenset({"sim-avr"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        params = getattr(item, "callspec", None)
+        if item.path.name in SLOW_FILES or (
+                params is not None and params.params.get("harness") in SLOW_BACKENDS):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(params=sorted(BACKENDS))
 def harness(request):
     """One harness per backend; the contract tests run against each."""

@@ -47,3 +47,28 @@ def test_mypy_is_clean_on_the_whole_installed_tree():
                           text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"no issues found in {len(_installed_modules())} source files" in proc.stdout
+
+
+def test_every_package_folder_is_in_the_wheel():
+    """A subpackage left out of [tool.setuptools] packages would silently miss the wheel."""
+    tool = PROJECT["tool"]["setuptools"]
+    listed = set(tool["packages"])
+    for name in listed:
+        folder = ROOT / tool["package-dir"].get(name.split(".")[0], name.split(".")[0])
+        for init in folder.rglob("__init__.py"):
+            if "__pycache__" in init.parts:
+                continue
+            sub = init.parent.relative_to(folder).parts
+            assert ".".join((name.split(".")[0], *sub)) in listed, init
+
+
+def test_the_version_is_written_once():
+    import shuffler
+
+    project = PROJECT["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert PROJECT["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "shuffler.__version__"}
+    from importlib.metadata import version
+
+    assert version("shuffler") == shuffler.__version__
