@@ -8,6 +8,7 @@
 #define PLAN_BYTES (MAX_CARDS / 8)
 #define RAMP_STEPS 5
 #define REVERSE_SPEED (-153)       /* 60 % backwards */
+#define BRAKE_MS 20                /* motor off this long before it reverses */
 #define BATTERY_EVERY_US 10000u    /* the protocol asks for at least every 50 ms */
 #define US(ms) ((uint32_t)(ms) * 1000u)
 
@@ -25,6 +26,7 @@ static bool blocked;               /* a card in the beam that may count (blocked
 static bool cleared;               /* that card has left the beam (cleared_at) */
 static bool level;                 /* the beam's last level seen */
 static bool have_mv;               /* a battery reading under load this pass */
+static bool braking;               /* in REVERSE: the motor still off for BRAKE_MS */
 static uint8_t retries_here, ramp_step;
 static uint16_t latest_mv;
 
@@ -110,7 +112,7 @@ static void give_up_or_retry(uint8_t fault, uint32_t now)
         if (limits.reverse_ms) {
             state = REVERSE;
             phase_at = now;
-            motor_set(REVERSE_SPEED);
+            braking = true;  /* the H-bridge reverses only after the brake interval */
         } else {
             ramp(now);
         }
@@ -150,7 +152,11 @@ static void check(uint32_t now)
         ramp_step_due(now);
         break;
     case REVERSE:
-        if (due(now, phase_at, US(limits.reverse_ms))) {
+        if (braking && due(now, phase_at, US(BRAKE_MS))) {
+            braking = false;
+            motor_set(REVERSE_SPEED);
+        }
+        if (!braking && due(now, phase_at, US(BRAKE_MS) + US(limits.reverse_ms))) {
             motor_set(0);
             ramp(now);
         }

@@ -52,6 +52,7 @@ class EngineOptions(TypedDict, total=False):
     soft_start_s: float
     min_blocked: float
     min_gap: float
+    brake_s: float
 
 
 class SimDevice(ShufflerDevice):

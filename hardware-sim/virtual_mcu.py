@@ -66,6 +66,8 @@ INPUT_OF = {EventKind.TOUCH: InputKind.TOUCH, EventKind.TRAY_LOADED: InputKind.T
             EventKind.TRAY_EMPTY: InputKind.TRAY_EMPTY,
             EventKind.PILE_LIFTED: InputKind.PILE_LIFTED}
 SIGNALS = list(Signal)
+#: the firmware's brake interval before the motor reverses (firmware/pass.c, BRAKE_MS)
+BRAKE_S = 0.020
 
 
 def limits_of(config: Config) -> FaultLimits:
@@ -230,7 +232,8 @@ class VirtualMCU:
                 self.sim.limits = limits_of(msg)
                 self.sim.engine_options = {"soft_start_s": msg.soft_start_ms / 1000,
                                            "min_blocked": msg.min_blocked_us / 1e6,
-                                           "min_gap": msg.min_gap_us / 1e6}
+                                           "min_gap": msg.min_gap_us / 1e6,
+                                           "brake_s": BRAKE_S}
             self.outbox.put(self._status())
         elif isinstance(msg, Pass):
             self._start_pass(msg)

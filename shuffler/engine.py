@@ -22,7 +22,9 @@ States (:class:`Phase`):
   or misfeed stops the motor at once and, up to ``retries`` times, backs the card
   out (``REVERSE``, if the motor can reverse) and ramps again. The tray running
   empty before the count is reached ends the pass (a double feed).
-- ``REVERSE``: the roller turns backwards for ``reverse_seconds``; beam edges
+- ``REVERSE``: after ``brake_s`` with the motor off (a brake interval before the
+  H-bridge reverses; 0 by default, 20 ms on the microcontroller), the roller turns
+  backwards for ``reverse_seconds``; beam edges
   now are the card backing out, never a count.
 - ``DONE``: the motor is off and the report is out. A stop (or a halt with
   another kind, such as a silent host) and the pass-time limit reach ``DONE``
@@ -113,7 +115,7 @@ class PassEngine:
     def __init__(self, labels: Sequence[int], limits: FaultLimits, *,
                  soft_start_s: float = 0.0, soft_start_steps: int = 5,
                  can_reverse: bool = True, min_blocked: float = 0.0,
-                 min_gap: float = 0.0) -> None:
+                 min_gap: float = 0.0, brake_s: float = 0.0) -> None:
         self.labels = tuple(labels)
         self.limits = limits
         self.soft_start_s = soft_start_s
@@ -121,6 +123,8 @@ class PassEngine:
         self.can_reverse = can_reverse
         self.min_blocked = min_blocked
         self.min_gap = min_gap
+        self.brake_s = brake_s
+        self._braking = False  # in REVERSE: the motor still off for brake_s
         self.phase = Phase.IDLE
         self.counted = self.retries = self._retries_here = 0
         self.piles = [0, 0]
@@ -151,7 +155,8 @@ class PassEngine:
         if self.phase is Phase.RAMP:
             times.append(self._phase_at + self.soft_start_s * self._step / self.steps)
         elif self.phase is Phase.REVERSE:
-            times.append(self._phase_at + self.limits.reverse_seconds)
+            times.append(self._phase_at + self.brake_s
+                         + (0.0 if self._braking else self.limits.reverse_seconds))
         elif self._cleared_at is not None:
             times.append(self._cleared_at + self.min_gap)
         elif self._blocked_at is not None:
@@ -265,7 +270,11 @@ class PassEngine:
                 self.phase = Phase.FEED
                 self._last_card = at  # the misfeed timer runs from full speed
         elif self.phase is Phase.REVERSE:
-            if at >= self._phase_at + self.limits.reverse_seconds:
+            if self._braking and at >= self._phase_at + self.brake_s:
+                self._braking = False
+                out += self._set_motor(-REVERSE_SPEED)
+            if not self._braking and \
+                    at >= self._phase_at + self.brake_s + self.limits.reverse_seconds:
                 out += self._set_motor(0.0)
                 out += self._ramp(at)
         elif self.phase is Phase.FEED:
@@ -296,6 +305,9 @@ class PassEngine:
         self._blocked_at = self._cleared_at = None  # the next clearing edge: backing out
         if self.can_reverse and self.limits.reverse_seconds > 0:
             self.phase, self._phase_at = Phase.REVERSE, at
+            if self.brake_s > 0:
+                self._braking = True  # the motor stays off for brake_s first
+                return out
             return [*out, *self._set_motor(-REVERSE_SPEED)]
         return [*out, *self._ramp(at)]
 

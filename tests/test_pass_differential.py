@@ -22,6 +22,7 @@ import pytest
 
 from firmware_bridge.messages import FAULT_KIND, FaultCode
 from hardware_sim.sim_avr import FIRMWARE_DIR
+from hardware_sim.virtual_mcu import BRAKE_S  # firmware/pass.c's BRAKE_MS
 from shuffler.device import FaultLimits
 from shuffler.engine import Card, Divert, Done, Motor, PassEngine
 
@@ -144,7 +145,7 @@ def run_both(lib, s: Script) -> tuple[list[tuple], list[tuple]]:
                          stall_volts=s.stall_mv, max_pass_seconds=s.max_pass_ms * 1000)
     gap = {"min_gap": s.min_gap_us} if ENGINE_HAS_GAP else {}
     eng = PassEngine(s.labels, limits, soft_start_s=s.soft_start_ms * 1000,
-                     min_blocked=s.min_blocked_us, **gap)
+                     min_blocked=s.min_blocked_us, brake_s=BRAKE_S * 1e6, **gap)
     lib.shim_reset()
     lib.shim_limits(s.jam_ms, s.misfeed_ms, s.retries, s.reverse_ms, s.max_pass_ms,
                     s.min_blocked_us, s.min_gap_us, s.stall_mv, s.soft_start_ms)
