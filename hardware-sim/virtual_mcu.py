@@ -175,9 +175,16 @@ class VirtualMCU:
             t.start()
 
     def _heard(self, msg: Message) -> None:
-        """The silence rule: every valid frame from the host but an ACK is a sign of life."""
+        """The silence rule: every valid frame from the host but an ACK is a sign of life.
+        A STOP takes effect here, before its ACK goes out, as on the firmware (which
+        applies a frame in the same turn it acknowledges it): once the host has the ACK
+        the motor is off."""
         if not isinstance(msg, Ack):
             self.last_heard = time.monotonic()
+        if isinstance(msg, Stop):
+            if not msg.pass_id or msg.pass_id == self._pass_id:
+                self.sim.stop()
+            self.stopped_id = msg.pass_id
 
     # -- outgoing ------------------------------------------------------------------------
     def _send_loop(self) -> None:
@@ -287,7 +294,11 @@ class VirtualMCU:
             return refuse(FaultCode.NOT_CONFIGURED)
         if self._worker is not None:
             self._worker.join(1)  # the last pass's thread, past its PASS_DONE
+        self.sim.arm()  # a STOP from now until the pass runs keeps its motor off
         self._pass_id = msg.pass_id
+        if msg.pass_id == self.stopped_id:  # its STOP came on the reader meanwhile
+            self._pass_id = 0
+            return refuse(FaultCode.STOPPED)
         self._worker = threading.Thread(target=self._run_pass,
                                         args=(msg.pass_id, msg.labels, self.epoch),
                                         daemon=True, name="mcu-pass")
