@@ -1,11 +1,12 @@
 """Benchmark: the firmware in simavr (``--device sim-avr``).
 
 For rising card rates, passes of 104 cards on the simulated chip: cards misrouted
-(landed on a pile other than the plan's), the pass time the firmware reports against
-the wall time the host waited, how far simulated time slipped behind wall time, and
-the harness's CPU use (a share of one core), and any faults (a host too starved of
-CPU to send its heartbeat in time ends a pass with link_lost). Prints a table, then
-the figures as JSON on the last line.
+(landed on a pile other than the plan's: the harness models the servo's 20 ms frame
+and a 0.1 s flap, so past a few cards a second the flap's real latency shows here),
+the pass time the firmware reports against the wall time the host waited, how far
+simulated time slipped behind wall time, and the harness's CPU use (a share of one
+core), and any faults (a host too starved of CPU to send its heartbeat in time ends a
+pass with link_lost). Prints a table, then the figures as JSON on the last line.
 
     python benchmarks/bench_sim_avr.py [--rates 10,25,50,100] [--passes 5]
 """
