@@ -82,15 +82,19 @@ class App:
 
     def open(self, cards: int, *, reading: bool = False) -> ShufflerDevice:
         from shuffler.backends import open_device
+        from shuffler.signals import leave_if_pending
 
         self.check_fault_specs(cards)
-        if not self.json and not self.state_dir.exists():  # a first run: say where it lives
-            click.echo(f"shuffler: first run here: the counters, a latched fault and a hand "
-                       f"left unfinished are kept in {self.state_dir} (--state-dir, or "
-                       "state_dir in the config, to keep them elsewhere)", err=True)
+        first_run = not self.json and not self.state_dir.exists()
+        leave_if_pending()  # a signal whose exit was swallowed while we imported
         self.lock(reading=reading)
         device = open_device(self.device_name, self.config, cards=cards, sim=self.sim)
         self.devices.append(device)
+        leave_if_pending()
+        if first_run:  # said once the machine opened: a failure stays one line naming its cause
+            click.echo(f"shuffler: first run here: the counters, a latched fault and a hand "
+                       f"left unfinished are kept in {self.state_dir} (--state-dir, or "
+                       "state_dir in the config, to keep them elsewhere)", err=True)
         return device
 
     def check_fault_specs(self, cards: int) -> None:
@@ -112,8 +116,16 @@ class App:
 
         controller = PassController(device, StateStore(self.state_dir), self.config.battery,
                                     self.config.hand.passes)
-        if self.locks:
-            controller.guard = self.locks[0].verify  # a removed lock file stops the next pass
+        from shuffler.signals import leave_if_pending
+
+        verify = self.locks[0].verify if self.locks else None
+
+        def guard() -> None:  # before every pass: a lost signal, a removed lock file
+            leave_if_pending()
+            if verify is not None:
+                verify()
+
+        controller.guard = guard
         if self.read_only:  # a look only: nothing is settled, nothing written
             device.stop()
             self.warn(f"the state folder {self.state_dir} cannot be written (read-only?): "

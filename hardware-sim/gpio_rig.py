@@ -440,8 +440,8 @@ class RiggedGpioDevice(GpioDevice):
     """``--device sim-gpio``: the real GpioDevice on a rig it owns (and stops on close)."""
 
     def __init__(self, rig: GpioRig, **kwargs) -> None:
+        self.rig = rig  # first: a failed (or signalled) GpioDevice.__init__ closes it
         super().__init__(rig.gpio, pin_factory=rig.factory, clock=rig.clock, **kwargs)
-        self.rig = rig
         self._info = DeviceInfo("sim-gpio", "GPIO backend on the simulated rig", self.info.feed,
                                 accepts_seed=True)
         rig.start()

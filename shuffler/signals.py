@@ -57,11 +57,49 @@ def quiet_until_ready() -> None:
             signal.signal(sig, leave)
 
 
+#: the ending signal received, kept in case its exception was swallowed (below)
+pending: int | None = None
+
+
+def _leaving(signum: int) -> BaseException:
+    return KeyboardInterrupt() if signum == signal.SIGINT else SystemExit(128 + signum)
+
+
 def ending(signum: int, frame: Any) -> None:
-    """Unwind the main thread: KeyboardInterrupt for SIGINT, SystemExit(128 + N) else."""
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise SystemExit(128 + signum)
+    """Unwind the main thread: KeyboardInterrupt for SIGINT, SystemExit(128 + N) else.
+
+    Python swallows an exception raised where it cannot propagate (the handler ran
+    inside a weakref callback or a ``__del__``, e.g. an import's module-lock callback:
+    "Exception ignored in ..."). So the signal is also kept: :func:`leave_if_pending`
+    raises it again at the next checkpoint (before the device opens, before each pass),
+    and a timer stops every open device if the process is still here half a second on."""
+    global pending
+    if pending is None:
+        pending = signum
+        import sys
+        import threading
+
+        sys.unraisablehook = _quiet_if_ours(sys.unraisablehook)
+        timer = threading.Timer(0.5, stop_every_device)
+        timer.daemon = True
+        timer.start()
+    raise _leaving(signum)
+
+
+def leave_if_pending() -> None:
+    """A checkpoint: leave now if an ending signal came and its exception was lost."""
+    if pending is not None:
+        raise _leaving(pending)
+
+
+def _quiet_if_ours(hook: Callable[[Any], object]) -> Callable[[Any], object]:
+    """Say nothing of our own swallowed exit: the checkpoint raises it again."""
+    def unraisable(info: Any) -> object:
+        if isinstance(info.exc_value, (SystemExit, KeyboardInterrupt)) and pending is not None:
+            return None
+        return hook(info)
+
+    return unraisable
 
 
 def suspend_after(stop: Callable[[], object]) -> Handler:
