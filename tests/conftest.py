@@ -199,7 +199,26 @@ SLOW_FILES = frozenset({
     "test_firmware.py", "test_firmware_link.py", "test_guessing.py", "test_mqtt_flood.py",
     "test_page.py", "test_pass_differential.py", "test_safety.py", "test_study.py",
     "test_tables.py", "test_telemetry.py", "test_touch_told.py", "test_uptime.py",
-    "test_web_lan.py",
+    "test_web_lan.py", "test_calibration.py", "test_selftest.py",
+})
+#: single tests of a few seconds each or more (every parameter), by file and name
+SLOW_TESTS = frozenset({
+    ("test_planning.py", "test_with_distinct_codes_every_observed_stacking_is_exactly_uniform"),
+    ("test_planning.py", "test_a_dealer_who_always_does_the_other_thing_costs_at_most_one_pass"),
+    ("test_serial.py", "test_at_5_percent_no_pass_is_reported_complete_that_was_not"),
+    ("test_serial.py", "test_the_decoder_survives_100000_random_and_mutated_frames"),
+    ("test_serial.py",
+     "test_a_silent_virtual_mcu_ends_the_pass_link_lost_within_the_documented_bound"),
+    ("test_serial.py",
+     "test_the_virtual_mcu_repeats_an_unacknowledged_reply_with_the_same_sequence_number"),
+    ("test_races.py",
+     "test_a_stop_at_any_moment_after_pass_start_keeps_the_motor_off_after_its_answer"),
+    ("test_cli_options.py", "test_two_clis_never_drive_one_device_at_once"),
+    ("test_cli_fuzz.py", "test_generated_arguments_never_give_a_traceback"),
+    ("test_battery.py", "test_battery_and_pass_agree_at_every_voltage"),
+    ("test_failure_shape.py", "test_a_clean_hand_reads_the_same_on_every_backend"),
+    ("test_service.py", "test_killed_mid_pass_then_restarted_loses_nothing"),
+    ("test_service.py", "test_sigterm_stops_cleanly_and_nothing_anywhere_holds_a_plan"),
 })
 #: backends of the contract suite that are slow (the firmware in simavr)
 SLOW_BACKENDS = frozenset({"sim-avr"})
@@ -208,7 +227,8 @@ SLOW_BACKENDS = frozenset({"sim-avr"})
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         params = getattr(item, "callspec", None)
-        if item.path.name in SLOW_FILES or (
+        name = getattr(item, "originalname", item.name)
+        if item.path.name in SLOW_FILES or (item.path.name, name) in SLOW_TESTS or (
                 params is not None and params.params.get("harness") in SLOW_BACKENDS):
             item.add_marker(pytest.mark.slow)
 

@@ -15,6 +15,7 @@ from shuffler.telemetry import connect_client
 
 from .mqtt_broker import Broker, free_port, needs_mosquitto
 from .served import Service
+from .waiting import wait_for
 
 pytest.importorskip("paho.mqtt.client", reason="needs paho-mqtt: pip install 'shuffler[mqtt]'")
 pytestmark = needs_mosquitto
@@ -51,15 +52,6 @@ class Listener:
     def close(self) -> None:
         self.client.disconnect()
         self.client.loop_stop()
-
-
-def wait_for(check, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := check():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_two_thousand_remote_commands_leave_the_table_online_and_the_touch_working(tmp_path):

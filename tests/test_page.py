@@ -12,6 +12,7 @@ import pytest
 from .browser import audit, needs_axe, needs_browser, phone_browser
 from .mqtt_broker import free_port
 from .served import Service
+from .waiting import wait_for
 
 #: set to a folder (docs/img) to keep the screenshots for docs/guide.md
 SHOTS = os.environ.get("SHUFFLER_SCREENSHOTS")
@@ -38,16 +39,6 @@ new MutationObserver(() => window.answers.push(dealmsg.textContent))
 new MutationObserver(() => window.awake.push(document.body.dataset.awake))
   .observe(document.body, {attributes: true, attributeFilter: ['data-awake']});
 """
-
-
-def wait_for(check, timeout=30.0, what="the page"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def text(driver, element_id):

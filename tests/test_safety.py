@@ -21,6 +21,7 @@ import pytest
 
 from shuffler.client import ServiceClient
 from shuffler.config import GpioConfig
+from tests.waiting import wait_for
 
 MOTOR, BACKWARD, DIVERTER = "GPIO12", "GPIO13", "GPIO18"
 
@@ -46,15 +47,6 @@ def env_for(tmp: Path, **extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def wait_for(check, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def hangup_as_in_a_terminal() -> None:
     """In the child: SIGHUP's default action, as in an SSH session. Run under ``nohup``
     (as CI may be) the child inherits SIGHUP ignored, and the CLI rightly leaves an
@@ -78,7 +70,7 @@ def motor_running(pins: Path) -> bool:
 def signal_mid_pass(proc: subprocess.Popen, pins: Path, sig: int) -> tuple[int, str]:
     """Send ``sig`` once the motor runs at full speed; the exit code and stderr."""
     try:
-        wait_for(lambda: motor_running(pins), "the motor to run")
+        wait_for(lambda: motor_running(pins), what="the motor to run")
         proc.send_signal(sig)
         code = proc.wait(20)
     except subprocess.TimeoutExpired:
@@ -128,7 +120,7 @@ def test_the_service_stops_the_motor_and_exits_0_on_every_ending_signal(tmp_path
          "--state-dir", str(tmp_path / "state"), "--socket", str(sock), "serve"],
         env=env_for(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        wait_for(lambda: ServiceClient.connect(sock) is not None, "the service")
+        wait_for(lambda: ServiceClient.connect(sock) is not None, what="the service")
     except AssertionError:
         proc.kill()
         raise
@@ -253,7 +245,7 @@ def test_the_safe_command_drives_the_pins_the_killed_service_drove(tmp_path, cha
         env=env_for(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         wait_for(lambda: (level(pins, "GPIO22") or 0) >= 0.99 * GpioConfig().motor_max_duty,
-                 "the motor on GPIO22")
+                 what="the motor on GPIO22")
         proc.kill()
         proc.wait(20)
     finally:
@@ -314,10 +306,10 @@ def test_ctrl_z_stops_the_motor_before_the_process_suspends(tmp_path, command):
     pins = tmp_path / "pins.json"
     proc = start_cli(tmp_path, command)
     try:
-        wait_for(lambda: motor_running(pins), "the motor to run")
+        wait_for(lambda: motor_running(pins), what="the motor to run")
         proc.send_signal(signal.SIGTSTP)
         wait_for(lambda: Path(f"/proc/{proc.pid}/stat").read_text().split()[2] == "T",
-                 "the process to be suspended")
+                 what="the process to be suspended")
         assert motor_off_at(pins)  # off before it was suspended
         time.sleep(0.5)
         assert motor_off_at(pins)
@@ -355,7 +347,7 @@ def test_every_ending_signal_stops_the_microcontrollers_motor(tmp_path, sig, dev
         env=env_for(tmp_path, SHUFFLER_MOTOR_LOG=str(log)), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, preexec_fn=hangup_as_in_a_terminal)
     try:
-        wait_for(lambda: any(on for _, on in motor_line(log)), "the MCU's motor to run")
+        wait_for(lambda: any(on for _, on in motor_line(log)), what="the MCU's motor to run")
         time.sleep(0.3)  # mid-pass
         sent = time.monotonic()
         proc.send_signal(sig)

@@ -19,20 +19,12 @@ from shuffler.tables import TableWatcher
 
 from .mqtt_broker import Broker, needs_mosquitto
 from .served import SHUFFLER, Service
+from .waiting import wait_for
 
 pytest.importorskip("paho.mqtt.client", reason="needs paho-mqtt: pip install 'shuffler[mqtt]'")
 
 #: the room: 50 tables for a minute (SHUFFLER_ROOM="tables,seconds" to try another)
 TABLES, SECONDS = (int(x) for x in os.environ.get("SHUFFLER_ROOM", "50,60").split(","))
-
-
-def wait_for(check, timeout=30.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def table_config(port: int, name: str, keepalive: int = 30) -> str:

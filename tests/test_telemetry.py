@@ -13,21 +13,13 @@ from shuffler.tables import TableBook, render
 from shuffler.telemetry import Telemetry, discovery_messages, parse_command
 
 from .mqtt_broker import Broker, needs_mosquitto
+from .waiting import wait_for
 
 pytest.importorskip("paho.mqtt.client", reason="needs paho-mqtt: pip install 'shuffler[mqtt]'")
 
 STATUS = {"fault": None, "battery": {"volts": 8.9, "percent": 80.0, "passes_left": 400,
                                      "hands_left": 80, "state": "ok"},
           "counters": {"hands": 3, "passes": 15}}
-
-
-def wait_for(check, timeout=15.0, what="condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def cfg(broker: Broker, **kw) -> MqttConfig:
