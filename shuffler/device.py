@@ -151,6 +151,8 @@ class Status:
     on_top: Pile | None = None  # for STACK: the pile to put on top
     next_pass: int | None = None
     of: int | None = None
+    #: the same light again with one short beep: a touch the machine did not take
+    told: bool = False
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ COLOURS: dict[tuple[Signal, Pile | None], tuple[tuple[float, float, float], bool
 BLINKS = {Signal.LOW_BATTERY: (1.0, 1.0), Signal.FAULT: (0.12, 0.12)}
 BEEPS = {Signal.STACK: (1, 0.08, 0.12), Signal.LOW_BATTERY: (2, 0.6, 0.4),
          Signal.FAULT: (5, 0.06, 0.06)}
+#: a touch the machine did not take (``Status.told``): the light stays, one short beep
+TOLD_BEEP = (1, 0.08, 0.12)
 
 _OPEN_DEVICES: weakref.WeakSet[GpioDevice] = weakref.WeakSet()
 
@@ -495,7 +497,7 @@ class GpioDevice(ShufflerDevice):
     def show(self, status: Status) -> None:
         if status.signal is Signal.STACK and status.next_pass is None:
             # the hand is done: which pile goes on top no longer matters
-            status = Status(Signal.READY)
+            status = Status(Signal.READY, told=status.told)
         key = (status.signal, status.on_top if status.signal is Signal.STACK else None)
         colour, blink = COLOURS.get(key, ((0, 0, 0), False))
         if self.led is not None:
@@ -504,6 +506,7 @@ class GpioDevice(ShufflerDevice):
                 self.led.blink(on, off, on_color=colour, background=True)
             else:
                 self.led.color = colour
-        if self.buzzer is not None and status.signal in BEEPS:
-            n, on, off = BEEPS[status.signal]
+        beep = BEEPS.get(status.signal) or (TOLD_BEEP if status.told else None)
+        if self.buzzer is not None and beep is not None:
+            n, on, off = beep
             self.buzzer.blink(on, off, n=n, background=True)

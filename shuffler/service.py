@@ -48,7 +48,7 @@ import stat
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -193,6 +193,7 @@ class Service:
         self._last_snapshot = -1e9
         self._last_ping = -1e9
         self._pinged_at_device = -math.inf  # the device's time at the last ping
+        self._shown = Status(Signal.READY)  # the light the device shows (told again)
         self._job_ended = -1e9  # when the last pass or hand ended (the touch lock-out)
         self.notice: str | None = None  # why the last touch started nothing
         self._touch_at: float | None = None  # a touch waiting for a client's short job
@@ -229,6 +230,8 @@ class Service:
         show = device.show
 
         def tee(status: Status) -> None:
+            if not status.told:
+                self._shown = status
             self.publish("signal", status)  # first: the simulated dealer acts inside show
             show(status)
 
@@ -326,14 +329,12 @@ class Service:
             return
         if latched is None:
             log.info("long press: no fault to clear")
-            self.session.device.show(Status(Signal.READY))
-            self._touch_ignored("nothing to clear: no fault is latched")
+            self._touch_ignored("nothing to clear: no fault is latched", Status(Signal.READY))
             return
         if began is not None and began < self._job_ended:
             log.warning("long press: it began before the fault; not a clear")
-            self.session.device.show(Status(Signal.FAULT))
             self._touch_ignored("that press began before the fault: hold the sensor again "
-                                "to clear it")
+                                "to clear it", Status(Signal.FAULT))
             return
         if not self.claim.acquire(blocking=False):
             return
@@ -385,9 +386,16 @@ class Service:
         finally:
             self.claim.release()
 
-    def _touch_ignored(self, why: str) -> None:
-        """Tell the faces that a touch started nothing, and why (the page shows it)."""
+    def _touch_ignored(self, why: str, light: Status | None = None) -> None:
+        """Tell the dealer and the faces that a touch started nothing, and why: the event
+        (the page shows it) and ``light``, else the light last shown again with one short
+        beep, as a hand tells a touch it did not take between its passes."""
         self.publish("event", {"event": "touch_ignored", "why": why})
+        if light is None:
+            light = replace(self._shown, told=True)
+            if light.signal is Signal.STACK and light.next_pass is None:
+                light = Status(Signal.READY, told=True)  # the hand is over: no pile to ask for
+        self.session.device.show(light)
 
     def tick(self, health: bool = False) -> None:
         """Pet systemd's watchdog when it is due, from the deciding loop only: between

@@ -61,3 +61,33 @@ def test_a_hand_on_the_serial_simulators_finishes_at_every_speed(tmp_path, devic
     hand = json.loads(out.stdout)["hand"]
     assert hand["completed"] and len(hand["pass_reports"]) == hand["passes"]
     assert "Traceback" not in out.stderr
+
+
+def test_a_touch_the_service_ignores_between_jobs_beeps_once_and_is_an_event(tmp_path):
+    from shuffler.hand import device_now
+
+    from .test_gestures import rigged
+
+    rig, device, service = rigged(tmp_path)
+    seen: list = []
+    service.subscribe(lambda kind, body: seen.append(body) if kind == "event" else None)
+    buzzer = rig.pins["buzzer"]
+    try:
+        rig.touch(0.08)
+        rig.clock.sleep(1.0)  # released and settled: a touch
+        service._job_ended = device_now(device) - 0.1  # a pass has only just ended
+        buzzer.clear_states()
+        service._idle()
+        assert [e["event"] for e in seen] == ["touch_ignored"]
+        assert "restack" in seen[0]["why"] or "only just ended" in seen[0]["why"]
+        assert service.session.status()["counters"]["passes"] == 0 and not rig.forward()
+        import time
+
+        deadline = time.monotonic() + 10  # the buzzer's blink runs on real time
+        while buzzer.state and time.monotonic() < deadline:
+            time.sleep(0.02)
+        beeps = [s.state for s in buzzer.states]
+        assert sum(1 for a, b in zip(beeps, beeps[1:]) if b > a) == 1  # one short beep
+        assert buzzer.state == 0 and rig.led() == (0.0, 1.0, 0.0)  # the light stays ready
+    finally:
+        device.close()
