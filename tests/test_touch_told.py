@@ -3,6 +3,7 @@ so a hand on every simulated backend finishes at every ``--sim-speed``."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import subprocess
@@ -87,7 +88,7 @@ def test_a_touch_the_service_ignores_between_jobs_beeps_once_and_is_an_event(tmp
         while buzzer.state and time.monotonic() < deadline:
             time.sleep(0.02)
         beeps = [s.state for s in buzzer.states]
-        assert sum(1 for a, b in zip(beeps, beeps[1:]) if b > a) == 1  # one short beep
+        assert sum(1 for a, b in itertools.pairwise(beeps) if b > a) == 1  # one short beep
         assert buzzer.state == 0 and rig.led() == (0.0, 1.0, 0.0)  # the light stays ready
     finally:
         device.close()
