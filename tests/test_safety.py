@@ -360,3 +360,36 @@ def test_every_ending_signal_stops_the_microcontrollers_motor(tmp_path, sig, dev
     assert line and not line[-1][1], line  # the MCU's motor is off
     off_at = min(t for t, on in line if not on and t >= sent)
     assert off_at - sent <= 0.2 + 0.3  # one card interval at speed 1, and the link's ack
+
+
+SELFTEST_ONLY_MOTOR = [a for step in ("battery", "touch", "tray", "pile_left", "pile_right",
+                                      "beam", "light", "buzzer", "flap")
+                       for a in ("--skip", step)]
+
+
+@kept_factory
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGQUIT],
+                         ids=lambda s: signal.Signals(s).name)
+def test_an_ending_signal_while_selftest_turns_the_motor_stops_it(tmp_path, sig):
+    """The interactive motor step (the builder answers y at the prompt: hands clear) is
+    signalled while the roller turns: the pin goes low and the command ends quietly."""
+    pins = tmp_path / "pins.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "shuffler", "--device", "sim-gpio", "--sim-speed", "1",
+         "--state-dir", str(tmp_path / "state"), "selftest", *SELFTEST_ONLY_MOTOR],
+        env=env_for(tmp_path), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, preexec_fn=hangup_as_in_a_terminal)
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write("y\n")  # hands clear: run it (the stdin stays open: no EOF)
+        proc.stdin.flush()
+        wait_for(lambda: (level(pins, MOTOR) or 0) > 0.05 or (level(pins, BACKWARD) or 0)
+                 > 0.05, what="the selftest's motor to turn")
+        proc.send_signal(sig)
+        code = proc.wait(20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    assert code == 128 + sig and "Traceback" not in stderr, stderr
+    assert motor_off_at(pins), json.loads(pins.read_text())
