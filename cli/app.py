@@ -42,7 +42,8 @@ def use_color(flag: bool | None, stream: Any = None) -> bool:
 class App:
     """The global options, resolved; commands reach the machine through it."""
 
-    config: Config
+    #: the config read from its files; None when there is none (see :attr:`config`)
+    loaded: Config | None
     options: GlobalOptions
     json: bool
     color: bool
@@ -56,6 +57,16 @@ class App:
     #: the passes a command has seen end, kept for the report if it fails half-way
     pass_reports: list[dict[str, Any]] = field(default_factory=list)
     warned_sim: bool = False
+
+    @property
+    def config(self) -> Config:
+        """The config: read by make_app when a file exists; else the defaults, made only
+        when a command needs them (one that asks a service never does)."""
+        if self.loaded is None:
+            from shuffler.config import Config
+
+            self.loaded = Config()
+        return self.loaded
 
     @property
     def sim(self):
@@ -150,7 +161,8 @@ class App:
             return None
         from shuffler.client import ServiceClient, trusted_uids
 
-        client = ServiceClient.reach(self.socket, trusted=trusted_uids(self.config.service.user))
+        user = self.loaded.service.user if self.loaded is not None else None
+        client = ServiceClient.reach(self.socket, trusted=trusted_uids(user))
         if client is not None:
             self.clients.append(client)
         return client
@@ -158,7 +170,7 @@ class App:
     def no_service_here(self) -> None:
         """No service answers: on a machine with one installed, a real device is the
         service's to drive (exit 3, saying so), and the simulator is named on stderr."""
-        from shuffler.config import service_installed
+        from shuffler.paths import service_installed
 
         if not service_installed():
             return
@@ -328,25 +340,33 @@ def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:
 
 
 def make_app(ctx: click.Context, o: GlobalOptions) -> App:
-    from shuffler.config import discovered_config_paths, load_config, load_configs
     from shuffler.errors import ShufflerError
     from shuffler.files import default_state_dir
     from shuffler.logs import configure
+    from shuffler.paths import discovered_config_paths
 
     color = use_color(o.color)
     ctx.color = color
     configure(o.verbose, o.log_json, colors=use_color(o.color, sys.stderr))
+    config: Config | None = None  # no file: the defaults, made when a command needs them
+    found = discovered_config_paths()
     try:
         if o.config_path is not None:
+            from shuffler.config import load_config
+
             config = load_config(o.config_path)
-        else:  # the machine's config (/etc/shuffler), then the user's over it
-            config = load_configs(discovered_config_paths())
+        elif any(os.path.lexists(p) for p in found):
+            from shuffler.config import load_configs
+
+            config = load_configs(found)  # the machine's (/etc/shuffler), the user's over it
     except ShufflerError as e:
         fail(None, e, as_json=o.as_json)
     sim_given = (o.sim_seed is not None or bool(o.sim_faults) or o.sim_dealer != "instructed"
                  or o.sim_uptime > 0)
-    app = App(config, o, o.as_json, color, o.device_name or config.device,
-              Path(o.state_dir) if o.state_dir else (config.state_dir or default_state_dir()),
+    app = App(config, o, o.as_json, color,
+              o.device_name or (config.device if config is not None else "sim"),
+              Path(o.state_dir) if o.state_dir else (
+                  (config.state_dir if config is not None else None) or default_state_dir()),
               Path(o.socket_path) if o.socket_path else client_socket(config),
               # simulator options and an explicit device are for an in-process run
               use_service=not (o.no_service or sim_given or o.device_name))
@@ -355,23 +375,23 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
         from shuffler.logs import get_logger
 
         get_logger("shuffler.cli").debug(
-            "resolved", config=config.source, device=app.device_name,
+            "resolved", config=app.config.source, device=app.device_name,
             state=str(app.state_dir), socket=str(app.socket), service=app.use_service)
     return app
 
 
-def client_socket(config: Config) -> Path:
+def client_socket(config: Config | None) -> Path:
     """Where a command asks the service, given no --socket: the config's ``[service]
     socket``, else the deployed service's (/run/shuffler/shuffler.sock) when it is there or
     a service is installed, else the user's own service's."""
-    from shuffler.config import service_installed, service_socket_path
+    from shuffler.paths import default_socket_path, service_installed, service_socket_path
 
-    if config.service.socket is not None:
+    if config is not None and config.service.socket is not None:
         return config.service.socket
     deployed = service_socket_path()
     if os.path.lexists(deployed) or service_installed():
         return deployed
-    return config.service.socket_path
+    return default_socket_path()
 
 
 class Progress:

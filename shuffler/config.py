@@ -24,13 +24,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import registry
 from .battery import CURVES
 from .cards import MAX_CARDS
 from .device import FaultLimits
 from .errors import ConfigError
-from .files import default_state_dir, read_limited
+from .files import read_limited
 from .mechanics import Feed
+
+# where the deployed machine keeps its config and socket: shuffler.paths, light enough
+# that the CLI asks a running service without importing this module (no config file)
+from .paths import default_socket_path
+from .paths import discovered_config_paths as discovered_config_paths
+from .paths import service_installed as service_installed
+from .paths import service_socket_path as service_socket_path
 from .pinmap import (
     MOTOR_RATED_VOLTS,
     PIN_ROLES,
@@ -237,47 +243,6 @@ def _gpio_config(p: _Reader, g: _Reader, chemistry: str = "alkaline") -> GpioCon
     return cfg
 
 
-#: where a deployed machine keeps its config and its service's socket, under the system
-#: root (docs/deploy/README.md): ``/`` unless SHUFFLER_SYSTEM_ROOT names a throwaway one
-#: (tests, a staged image), so nothing but a real deployment is read from /etc or /run
-SYSTEM_ROOT_ENV = "SHUFFLER_SYSTEM_ROOT"
-SYSTEM_CONFIG = "etc/shuffler/config.toml"
-SERVICE_SOCKET = "run/shuffler/shuffler.sock"
-SERVICE_UNIT = "etc/systemd/system/shuffler.service"
-
-
-def system_root() -> Path:
-    return Path(os.environ.get(SYSTEM_ROOT_ENV) or "/")
-
-
-def system_config_path() -> Path:
-    """The deployed machine's config: the service's, read by every user's CLI too."""
-    return system_root() / SYSTEM_CONFIG
-
-
-def service_socket_path() -> Path:
-    """The socket the deployed service listens on (the shipped config names it)."""
-    return system_root() / SERVICE_SOCKET
-
-
-def service_installed() -> bool:
-    """Whether this machine has a deployed service: its config or its systemd unit."""
-    root = system_root()
-    return (root / SYSTEM_CONFIG).exists() or (root / SERVICE_UNIT).exists()
-
-
-def default_socket_path() -> Path:
-    """Where the service listens and the CLI looks when neither ``--socket`` nor the
-    config names a socket: ``$XDG_RUNTIME_DIR/shuffler.sock`` (a folder only its user
-    may enter), else ``shuffler.sock`` in the default state folder (created 0750).
-    Never a bare name in ``/tmp``, where any local user could create it first; the
-    client still checks who owns the socket it finds (:mod:`shuffler.client`)."""
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return Path(runtime) / "shuffler.sock"
-    return default_state_dir() / "shuffler.sock"
-
-
 @dataclass(frozen=True)
 class ServiceConfig:
     socket: Path | None = None  # None: default_socket_path()
@@ -347,11 +312,6 @@ class Config:
     source: str = "(defaults)"
 
 
-def default_config_path() -> Path:
-    base = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(base) / "shuffler" / "config.toml"
-
-
 #: a config file is a page or two of TOML; anything bigger is a mistake
 MAX_CONFIG_BYTES = 256 * 1024
 #: tables and arrays inside one another, at most
@@ -389,11 +349,6 @@ def load_configs(paths: list[Path]) -> Config:
     if not sources:
         return Config()
     return _config_from_doc(merged, " + ".join(sources))
-
-
-def discovered_config_paths() -> list[Path]:
-    """Where a CLI given no ``--config`` looks, in order: the system's, the user's."""
-    return [system_config_path(), default_config_path()]
 
 
 def _read_doc(p: Path, explicit: bool) -> dict[str, Any] | None:
@@ -530,8 +485,11 @@ def _parse(text: str, source: str) -> dict[str, Any]:
 def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
     top = _Reader(source, "top level", doc)
     device = top.get("device", "sim", "a device name", lambda v: isinstance(v, str))
-    if not (len(device) <= 4095 and device.isprintable() and registry.usable(device)):
-        top.fail("device", registry.usage(), device)  # the registry's names (shuffler.devices)
+    if device != "sim":  # the registry's names (shuffler.devices); imported only when asked
+        from . import registry
+
+        if not (len(device) <= 4095 and device.isprintable() and registry.usable(device)):
+            top.fail("device", registry.usage(), device)
     state_dir = top.path("state_dir", None, "a folder path")
 
     def sub(name: str) -> _Reader:
