@@ -251,15 +251,15 @@ def sim() -> SimHarness:
 @pytest.fixture
 def run(tmp_path):
     """``shuffler`` in-process on the simulator at full speed, in this test's own state
-    folder, with no config and no service: ``run("--json", "pass")``."""
+    folder (``state="b"``: another one), with no config and no service:
+    ``run("--json", "pass")``."""
     from click.testing import CliRunner
 
     from shuffler_cli.main import cli
 
-    env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
-           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
-
-    def invoke(*args: str):
+    def invoke(*args: str, state: str = "state"):
+        env = {"SHUFFLER_STATE_DIR": str(tmp_path / state), "SHUFFLER_CONFIG": "",
+               "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
         return CliRunner().invoke(cli, ["--sim-speed", "1000000", *args], env=env,
                                   catch_exceptions=False)
 

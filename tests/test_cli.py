@@ -8,23 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
-
-from shuffler_cli.main import cli
 
 FAST = ["--sim-speed", "1000000"]
-
-
-@pytest.fixture
-def run(tmp_path):
-    runner = CliRunner()
-
-    def invoke(*args: str, state: str = "state"):
-        env = {"SHUFFLER_STATE_DIR": str(tmp_path / state), "SHUFFLER_CONFIG": "",
-               "SHUFFLER_SOCKET": str(tmp_path / "no-service.sock")}
-        return runner.invoke(cli, [*FAST, *args], env=env, catch_exceptions=False)
-
-    return invoke
 
 
 def out_json(result) -> dict:
