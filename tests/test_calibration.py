@@ -14,6 +14,7 @@ rejected 5–6% at the 1% level and fails here.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from functools import cache
 from math import comb, exp, log, log1p
 
@@ -96,10 +97,12 @@ def test_one_card_passes_every_test():
 # The runs and guesser tests see only the runs count and the guesser's score, whose laws
 # on a random pack are known: runs r with chance A(n, r)/n!, and a score that is a sum of
 # independent Bernoulli(1/m), m = 1..n (any guess is right with chance 1/m when m cards
-# are left). Sampling those directly keeps this quick for 104 cards. Packs of 2 to 4
-# cards are too coarse for a two-sided band (docs/mixing.md gives their levels).
+# are left). Sampling those directly keeps this quick for 104 cards; the positions table
+# is summed from orders sorted by random keys, a column at a time. Two cards are computed
+# exactly instead (below).
 RUNS_OF = 3000
 LEVEL_BAND = (0.005, 0.015)
+SIZES = (3, 4, 5, 8, 24, 52, 104)
 
 
 def _runs_sampler(n):
@@ -112,53 +115,117 @@ def _runs_sampler(n):
     return lambda rng: bisect.bisect_right(cum, rng.randrange(cum[-1]))
 
 
-def _level(n, trials, which, seed):
+def _score(rng, n):
+    """Σ Bernoulli(1/m), m = 1..n, by skipping: after a success at a, none up to b has
+    chance a/b, so the next success is at ⌊a/U⌋ + 1 (H_n steps, not n)."""
+    a = score = 1
+    while True:
+        a = int(a / (1.0 - rng.random())) + 1
+        if a > n:
+            return score
+        score += 1
+
+
+def _positions_p(rng, n, trials):
+    battery, cards = Battery(n), range(n)
+    hands = bytearray()
+    for _ in range(trials):
+        keys = memoryview(rng.randbytes(8 * n)).cast("Q")
+        hands += bytes(sorted(cards, key=keys.__getitem__))
+    for pos in range(n):
+        for card, count in Counter(hands[pos::n]).items():
+            battery.table[card][pos] = count
+    return battery.position_result(trials).p
+
+
+def _level(n, trials, which, seed, runs_of=RUNS_OF):
     from shuffler.stats import guesser_test, runs_test
 
     rng = random.Random(seed)
     sample = _runs_sampler(n)
     rejected = 0
-    for _ in range(RUNS_OF):
+    for _ in range(runs_of):
         if which == "runs":
             p = runs_test([sample(rng) for _ in range(trials)], n).p
         elif which == "guesser":
-            p = guesser_test([sum(rng.random() * m < 1 for m in range(1, n + 1))
-                              for _ in range(trials)], n).p
+            p = guesser_test([_score(rng, n) for _ in range(trials)], n).p
         else:
-            battery, pack = Battery(n), list(range(n))
-            for _ in range(trials):
-                rng.shuffle(pack)
-                for pos, card in enumerate(pack):
-                    battery.table[card][pos] += 1
-            p = battery.position_result(trials).p
+            p = _positions_p(rng, n, trials)
         rejected += p < ALPHA
-    return rejected / RUNS_OF
+    return rejected / runs_of
 
 
-def _fewest(which, n):
-    from shuffler.stats import MIN_MEAN_HANDS, runs_min_hands
-
-    return {"runs": runs_min_hands(n), "guesser": MIN_MEAN_HANDS, "positions": 5 * n}[which]
-
-
-LEVEL_CASES = ([("runs", n, extra) for n in (5, 8, 24, 52, 104) for extra in (0, 30)]
-               + [("guesser", n, extra) for n in (5, 8, 24, 52, 104) for extra in (0, 30)]
-               + [("positions", n, 0) for n in (5, 8, 24)] + [("positions", 5, 30)])
+LEVEL_CASES = [(which, n, extra) for which in ("runs", "guesser", "positions")
+               for n in SIZES for extra in (0, 30)
+               if which != "positions" or n <= 24 or (n == 52 and not extra)]
 
 
 @pytest.mark.parametrize(("which", "n", "extra"), LEVEL_CASES)
 def test_each_test_has_its_level_from_the_fewest_hands_it_takes(which, n, extra):
-    trials = _fewest(which, n) + extra
-    level = _level(n, trials, which, seed=1000 * n + trials)
+    from shuffler.stats import min_hands
+
+    trials = min_hands(which, n) + extra
+    # small packs are cheap: more runs there, for a sharper estimate (±0.1%, not ±0.18%)
+    level = _level(n, trials, which, seed=1000 * n + trials,
+                   runs_of=10_000 if n <= 8 else RUNS_OF)
     assert LEVEL_BAND[0] <= level <= LEVEL_BAND[1], (which, n, trials, level)
+
+
+def test_the_samplers_follow_the_laws_they_stand_for():
+    # the skipping sampler's mean and variance are the score's: H_n and Σ (1/m)(1 − 1/m)
+    from shuffler.mixing import harmonic
+
+    rng, n = random.Random(5), 24
+    scores = [_score(rng, n) for _ in range(40_000)]
+    mean = sum(scores) / len(scores)
+    var = sum((s - mean) ** 2 for s in scores) / len(scores)
+    assert mean == pytest.approx(float(harmonic(n)), abs=0.03)
+    assert var == pytest.approx(sum(1 / m * (1 - 1 / m) for m in range(1, n + 1)), abs=0.05)
+    # the sorted keys give every order of three cards alike
+    orders = Counter(bytes(sorted(range(3), key=memoryview(rng.randbytes(24)).cast("Q")
+                                  .__getitem__)) for _ in range(30_000))
+    assert len(orders) == 6 and all(4700 < c < 5300 for c in orders.values())
+
+
+def test_two_cards_every_test_has_its_level_exactly():
+    # two cards: a hand is one of the two orders, Binomial(T, 1/2) of them the sorted one;
+    # each test's exact level is the chance of the counts it rejects
+    from shuffler.stats import min_hands
+
+    fewest = min_hands("runs", 2)
+    assert fewest == min_hands("guesser", 2) == min_hands("positions", 2)
+    levels = {}
+    for trials in (*range(fewest, fewest + 60), 500):
+        for name in TESTS[:3]:
+            levels[name, trials] = _two_card_level(name, trials)
+    assert all(LEVEL_BAND[0] <= v <= LEVEL_BAND[1] for v in levels.values()), levels
+    # and a hand fewer, the two-card level leaves the band: the minimum is the one it needs
+    assert _two_card_level("runs", fewest - 1) < LEVEL_BAND[0]
+
+
+def _two_card_level(name, trials):
+    from shuffler.stats import guesser_test, runs_test
+
+    level = 0.0
+    for sorted_ in range(trials + 1):  # hands of the sorted order [0, 1]: 1 run, score 2
+        if name == "runs":
+            p = runs_test([1] * sorted_ + [2] * (trials - sorted_), 2).p
+        elif name == "guesser":
+            p = guesser_test([2] * sorted_ + [1] * (trials - sorted_), 2).p
+        else:
+            battery = Battery(2)
+            battery.table = [[sorted_, trials - sorted_], [trials - sorted_, sorted_]]
+            p = battery.position_result(trials).p
+        level += comb(trials, sorted_) / 2 ** trials * (p < ALPHA)
+    return level
 
 
 @pytest.mark.parametrize("n", [2, 5, 24, 104])
 def test_too_few_hands_says_so_instead_of_never_rejecting(n):
-    from shuffler.stats import MIN_MEAN_HANDS, runs_min_hands
+    from shuffler.stats import min_hands
 
     battery = Battery(n)
-    for _ in range(min(runs_min_hands(n), MIN_MEAN_HANDS, 5 * n) - 1):
+    for _ in range(min(min_hands(name, n) for name in TESTS[:3]) - 1):
         battery.add(list(range(n)))  # a sorted pack every time: as far from random as can be
     results = {r.name: r for r in battery.results()}
     for name in ("runs", "positions", "guesser"):
