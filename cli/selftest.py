@@ -116,6 +116,7 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
       shuffler --device sim-gpio selftest --yes --json
       shuffler --device sim-gpio selftest --yes --sim-miswire piles_swapped
     """
+    from shuffler.device import opening_still
     from shuffler.errors import BadInputError
     from shuffler.selftest import GpioBench, SelfTest
 
@@ -126,7 +127,8 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
         if miswire is not None and app.device_name != "sim-gpio":
             raise BadInputError("--sim-miswire applies only to --device sim-gpio")
         app.use_service = False
-        device = open_alone(app)
+        with opening_still():  # nothing moves until a pass, or a step the builder confirmed
+            device = open_alone(app)
         rig = getattr(device, "rig", None)
         builder: Any = Nobody() if unattended else Person()
         if rig is not None:

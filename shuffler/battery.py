@@ -79,7 +79,8 @@ MECHANISM = (
     Draw("5 V buck, no load", "9 V", 0.1, 0.1, "maker's no-load input current"),
     Draw("battery divider 100 kΩ + 33 kΩ", "9 V", 0.07, 0.07, "9 V / 133 kΩ"),
     Draw("SG90 diverter servo", "5 V mech", 60, 6,
-         "~150 mA while it swings, ~40% of a pass; holding, pulses on"),
+         "~150 mA while it swings, ~40% of a pass; between passes no pulses (detached), "
+         "its board's own draw, kept at 6 mA until measured"),
     Draw("IR emitter, 940 nm, via 330 Ω", "5 V mech", 11, 11, "(5 − 1.3) V / 330 Ω"),
 )
 PI_SIDE = (

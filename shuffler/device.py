@@ -12,11 +12,13 @@ Inputs from the machine (touch, tray, pile sensors) arrive as
 from __future__ import annotations
 
 import abc
+import contextlib
+import contextvars
 import enum
 import queue
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -202,6 +204,27 @@ _OPEN: weakref.WeakSet[ShufflerDevice] = weakref.WeakSet()
 def open_devices() -> list[ShufflerDevice]:
     """Every device this process made (and has not let go of): SIGTSTP stops them all."""
     return list(_OPEN)
+
+
+#: set while a device opens for a bench with nobody confirmed at it (``selftest``)
+_OPEN_STILL: contextvars.ContextVar[bool] = contextvars.ContextVar("open_still", default=False)
+
+
+@contextlib.contextmanager
+def opening_still() -> Iterator[None]:
+    """Devices opened inside this block drive no output that moves anything: the motor
+    off, the diverter's servo made with no pulses (no parking). The flap is first driven
+    by the first pass, or by a bench step the builder confirmed (``shuffler selftest``)."""
+    token = _OPEN_STILL.set(True)
+    try:
+        yield
+    finally:
+        _OPEN_STILL.reset(token)
+
+
+def open_still() -> bool:
+    """Whether a device opening now must keep its moving outputs still."""
+    return _OPEN_STILL.get()
 
 
 class ShufflerDevice(abc.ABC):

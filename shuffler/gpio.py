@@ -65,6 +65,7 @@ from .device import (
     Signal,
     Status,
     TickCallback,
+    open_still,
 )
 from .engine import Card, Command, Divert, Done, EdgeFilter, PassEngine, Tick
 from .engine import Motor as MotorCommand
@@ -183,6 +184,10 @@ class _HardwareServo:
     def pulse(self, ms: float) -> None:
         self.pwm.change_duty_cycle(ms * self.FRAME_HZ / 10)  # percent of the 20 ms frame
 
+    def detach(self) -> None:
+        """No pulses (0 % duty): the servo stops holding, as gpiozero's ``detach``."""
+        self.pwm.change_duty_cycle(0)
+
     def close(self) -> None:
         self.pwm.stop()
 
@@ -202,8 +207,11 @@ class GpioDevice(ShufflerDevice):
 
     def __init__(self, gpio: GpioConfig, *, limits: FaultLimits | None = None,
                  feed: Feed = Feed.TOP, pin_factory=None, clock: Clock | None = None,
-                 name: str = "shuffler on GPIO") -> None:
+                 name: str = "shuffler on GPIO", still: bool | None = None) -> None:
         super().__init__()
+        #: opened with no moving output driven (``still``, or inside ``opening_still()``):
+        #: the servo gets its first pulse from the first pass or a confirmed bench step
+        self.still = open_still() if still is None else still
         self.gpio = gpio
         self.limits = limits or FaultLimits()
         self.clock = clock or RealClock()
@@ -250,7 +258,8 @@ class GpioDevice(ShufflerDevice):
         except BaseException:
             self.close()
             raise
-        self._divert(0)
+        if not self.still:
+            self._divert(0)  # parked: the flap at the left pile
         self.beam.when_activated = lambda: self._input("beam", True)
         self.beam.when_deactivated = lambda: self._input("beam", False)
         self.touch.when_activated = self._touched
@@ -269,7 +278,9 @@ class GpioDevice(ShufflerDevice):
         if kind == "hardware_servo":
             return self._part(_HardwareServo(self.gpio.diverter))
         # the servo's own range: the configured pulses span -90..90 degrees
-        return self._part(AngularServo(self.gpio.diverter, min_angle=-90, max_angle=90,
+        # made detached (no pulses); parked after, unless the device opens still
+        return self._part(AngularServo(self.gpio.diverter, initial_angle=None, min_angle=-90,
+                                       max_angle=90,
                                        min_pulse_width=self.gpio.servo_min_pulse_ms / 1000,
                                        max_pulse_width=self.gpio.servo_max_pulse_ms / 1000,
                                        **pf))
@@ -345,6 +356,13 @@ class GpioDevice(ShufflerDevice):
         else:
             self.diverter.value = pile
 
+    def _release_flap(self) -> None:
+        """Between passes the servo gets no holding pulses (its idle current, in
+        docs/hardware.md's power budget): it stays where the pass left it, and the next
+        pass's first divert drives it again. A solenoid keeps its state (off is a move)."""
+        if isinstance(self.diverter, (AngularServo, _HardwareServo)):
+            self.diverter.detach()
+
     # -- the contract ------------------------------------------------------------------
     @property
     def info(self) -> DeviceInfo:
@@ -364,6 +382,7 @@ class GpioDevice(ShufflerDevice):
             finally:
                 self._in_pass = False
                 self._motor(0)
+                self._release_flap()
             if done.latch:
                 self._fault = done.report.fault
                 self.show(Status(Signal.FAULT))

@@ -330,6 +330,8 @@ def test_the_hardware_servo_opens_the_channel_of_its_pin_and_pulses_in_percent(
     module.HardwarePWM.assert_called_once_with(pwm_channel=2, hz=50, chip=2)
     servo.pulse(1.5)
     pwm.change_duty_cycle.assert_called_with(7.5)  # 1.5 ms of a 20 ms frame
+    servo.detach()  # between passes: no pulses, so no holding current
+    pwm.change_duty_cycle.assert_called_with(0)
 
 
 def test_stop_from_another_thread_ends_the_pass_and_the_motor_stays_off():

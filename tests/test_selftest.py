@@ -12,6 +12,7 @@ from hardware_sim.bench import MISWIRES, RigBuilder, miswire
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler import pinmap
 from shuffler.config import GpioConfig, load_config_text
+from shuffler.mechanics import Pile
 from shuffler.selftest import GpioBench, Outcome, SelfTest, set_divider_ratio
 
 
@@ -312,10 +313,11 @@ def test_the_command_with_yes_never_drives_the_motor_and_says_so(tmp_path, monke
     assert "nothing that moves was run" in result.output
     (device, since), = opened
     pins = device.rig.factory
-    assert max(driven(pins.pin(device.gpio.motor)) +
-               driven(pins.pin(device.gpio.motor_backward))) == 0.0
-    # after the open parked it, the flap's pin got no new pulse width (0: pulses off at close)
-    assert set(driven(pins.pin(device.gpio.diverter), since)) <= {0.0}
+    # from the pins' creation to the close: the motor's pins and the servo's duty stay 0
+    assert set(driven(pins.pin(device.gpio.motor)) +
+               driven(pins.pin(device.gpio.motor_backward))) == {0.0}
+    assert set(driven(pins.pin(device.gpio.diverter))) == {0.0}
+    assert device.still and since >= 1
 
 
 def test_the_calibration_lands_in_the_config_given_after_a_diff(tmp_path):
@@ -392,3 +394,62 @@ def test_a_self_test_never_creates_the_services_lock_file(tmp_path, monkeypatch)
     CliRunner().invoke(cli, ["--device", "gpio", "selftest", "--yes"], env={
         "SHUFFLER_STATE_DIR": str(tmp_path / "mine"), "SHUFFLER_CONFIG": ""})
     assert not (system / "machine.lock").exists()
+
+
+def watch_frequency(pin) -> list:
+    """Every PWM frequency the pin is set to from now on (MockPWMPin keeps only duties)."""
+    seen: list = []
+    real = pin._set_frequency
+
+    def record(value):
+        seen.append(value)
+        real(value)
+    pin._set_frequency = record
+    return seen
+
+
+def test_a_device_opened_still_drives_nothing_that_moves_until_a_step_is_confirmed():
+    """``selftest --yes`` in-process: opened still, the servo's pin never carries a pulse
+    (duty 0 throughout, and no pulse train once gpiozero's servo is made detached) and the
+    motor's pins stay 0 from before the device exists to the end; a confirmed flap step
+    is the first thing that moves it."""
+    from shuffler.device import opening_still
+
+    rig = GpioRig.for_cards(24)
+    gpio = rig.gpio
+    servo, motor, backward = (rig.factory.pin(p) for p in
+                              (gpio.diverter, gpio.motor, gpio.motor_backward))
+    frequencies = watch_frequency(servo)
+    with opening_still():
+        dev = RiggedGpioDevice(rig)
+    try:
+        assert dev.still and dev.diverter.value is None  # detached: no holding pulses
+        report = SelfTest(GpioBench(dev), Nobody(), timeout=0.3).run()
+        assert {s.step: s.outcome for s in report.steps}["flap"] is Outcome.SKIP
+        assert set(driven(servo)) == {0.0}  # never a pulse width on the servo's pin
+        assert set(driven(motor) + driven(backward)) == {0.0}
+        assert servo.frequency is None and frequencies[-1] is None  # no pulse train left
+        assert not dev.motor_on
+        GpioBench(dev).throw(Pile.RIGHT)  # the builder confirmed: now it moves
+        assert max(driven(servo)) > 0.0 and servo.frequency == 50
+    finally:
+        dev.close()
+
+
+def test_opened_still_the_first_pass_drives_the_flap_then_lets_it_go():
+    import random
+
+    from shuffler.planning import coin_plan
+
+    rig = GpioRig.for_cards(24)
+    servo = rig.factory.pin(rig.gpio.diverter)
+    dev = RiggedGpioDevice(rig, still=True)
+    try:
+        assert set(driven(servo)) == {0.0}
+        report = dev.run_pass(coin_plan(24, random.Random(2)))
+        assert report.fault is None and report.counted == 24, report
+        assert max(driven(servo)) > 0.0  # the pass drove the flap from its first card
+        # between passes the servo gets no holding pulses (the idle drain)
+        assert dev.diverter.value is None and servo.frequency is None
+    finally:
+        dev.close()
