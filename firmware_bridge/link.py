@@ -98,7 +98,7 @@ class Link:
 
     def __init__(self, port, *, ack_timeout: float = ACK_FIRST_MS / 1000,
                  tries: int = ACK_TRIES, heartbeat: float = HEARTBEAT_INTERVAL_MS / 1000,
-                 on_receive=None) -> None:
+                 on_receive=None, accept=None) -> None:
         self.port = port
         self.ack_timeout = ack_timeout
         self.tries = tries
@@ -109,6 +109,9 @@ class Link:
         self.hello: HelloReply | None = None
         self.lost: str | None = None  # why the link is down, once it is
         self.on_receive = on_receive  # called with every valid message, on the reader
+        # asked before a new reliable message is acknowledged: False leaves it
+        # unacknowledged (the sender repeats it), as a microcontroller with no room does
+        self.accept = accept
         self.last_sent = time.monotonic()  # the last frame that was not an ACK
         self.last_heard = time.monotonic()  # the last valid frame received
         self.pending_stop = False  # a STOP asked for while this thread was sending
@@ -225,12 +228,15 @@ class Link:
                 event.set()
             return
         if msg.RELIABLE:
+            # apply each sequence number once; a handshake starts a new sequence
+            repeat = frame.seq == self._last_in and not isinstance(msg, Hello | HelloReply)
+            if not repeat and self.accept is not None and not self.accept(msg):
+                return
             try:
                 self._write(Frame(0, Msg.ACK, bytes([frame.seq])))
             except LinkLostError:
                 return
-            # apply each sequence number once; a handshake starts a new sequence
-            if frame.seq == self._last_in and not isinstance(msg, Hello | HelloReply):
+            if repeat:
                 self.stats.duplicates += 1
                 return
             self._last_in = frame.seq

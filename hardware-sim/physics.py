@@ -155,6 +155,13 @@ class Mechanism(Generic[T]):
         return PilesSeen((len(self.piles[0]), len(self.piles[1])), self.first_landed,
                          self.last_landed, last_pass)
 
+    def free_throat(self) -> None:
+        """The dealer pulls a card caught in the throat back into the tray: the beam
+        is clear again (the jam that held it does not come back)."""
+        self.faults.jams.pop(self.fed_this_pass + 1, None)
+        self.tray = [*self.stuck, *self.tray]
+        self.stuck = []
+
     def gather(self) -> None:
         """After a fault: the dealer frees the throat and puts every card back in the tray."""
         card_no = self.fed_this_pass + 1

@@ -23,6 +23,7 @@ import select
 import threading
 import time
 import tty
+from collections import deque
 from dataclasses import dataclass
 
 from firmware_bridge.link import Link, LinkLostError
@@ -68,6 +69,11 @@ INPUT_OF = {EventKind.TOUCH: InputKind.TOUCH, EventKind.TRAY_LOADED: InputKind.T
 SIGNALS = list(Signal)
 #: the firmware's brake interval before the motor reverses (firmware/pass.c, BRAKE_MS)
 BRAKE_S = 0.020
+#: the firmware's reply queue (firmware/link.c, QUEUE): INPUT events leave two slots free
+QUEUE_SLOTS = 6
+INPUT_SLOTS = QUEUE_SLOTS - 2
+#: the requests whose answer needs a slot (firmware/main.c, link_answers)
+ANSWERED = (Config, Pass, StatusAsk, BatteryAsk, Clear)
 
 
 def limits_of(config: Config) -> FaultLimits:
@@ -137,13 +143,103 @@ class PtyPort:
                 os.close(self.fd)
 
 
+class ReplyQueue:
+    """The firmware's reliable queue (firmware/link.c): six slots for replies and events
+    (INPUT takes at most four), and a slot of its own for the PASS_DONE of a pass that
+    ran, sent first. A slot is taken from when a request is acknowledged until its answer
+    is, so a request that finds the queue full is left unacknowledged (the host repeats
+    it), as is a PASS while the last PASS_DONE waits for its ACK. A HELLO or a reset
+    (:meth:`restart`) empties it."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._replies: deque[Message] = deque()
+        self.result: Message | None = None  # the pass's PASS_DONE until acknowledged
+        self._result_waiting = False  # ... and not yet taken to be sent
+        self.held = 0  # slots of replies waiting or in flight
+        self.reserved = 0  # slots of requests acknowledged, not yet answered
+        self.epoch = 0
+
+    def reserve(self, msg: Message) -> bool:
+        """The link's reader, before it acknowledges ``msg``: is there room to answer?"""
+        with self._cond:
+            if isinstance(msg, Pass) and self.result is not None:
+                return False
+            if not isinstance(msg, ANSWERED):
+                return True
+            if self.held + self.reserved >= QUEUE_SLOTS:
+                return False
+            self.reserved += 1
+            return True
+
+    def answer(self, msg: Message) -> None:
+        """A request's answer, into the slot reserved for it."""
+        with self._cond:
+            self.reserved = max(0, self.reserved - 1)
+            self.held += 1
+            self._replies.append(msg)
+            self._cond.notify()
+
+    def release(self) -> None:
+        """A request that needs no answer after all (a PASS that runs)."""
+        with self._cond:
+            self.reserved = max(0, self.reserved - 1)
+
+    def put(self, msg: Message) -> bool:
+        """A message nobody asked for (INPUT, HELLO_REPLY); False: no room, dropped."""
+        with self._cond:
+            if self.held + self.reserved >= (INPUT_SLOTS if isinstance(msg, Input)
+                                             else QUEUE_SLOTS):
+                return False
+            self.held += 1
+            self._replies.append(msg)
+            self._cond.notify()
+            return True
+
+    def put_result(self, msg: Message) -> None:
+        with self._cond:
+            self.result, self._result_waiting = msg, True
+            self._cond.notify()
+
+    def next(self, timeout: float) -> tuple[Message, bool, int] | None:
+        """The next message to send (the result first): (message, is_result, epoch)."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._result_waiting or bool(self._replies), timeout)
+            if self._result_waiting and self.result is not None:
+                self._result_waiting = False
+                return self.result, True, self.epoch
+            if self._replies:
+                return self._replies.popleft(), False, self.epoch
+            return None
+
+    def done(self, is_result: bool, epoch: int) -> None:
+        """A message sent was acknowledged (or given up): its slot is free."""
+        with self._cond:
+            if epoch != self.epoch:
+                return
+            if is_result:
+                self.result = None
+            else:
+                self.held = max(0, self.held - 1)
+
+    def restart(self) -> None:
+        """Everything waiting is dropped (requests acknowledged meanwhile keep theirs)."""
+        with self._cond:
+            self.epoch += 1
+            self._replies.clear()
+            self.result, self._result_waiting = None, False
+            self.held = 0
+
+
 class VirtualMCU:
     """The microcontroller of docs/protocol.md on a pseudo-terminal (``path``)."""
 
     def __init__(self, sim: SimDevice, *, noise: Noise | None = None, seed: int = 0,
                  silence: float = SILENCE_MS / 1000, firmware: str = "virtual-mcu 2.0",
-                 protocol: tuple[int, int] = (PROTOCOL_MAJOR, PROTOCOL_MINOR)) -> None:
+                 protocol: tuple[int, int] = (PROTOCOL_MAJOR, PROTOCOL_MINOR),
+                 dealer: bool = True) -> None:
         self.sim = sim
+        self.dealer = dealer  # a simulated dealer frees a jammed throat on the fault LED
         self.rng = random.Random(seed)
         self.noise = noise or Noise()
         self.silence = silence
@@ -153,14 +249,14 @@ class VirtualMCU:
         self._master, self._slave = master, slave
         self.path = os.ttyname(slave)
         self.port = PtyPort(master, self.noise, self.rng)
-        self.link = Link(self.port, on_receive=self._heard)
+        self.outbox = ReplyQueue()
+        self.link = Link(self.port, on_receive=self._heard, accept=self.outbox.reserve)
         self.boot_id = self.rng.randrange(1 << 16)
         self.last_heard = time.monotonic()
         self.config: Config | None = None
         self.silenced_at: float | None = None  # when the silence rule last stopped a pass
         self.heard_before_silence = 0.0
         self.epoch = 0  # bumped by a reboot or a HELLO: a pass from before reports nothing
-        self.outbox: queue.Queue[Message] = queue.Queue()
         self._worker: threading.Thread | None = None
         self._pass_id = 0
         self._stop = threading.Event()
@@ -189,10 +285,10 @@ class VirtualMCU:
     # -- outgoing ------------------------------------------------------------------------
     def _send_loop(self) -> None:
         while not self._stop.is_set():
-            try:
-                msg = self.outbox.get(timeout=0.05)
-            except queue.Empty:
+            item = self.outbox.next(0.05)
+            if item is None:
                 continue
+            msg, is_result, slot_epoch = item
             epoch = self.epoch
             # never give a message up (docs/protocol.md): the same frame, same sequence
             # number, repeated until acknowledged, or until a HELLO or a reset drops it
@@ -201,6 +297,7 @@ class VirtualMCU:
 
             with contextlib.suppress(LinkLostError):
                 self.link.request(msg, until=current)
+            self.outbox.done(is_result, slot_epoch)
 
     def _hello(self) -> HelloReply:
         caps = Capability.PILE_SENSORS | Capability.BATTERY | Capability.REVERSE
@@ -241,7 +338,7 @@ class VirtualMCU:
                                            "min_blocked": msg.min_blocked_us / 1e6,
                                            "min_gap": msg.min_gap_us / 1e6,
                                            "brake_s": BRAKE_S}
-            self.outbox.put(self._status())
+            self.outbox.answer(self._status())
         elif isinstance(msg, Pass):
             self._start_pass(msg)
         elif isinstance(msg, Stop):
@@ -252,13 +349,17 @@ class VirtualMCU:
             # for tests: the host's lateness is not the MCU's (at 50x, 20 ms is a card)
             self.dealt_at_stop = sum(len(p) for p in self.sim.mechanism.piles)
         elif isinstance(msg, StatusAsk):
-            self.outbox.put(self._status())
+            self.outbox.answer(self._status())
         elif isinstance(msg, BatteryAsk):
             reading = self.sim.battery()
-            self.outbox.put(BatteryReply(int(reading.volts * 1000), reading.under_load))
+            self.outbox.answer(BatteryReply(int(reading.volts * 1000), reading.under_load))
         elif isinstance(msg, Clear):
-            self.sim.clear_fault()
-            self.outbox.put(self._status())
+            # as the firmware: a latched fault clears only with no pass running and the
+            # beam clear (a card caught in the throat must be freed first); STATUS_REPLY
+            # says which
+            if not self._running() and not self.throat_blocked():
+                self.sim.clear_fault()
+            self.outbox.answer(self._status())
         elif isinstance(msg, SignalMsg):
             pile = None if msg.pile is PileCode.NONE else Pile(int(msg.pile))
             self.sim.show(Status(SIGNALS[msg.signal], pile, msg.next_pass or None))
@@ -271,8 +372,7 @@ class VirtualMCU:
         if self._running():
             self.sim.halt(FaultKind.LINK_LOST)
             self._worker.join(1)  # type: ignore[union-attr]
-        while not self.outbox.empty():
-            self.outbox.get_nowait()
+        self.outbox.restart()
         self.config = None
         self.stopped_id = 0
 
@@ -282,7 +382,7 @@ class VirtualMCU:
 
     def _start_pass(self, msg: Pass) -> None:
         def refuse(code: FaultCode) -> None:
-            self.outbox.put(PassDone(msg.pass_id, 0, 0, 0, 0, 0, False, 0, code, 0))
+            self.outbox.answer(PassDone(msg.pass_id, 0, 0, 0, 0, 0, False, 0, code, 0))
 
         if msg.pass_id == self.stopped_id:
             return refuse(FaultCode.STOPPED)  # stopped before it came
@@ -299,6 +399,7 @@ class VirtualMCU:
         if msg.pass_id == self.stopped_id:  # its STOP came on the reader meanwhile
             self._pass_id = 0
             return refuse(FaultCode.STOPPED)
+        self.outbox.release()  # its PASS_DONE goes in the slot of its own
         self._worker = threading.Thread(target=self._run_pass,
                                         args=(msg.pass_id, msg.labels, self.epoch),
                                         daemon=True, name="mcu-pass")
@@ -315,26 +416,41 @@ class VirtualMCU:
 
         try:
             report = self.sim.run_pass(PassPlan(labels), card)
-        finally:
+        except BaseException:
             self._pass_id = 0
-        if epoch != self.epoch:
-            return  # a reboot or a new session: this pass's end is not reported
-        fault = report.fault
-        code = CODE_OF.get(fault.kind, FaultCode.NONE) if fault else FaultCode.NONE
-        self.outbox.put(PassDone(pass_id, report.counted, *report.piles,
-                                 int(report.seconds * 1000),
-                                 int((report.min_volts or 0) * 1000), report.tray_empty,
-                                 min(report.retries, 255), code,
-                                 (fault.card or 0) if fault else 0))
+            raise
+        if epoch == self.epoch:  # else a reboot or a new session: its end is not reported
+            fault = report.fault
+            code = CODE_OF.get(fault.kind, FaultCode.NONE) if fault else FaultCode.NONE
+            self.outbox.put_result(PassDone(pass_id, report.counted, *report.piles,
+                                            int(report.seconds * 1000),
+                                            int((report.min_volts or 0) * 1000),
+                                            report.tray_empty, min(report.retries, 255),
+                                            code, (fault.card or 0) if fault else 0))
+        self._pass_id = 0  # as the firmware: the pass ends as its PASS_DONE is queued
 
     def _watchdog(self) -> None:
         """The silence rule: a host silent for ``silence`` seconds stops the machine."""
         while not self._stop.wait(0.01):
             self._forward_inputs()  # as the firmware: sensor events go out as they happen
+            if self.dealer and self.throat_blocked():
+                self.sim.mechanism.free_throat()  # the dealer sees the fault LED
             if (self.sim.health().motor_on
                     and time.monotonic() - self.last_heard > self.silence):
                 self.silenced_at, self.heard_before_silence = time.monotonic(), self.last_heard
                 self.sim.halt(FaultKind.LINK_LOST)
+
+    def throat_blocked(self) -> bool:
+        """A card caught in the beam after a pass ended (a jam): CLEAR is refused."""
+        return not self._running() and bool(self.sim.mechanism.stuck)
+
+    def settle(self, timeout: float = 2.0) -> bool:
+        """Wait for the simulated dealer to free the throat (as firmware/harness's dealer
+        acts on the fault LED); False if it did not in ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while self.throat_blocked() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return not self.throat_blocked()
 
     # -- things that happen to a microcontroller ---------------------------------------------
     def reset(self) -> None:
@@ -347,6 +463,7 @@ class VirtualMCU:
         self.config = None
         self.reset_cause = ResetCause.WATCHDOG
         self.boot_id = self.rng.randrange(1 << 16)
+        self.outbox.restart()  # RAM is gone: so is the queue
         self.outbox.put(self._hello())
 
     def pull_cable(self) -> None:

@@ -123,7 +123,8 @@ class SerialHarness:
         return self.mcus[id(device)].sim.mechanism.piles
 
     def settle(self, device: ShufflerDevice) -> None:
-        """The microcontroller's simulated dealer acts at once."""
+        """Wait for the microcontroller's simulated dealer to free the throat."""
+        assert self.mcus[id(device)].settle()
 
     def close(self) -> None:
         for mcu, dev in self._open:
