@@ -276,7 +276,7 @@ class HandRunner:
             if ev.kind is EventKind.PILE_LIFTED:
                 lifts.append(ev)
             elif ev.kind is EventKind.TOUCH:
-                if self._now() - ended < RESTACK_LOCKOUT:
+                if too_soon(self.device, ev, ended, lifts):
                     self._told("too soon after the pass: the dealer is still restacking", ask)
                 elif not self.device.health().tray_loaded:
                     log.warning("touch ignored: the tray is empty; put the pack in the tray, "
@@ -288,6 +288,19 @@ class HandRunner:
         stacking = stacking_from_lifts(lifts, self.config.mechanism.both_window_s)
         log.debug("restacked", after_pass=done, on_top=stacking.name if stacking else None)
         return stacking
+
+
+def too_soon(device: object, touch: InputEvent, ended: float,
+             lifts: list[InputEvent]) -> bool:
+    """A touch within :data:`RESTACK_LOCKOUT` of the pass's end (``ended``,
+    :func:`device_now`), measured on the device's clock. A serial MCU stamps its inputs
+    in its own time but has no clock the host can read, so there the first pile lifted
+    since the pass is the mark: a touch that far after it on the MCU's clock is
+    certainly past the lock-out (however fast a simulated MCU runs); else host time."""
+    if getattr(device, "clock", None) is None and lifts and \
+            touch.at - lifts[0].at >= RESTACK_LOCKOUT:
+        return False
+    return device_now(device) - ended < RESTACK_LOCKOUT
 
 
 def device_now(device: object) -> float:

@@ -479,3 +479,37 @@ def test_the_virtual_mcu_repeats_an_unacknowledged_reply_with_the_same_sequence_
     finally:
         port.close()
         mcu.close()
+
+
+def test_the_restack_lockout_is_measured_on_the_microcontrollers_clock(machine, tmp_path):
+    """The MCU stamps its inputs; the host has no clock of its own for it. A simulated
+    dealer at 100x lifts and touches a few host milliseconds after the pass, but 1.4 s
+    after it on the MCU's clock: no touch of the hand is refused as too soon."""
+    _, dev = machine(speed=100)
+    assert hand_told(dev, tmp_path) == []
+
+
+def hand_told(dev, tmp_path) -> list[dict]:
+    """A hand of three passes on ``dev``: the touches it refused (it completes)."""
+    from shuffler.config import Config
+    from shuffler.controller import PassController
+    from shuffler.session import Session
+    from shuffler.state import StateStore
+
+    session = Session(PassController(dev, StateStore(tmp_path)), Config(), random.Random(1))
+    events: list[dict] = []
+    result = session.do_hand(passes=3, on_event=events.append)
+    assert result["hand"]["completed"]
+    return [e for e in events if e["event"] == "touch_ignored"]
+
+
+def test_a_hasty_touch_on_the_microcontrollers_clock_is_still_refused(machine, tmp_path):
+    # restacked and touched 0.15 s (MCU time) after the light: inside the lock-out
+    from hardware_sim.dealer import SimDealer
+    from hardware_sim.device import SimTiming
+
+    mcu, dev = machine(speed=1)
+    mcu.sim.timing = SimTiming(restack_pause=0.0)
+    mcu.sim.dealer = SimDealer(rng=random.Random(4), lift_gap=0.1, settle=0.05)
+    told = hand_told(dev, tmp_path)
+    assert told and all("restacking" in e["why"] for e in told)
