@@ -124,3 +124,27 @@ def test_a_full_reply_queue_leaves_requests_unacknowledged_and_keeps_the_pass_do
         assert sum(isinstance(m, StatusReply) for _, m in host.got) == before + 1
     finally:
         host.port.close()
+
+
+def test_a_pass_while_the_last_pass_done_waits_for_its_ack_is_left_unacknowledged(chip_path):
+    host = RawHost(chip_path(48))
+    try:
+        host.open_session()
+        labels = tuple(coin_plan(24, random.Random(5)).labels)
+        host.send(Pass(1, 24, labels))
+        host.pump(0.1)
+        host.acking = False
+        host.pump(1.5)  # the pass ends: its PASS_DONE is repeated, not acknowledged
+        assert [d.pass_id for d in host.done()] == [1]
+        second = host.send(Pass(2, 24, labels))
+        host.pump(0.3)
+        assert acked(host, [second]) == []  # no room: its ACK may be on the way
+        host.acking = True
+        host.pump(0.5)  # PASS_DONE 1 acknowledged at its next repeat
+        host.send(Pass(2, 24, labels), second)  # the host repeats it: now it runs
+        host.pump(1.5)
+        assert acked(host, [second]) == [second]
+        assert [(d.pass_id, d.counted, d.fault) for d in host.done()] == [
+            (1, 24, FaultCode.NONE), (2, 24, FaultCode.NONE)]
+    finally:
+        host.port.close()
