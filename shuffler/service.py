@@ -55,11 +55,11 @@ from typing import Any
 from . import __version__
 from .clock import Clock, EventClock, RealClock
 from .connections import FIRST_REQUEST_SECONDS, Places
-from .device import EventKind, Signal, Status
+from .device import EventKind, InputEvent, Signal, Status
 from .errors import BadInputError, ShufflerError, error_kind
 from .events import Event, Translator
 from .files import make_folder
-from .hand import RESTACK_LOCKOUT, device_now
+from .hand import device_now, too_soon
 from .hub import Face, Hub, NoFaces
 from .lock import MachineLock
 from .logs import get_logger
@@ -195,6 +195,7 @@ class Service:
         self._pinged_at_device = -math.inf  # the device's time at the last ping
         self._shown = Status(Signal.READY)  # the light the device shows (told again)
         self._job_ended = -1e9  # when the last pass or hand ended (the touch lock-out)
+        self._lifts: list[InputEvent] = []  # piles lifted since (hand.too_soon)
         self.notice: str | None = None  # why the last touch started nothing
         self._touch_at: float | None = None  # a touch waiting for a client's short job
         self.listeners: list[Callable[[str, Any], None]] = []
@@ -308,11 +309,13 @@ class Service:
         events = self.session.device.drain_events()
         for ev in events:
             if ev.kind is EventKind.TOUCH:
-                self._touched()
+                self._touched(ev)
+            elif ev.kind is EventKind.PILE_LIFTED:
+                self._lifts.append(ev)  # a serial MCU's stamps: its clock (the lock-out)
             elif ev.kind is EventKind.LONG_PRESS:
                 self._long_press(ev.at)
         if self._touch_at is not None and not any(e.kind is EventKind.TOUCH for e in events):
-            self._touched(again=True)
+            self._touched()
         if self.clock.now() - self._last_snapshot >= self.SNAPSHOT_EVERY:
             self.refresh()
 
@@ -350,12 +353,14 @@ class Service:
             self.claim.release()
             self.refresh()
 
-    def _touched(self, again: bool = False) -> None:
+    def _touched(self, touch: InputEvent | None = None) -> None:
         """The dealer's touch between hands: the next pass of the hand, unless the dealer
         is still restacking or the tray is empty. While a client's short job (a clear, a
         score, a remote command) holds the machine the touch waits for it, up to
-        :data:`TOUCH_WAIT_S`, and then says why it started nothing."""
-        if not again and device_now(self.session.device) - self._job_ended < RESTACK_LOCKOUT:
+        :data:`TOUCH_WAIT_S`, and then says why it started nothing (``touch`` None: the
+        touch that waits)."""
+        if touch is not None and too_soon(self.session.device, touch, self._job_ended,
+                                          self._lifts):
             log.debug("touch ignored", why="the dealer is restacking")
             self._touch_ignored("touch ignored: the last pass has only just ended; stack the "
                                 "piles, then touch again")
@@ -463,6 +468,7 @@ class Service:
             self.session.controller.end_job()
             if req["cmd"] in MOVING:  # touches made while it ran start nothing
                 self._job_ended, self._touch_at = device_now(self.session.device), None
+                self._lifts = []
                 self.session.device.drain_events()
             self.refresh()
 

@@ -513,3 +513,31 @@ def test_a_hasty_touch_on_the_microcontrollers_clock_is_still_refused(machine, t
     mcu.sim.dealer = SimDealer(rng=random.Random(4), lift_gap=0.1, settle=0.05)
     told = hand_told(dev, tmp_path)
     assert told and all("restacking" in e["why"] for e in told)
+
+
+@pytest.mark.parametrize(("after_lift", "refused"), [(0.6, False), (0.1, True)])
+def test_between_jobs_the_lockout_reads_the_microcontrollers_stamps(machine, tmp_path,
+                                                                    after_lift, refused):
+    """The service between jobs: a touch stamped 0.6 s (MCU time) after the first pile
+    lifted is past the lock-out though the host saw the job end a moment ago; 0.1 s is
+    not. A client's job holds the machine, so a touch taken only waits for it."""
+    from shuffler.config import Config
+    from shuffler.controller import PassController
+    from shuffler.device import EventKind, InputEvent, Pile
+    from shuffler.hand import device_now
+    from shuffler.service import Service
+    from shuffler.session import Session
+    from shuffler.state import StateStore
+
+    _, dev = machine(speed=1)
+    session = Session(PassController(dev, StateStore(tmp_path)), Config(), random.Random(1))
+    service = Service(session, tmp_path / "s.sock")
+    seen: list = []
+    service.subscribe(lambda kind, body: seen.append(body) if kind == "event" else None)
+    service._job_ended = device_now(dev)
+    service.claim.acquire()
+    dev.events.put(InputEvent(EventKind.PILE_LIFTED, 10.0, Pile.LEFT))
+    dev.events.put(InputEvent(EventKind.TOUCH, 10.0 + after_lift))
+    service._idle()
+    told = [e for e in seen if e.get("event") == "touch_ignored"]
+    assert bool(told) is refused and (service._touch_at is None) is refused
