@@ -33,7 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from shuffler.client import ServiceError  # noqa: E402
+from shuffler.service.client import ServiceError  # noqa: E402
 from tests.mqtt_broker import MOSQUITTO, Broker, free_port  # noqa: E402
 from tests.served import Service  # noqa: E402
 
@@ -136,7 +136,7 @@ def hold_sockets(port: int, count: int, data: bytes, stop: threading.Event) -> N
 def abuse(tmp: Path, idle: float, commands: int = 2000) -> dict[str, object]:
     """The page and MQTT on; every attack of issue 24 at once (see the module notes)."""
     from shuffler.config import MqttConfig
-    from shuffler.telemetry import connect_client
+    from shuffler.faces.telemetry import connect_client
 
     broker = Broker(tmp).start()
     port = free_port()
@@ -203,7 +203,7 @@ def abuse(tmp: Path, idle: float, commands: int = 2000) -> dict[str, object]:
 def view_latency(tmp: Path, tables: int = 50, rounds: int = 20) -> list[float]:
     """Publish-to-view seconds with ``tables`` tables each publishing ``rounds`` states."""
     from shuffler.config import MqttConfig
-    from shuffler.telemetry import Telemetry, connect_client
+    from shuffler.faces.telemetry import Telemetry, connect_client
 
     broker = Broker(tmp).start()
     arrivals: list[float] = []
@@ -244,8 +244,8 @@ def telemetry_rate(tmp: Path, seconds: float = 3.0) -> tuple[float, float, float
     """(messages/s delivered from one table, a pass's wall seconds alone, with flooding)."""
     from shuffler.backends import open_device
     from shuffler.config import Config, MqttConfig
-    from shuffler.planning import Mode, PackTracker, make_planner, system_random
-    from shuffler.telemetry import Telemetry, connect_client
+    from shuffler.core.planning import Mode, PackTracker, make_planner, system_random
+    from shuffler.faces.telemetry import Telemetry, connect_client
 
     broker = Broker(tmp).start()
     try:

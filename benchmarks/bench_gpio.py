@@ -24,9 +24,9 @@ import warnings
 
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler.config import GpioConfig
-from shuffler.device import FaultLimits
-from shuffler.mechanics import Pile
-from shuffler.planning import coin_plan
+from shuffler.core.mechanics import Pile
+from shuffler.core.planning import coin_plan
+from shuffler.device.contract import FaultLimits
 
 
 def run(rate: float, passes: int = 10, cards: int = 104) -> dict:

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 from hardware_sim.study import simulate_hand
-from shuffler import mixing
-from shuffler.mechanics import Feed
-from shuffler.planning import Mode
+from shuffler.core import mixing
+from shuffler.core.mechanics import Feed
+from shuffler.core.planning import Mode
 
 
 def table_ms(n: int, passes: range, repeats: int = 7) -> float:

@@ -22,9 +22,9 @@ from firmware_bridge.device import SerialDevice
 from firmware_bridge.messages import Card, StatusAsk, StatusReply
 from hardware_sim import SimDevice
 from hardware_sim.virtual_mcu import Noise, VirtualMCU
-from shuffler.clock import ScaledClock
+from shuffler.core.planning import coin_plan
+from shuffler.device.clock import ScaledClock
 from shuffler.errors import DeviceError
-from shuffler.planning import coin_plan
 
 
 def open_pair(speed: float, cards: int = 104, noise: Noise | None = None, seed: int = 1):

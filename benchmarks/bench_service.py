@@ -16,7 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from shuffler.client import ServiceClient
+from shuffler.service.client import ServiceClient
 
 
 def rss_kib(pid: int) -> int:

@@ -20,8 +20,8 @@ import random
 import time
 
 from hardware_sim.sim_avr import SimAvr, serial_on
-from shuffler.mechanics import deal_piles
-from shuffler.planning import coin_plan
+from shuffler.core.mechanics import deal_piles
+from shuffler.core.planning import coin_plan
 
 
 def cpu_seconds(pid: int) -> float:

@@ -164,11 +164,11 @@ def fault_case(device: str, cards: int, kind: str, pos: int, seed: int = 1) -> t
     """Run one pass with one injected fault; the outcome and what was wrong."""
     from shuffler.backends import SimOptions, open_device
     from shuffler.config import Config
-    from shuffler.controller import PassController
-    from shuffler.device import FaultKind
+    from shuffler.control.controller import PassController
+    from shuffler.core.planning import coin_plan
+    from shuffler.device.contract import FaultKind
     from shuffler.errors import FaultLatchedError, ShufflerError
-    from shuffler.planning import coin_plan
-    from shuffler.state import StateStore
+    from shuffler.store.state import StateStore
 
     cfg = Config()
     with tempfile.TemporaryDirectory() as folder:
@@ -238,8 +238,8 @@ def _in_flight(state_dir: Path) -> bool:
 def kill_case(device: str, args: list[str], delay: float) -> tuple[str, str]:
     """Start ``args``, SIGKILL it ``delay`` s after its first pass is in flight, then
     check what it left behind."""
-    from shuffler.device import FaultKind
-    from shuffler.state import Invalid, check_state
+    from shuffler.device.contract import FaultKind
+    from shuffler.store.state import Invalid, check_state
 
     with tempfile.TemporaryDirectory() as folder:
         state_dir = Path(folder)

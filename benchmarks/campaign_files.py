@@ -208,7 +208,7 @@ def _drain(fd: int) -> bytes:
 def _drive_service(pid: int, sock: Path) -> None:
     """Ask the service in the child for a hand, then stop it as systemctl would (the
     child is reaped by the caller)."""
-    from shuffler.client import ServiceClient
+    from shuffler.service.client import ServiceClient
 
     deadline = time.monotonic() + 20
     client = None
@@ -240,7 +240,7 @@ def _ended(pid: int) -> bool:
 
 
 def _records(state: Path) -> list[dict]:
-    from shuffler.audit import AuditLog
+    from shuffler.store.audit import AuditLog
 
     return list(AuditLog(state / "audit.jsonl").read())
 
@@ -261,7 +261,7 @@ def must_refuse(scenario: str, reports: bytes) -> bool:
 def judge(state: Path, scenario: str, reports: bytes, code: int, before: int,
           log: Path) -> tuple[str, str]:
     """The outcome of one injected run, from what it left behind."""
-    from shuffler.state import Invalid, check_state
+    from shuffler.store.state import Invalid, check_state
 
     err = log.read_text(errors="replace") if log.exists() else ""
     if "Traceback" in err or code not in (0, 2, 3, 4, KILLED, 128 + signal.SIGTERM):

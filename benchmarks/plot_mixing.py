@@ -14,7 +14,7 @@ import math
 import sys
 from pathlib import Path
 
-from shuffler.mixing import tv_coin, tv_planned
+from shuffler.core.mixing import tv_coin, tv_planned
 
 SIZES = {24: "#1b9e77", 32: "#d95f02", 52: "#7570b3", 104: "#e7298a"}
 K_MAX, Y_MIN = 16, 1e-5

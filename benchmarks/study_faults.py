@@ -16,9 +16,9 @@ from fractions import Fraction
 
 from hardware_sim.exhaustive import coin_outcomes, enumerate_outcomes, total_variation
 from hardware_sim.study import Imperfections, play_hand, reading_order, simulate_hand
-from shuffler.mechanics import Feed, Pile
-from shuffler.planning import Mode
-from shuffler.stats import Battery
+from shuffler.core.mechanics import Feed, Pile
+from shuffler.core.planning import Mode
+from shuffler.core.stats import Battery
 
 
 class FixedCoin(random.Random):

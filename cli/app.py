@@ -15,13 +15,13 @@ import click
 from .options import GlobalOptions, wants_json
 
 if TYPE_CHECKING:
-    from shuffler.client import ServiceClient
     from shuffler.config import Config
-    from shuffler.controller import PassController
-    from shuffler.device import ShufflerDevice
+    from shuffler.control.controller import PassController
+    from shuffler.control.session import Session
+    from shuffler.device.contract import ShufflerDevice
     from shuffler.errors import ShufflerError
-    from shuffler.lock import MachineLock
-    from shuffler.session import Session
+    from shuffler.service.client import ServiceClient
+    from shuffler.store.lock import MachineLock
 
 #: the version of every JSON object we print (docs/json.md); bump on a breaking change
 SCHEMA = 1
@@ -79,7 +79,7 @@ class App:
     def lock(self, holder: str | None = None, *, reading: bool = False) -> None:
         """Take the machine: exit 3 naming the holder if someone else drives it. With
         ``reading`` a state folder that cannot be written is a look, not an error."""
-        from shuffler.lock import MachineLock
+        from shuffler.store.lock import MachineLock
 
         if not self.locks:
             lock = MachineLock(self.state_dir)
@@ -93,7 +93,7 @@ class App:
 
     def open(self, cards: int, *, reading: bool = False) -> ShufflerDevice:
         from shuffler.backends import open_device
-        from shuffler.signals import leave_if_pending
+        from shuffler.control.signals import leave_if_pending
 
         self.check_fault_specs(cards)
         first_run = not self.json and not self.state_dir.exists()
@@ -122,12 +122,12 @@ class App:
                                 "cards, so that fault would never happen")
 
     def controller(self, device: ShufflerDevice) -> PassController:
-        from shuffler.controller import PassController
-        from shuffler.state import StateStore
+        from shuffler.control.controller import PassController
+        from shuffler.store.state import StateStore
 
         controller = PassController(device, StateStore(self.state_dir), self.config.battery,
                                     self.config.hand.passes)
-        from shuffler.signals import leave_if_pending
+        from shuffler.control.signals import leave_if_pending
 
         verify = self.locks[0].verify if self.locks else None
 
@@ -159,7 +159,7 @@ class App:
         if not os.path.lexists(self.socket):  # no socket: no service
             self.no_service_here()
             return None
-        from shuffler.client import ServiceClient, trusted_uids
+        from shuffler.service.client import ServiceClient, trusted_uids
 
         user = self.loaded.service.user if self.loaded is not None else None
         client = ServiceClient.reach(self.socket, trusted=trusted_uids(user))
@@ -175,7 +175,7 @@ class App:
         if not service_installed():
             return
         if not self.device_name.startswith("sim"):
-            from shuffler.client import ServiceUnreachableError
+            from shuffler.service.client import ServiceUnreachableError
 
             raise ServiceUnreachableError(
                 f"cannot reach the service at {self.socket}: no socket there, so the "
@@ -209,7 +209,7 @@ class App:
 
     def session(self, cards: int) -> Session:
         from shuffler.backends import plan_source
-        from shuffler.session import Session
+        from shuffler.control.session import Session
 
         device = self.open(cards)
         return Session(self.controller(device), self.config, plan_source(device, self.sim.seed))

@@ -6,7 +6,7 @@ import click
 
 from .app import EXIT_OK, App, Progress, run_guarded
 
-#: cards in a load (shuffler.cards.MAX_CARDS; a test keeps them equal)
+#: cards in a load (shuffler.core.cards.MAX_CARDS; a test keeps them equal)
 MAX_CARDS = 104
 MODES = ["planned", "coin"]
 
@@ -39,8 +39,8 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
       shuffler hand                 the configured passes, the configured load
       shuffler hand --passes 7      seven passes this time
     """
-    from shuffler.hand import pending_hand
-    from shuffler.state import StateStore
+    from shuffler.control.hand import pending_hand
+    from shuffler.store.state import StateStore
 
     from . import render
 
@@ -89,7 +89,7 @@ def status(app: App) -> None:
       shuffler status
       shuffler status --json        for a script (docs/json.md)
     """
-    from shuffler.reports import status_dict
+    from shuffler.control.reports import status_dict
 
     from . import render
 
@@ -112,7 +112,7 @@ def battery(app: App, cards: int | None) -> None:
       shuffler battery
       shuffler battery --cards 32
     """
-    from shuffler.reports import battery_dict
+    from shuffler.control.reports import battery_dict
 
     from . import render
 
@@ -161,10 +161,10 @@ def serve(app: App, cards: int | None) -> None:
       shuffler serve                              the configured device (systemd runs this)
       shuffler --socket /tmp/s.sock serve         the simulator, a socket of your own
     """
-    from shuffler.faces import Faces
-    from shuffler.lock import MachineBusyError
+    from shuffler.faces.router import Faces
     from shuffler.logs import under_journal
-    from shuffler.service import Service, ServiceRunningError, install_signal_handlers
+    from shuffler.service.loop import Service, ServiceRunningError, install_signal_handlers
+    from shuffler.store.lock import MachineBusyError
 
     def body() -> int:
         try:

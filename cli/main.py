@@ -229,11 +229,11 @@ def cli(ctx: click.Context, **given: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    from shuffler.signals import install
+    from shuffler.control.signals import install
 
     from .streams import finish, guard
 
-    install()  # every terminal signal: motor off on the way out (shuffler/signals.py)
+    install()  # every terminal signal: motor off on the way out (shuffler/control/signals.py)
     out, err = guard()  # a full or closed stdout/stderr: a clean exit (cli/streams.py)
     code: Any = 0
     try:

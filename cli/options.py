@@ -15,7 +15,7 @@ from typing import Any
 import click
 
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
-#: (the same figure as shuffler.registry.DEFAULT_SIM_SPEED; a test keeps them equal)
+#: (the same figure as shuffler.device.registry.DEFAULT_SIM_SPEED; a test keeps them equal)
 DEFAULT_SIM_SPEED = 20.0
 #: the --sim-dealer habits, as hardware_sim.dealer.DealerHabit spells them (a test checks)
 SIM_DEALERS = ["instructed", "other", "both", "follows-but-last", "taller", "last-card",
@@ -82,8 +82,8 @@ class SafePath(click.ParamType):
         return text
 
 
-#: --device's help: the registry's names (shuffler.registry, from the shuffler.devices
-#: entry points) as shuffler.registry.usage() says them (tests/test_registry.py)
+#: --device's help: the registry's names (shuffler.device.registry, from the shuffler.devices
+#: entry points) as shuffler.device.registry.usage() says them (tests/test_registry.py)
 DEVICE_HELP = "sim (default), sim-avr, sim-gpio, sim-serial, gpio or serial:PORT"
 
 
@@ -96,7 +96,7 @@ def _devices(ctx: click.Context, param: click.Parameter, incomplete: str) -> lis
         ports = sorted(glob.glob("/dev/tty[AUS]*") + glob.glob("/dev/shuffler*"))
         return [CompletionItem(f"serial:{p}") for p in ports if f"serial:{p}".startswith(
             incomplete)]
-    from shuffler.registry import backends
+    from shuffler.device.registry import backends
 
     names = [f"{b.name}:" if b.argument else b.name for b in backends()]
     return [CompletionItem(d) for d in names if d.startswith(incomplete)]

@@ -56,7 +56,7 @@ def hand_summary(h: dict[str, Any]) -> str:
                 f"passes done ({mode}, {distance}); "
                 f"{h['next_dealer']} deals next{deck}{note}")
 
-    from shuffler.device import FaultKind
+    from shuffler.device.contract import FaultKind
 
     fault = h.get("fault")
     step = ("free the machine, run `shuffler clear`, then `shuffler hand` to finish it"

@@ -116,9 +116,9 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
       shuffler --device sim-gpio selftest --yes --json
       shuffler --device sim-gpio selftest --yes --sim-miswire piles_swapped
     """
-    from shuffler.device import opening_still
+    from shuffler.device.contract import opening_still
     from shuffler.errors import BadInputError
-    from shuffler.selftest import GpioBench, SelfTest
+    from shuffler.gpio.selftest import GpioBench, SelfTest
 
     def body() -> int:
         if app.device_name not in ("gpio", "sim-gpio"):
@@ -170,7 +170,7 @@ def open_alone(app: App) -> Any:
     """Open the device under the machine lock, and on a real machine under the deployed
     service's lock too: a self-test beside a running service is refused (exit 3) with the
     command that stops the service."""
-    from shuffler.lock import LOCK_NAME, MachineBusyError, MachineLock
+    from shuffler.store.lock import LOCK_NAME, MachineBusyError, MachineLock
 
     system = Path(SYSTEM_STATE_DIR)
     try:
@@ -208,7 +208,7 @@ def write_calibration(app: App, ratio: float | None, *, simulated: bool,
 
     from shuffler.config import load_config_text
     from shuffler.files import read_limited, write_file
-    from shuffler.selftest import set_divider_ratio
+    from shuffler.gpio.selftest import set_divider_ratio
 
     raw = read_limited(path, "config file")
     old = raw.decode("utf-8", "replace") if raw else ""

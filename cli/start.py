@@ -2,7 +2,7 @@
 (while click and the commands import) a quiet exit instead of an import's traceback;
 then the command line runs (:func:`shuffler_cli.main.main`)."""
 
-from shuffler.signals import quiet_until_ready
+from shuffler.control.signals import quiet_until_ready
 
 quiet_until_ready()
 

@@ -12,10 +12,9 @@ import click
 from hardware_sim.dealer import DealerHabit
 from hardware_sim.faults import parse_fault_specs
 from hardware_sim.study import Imperfections, play_hand, reading_order
-from shuffler.cards import MAX_CARDS, play_euchre_hand
-from shuffler.errors import BadInputError
-from shuffler.mechanics import Feed
-from shuffler.mixing import (
+from shuffler.core.cards import MAX_CARDS, play_euchre_hand
+from shuffler.core.mechanics import Feed
+from shuffler.core.mixing import (
     MAX_PASSES,
     guesses_coin,
     guesses_planned,
@@ -24,9 +23,10 @@ from shuffler.mixing import (
     tv_coin,
     tv_planned,
 )
-from shuffler.planning import Mode, default_passes
-from shuffler.state import atomic_write
-from shuffler.stats import ALPHA, Battery
+from shuffler.core.planning import Mode, default_passes
+from shuffler.core.stats import ALPHA, Battery
+from shuffler.errors import BadInputError
+from shuffler.store.state import atomic_write
 
 from .options import FiniteFloat
 from .render import distance_text, table_distance
@@ -79,7 +79,7 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
                  "(the guessing columns: the best guesser's expected score, exact)")
     lines.append(f"a hand runs {k} passes by default (the fewest k with 2^k >= {n}: "
                  f"{'exactly random' if tv_planned(n, k) == 0 else 'the physical limit'} "
-                 "in planned mode; shuffler.planning.default_passes)")
+                 "in planned mode; shuffler.core.planning.default_passes)")
     for mode in ("planned", "coin"):
         needed = rec[mode]
         lines.append(f"to get below {target} ({mode}): " + (

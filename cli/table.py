@@ -26,8 +26,8 @@ def _ask_score(app: App, cmd: str, local, **args) -> None:
         if client := app.service():
             result = client.request(cmd, None, **args)
         else:
-            from shuffler.scorebook import ScoreBook
-            from shuffler.state import StateStore
+            from shuffler.control.scorebook import ScoreBook
+            from shuffler.store.state import StateStore
 
             app.lock()
             result = local(ScoreBook(StateStore(app.state_dir), app.config))
@@ -167,7 +167,7 @@ def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> None:
     """
     def body() -> int:
         from shuffler.errors import BadInputError
-        from shuffler.pairing import Pairing
+        from shuffler.faces.pairing import Pairing
 
         if sum((renew, listing, revoke is not None)) > 1:
             raise BadInputError("give one of --new, --list and --revoke")
@@ -209,7 +209,7 @@ def tables(app: App, wait: float, once: bool) -> None:
     """
     def body() -> int:
         from shuffler.errors import ConfigError
-        from shuffler.tables import TableWatcher, render
+        from shuffler.faces.tables import TableWatcher, render
 
         if not app.config.mqtt.enabled:
             raise ConfigError(f"{app.config.source}: [mqtt] host: the broker to watch is "

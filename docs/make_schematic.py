@@ -3,7 +3,7 @@
     python docs/make_schematic.py          # needs the docs extra: pip install -e '.[docs]'
 
 Everything comes from shuffler.pinmap (pins, header numbers, divider) and
-shuffler.battery (the power budget); tests/test_pinmap.py checks the outputs
+shuffler.core.battery (the power budget); tests/test_pinmap.py checks the outputs
 agree with them. Wires between blocks are joined by name (a tag): every tag
 name appears at both ends.
 """
@@ -21,8 +21,9 @@ import schemdraw.elements as elm
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from shuffler import battery, pinmap  # noqa: E402
+from shuffler import pinmap  # noqa: E402
 from shuffler.config import FRESH_VOLTS  # noqa: E402
+from shuffler.core import battery  # noqa: E402
 from shuffler.pinmap import WIRES  # noqa: E402
 
 schemdraw.use("svg")  # no matplotlib needed

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shuffler.device import ShufflerDevice
-from shuffler.registry import Backend, Opening
+from shuffler.device.contract import ShufflerDevice
+from shuffler.device.registry import Backend, Opening
 
 if TYPE_CHECKING:
     from shuffler.config import Config

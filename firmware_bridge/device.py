@@ -18,7 +18,9 @@ from typing import TypeVar
 
 import serial
 
-from shuffler.device import (
+from shuffler.core.mechanics import Feed, Pile
+from shuffler.core.planning import PassPlan
+from shuffler.device.contract import (
     BatteryReading,
     CardCallback,
     DeviceInfo,
@@ -35,12 +37,10 @@ from shuffler.device import (
     feed_fault,
     stall_fault,
 )
-from shuffler.engine import HALT_MESSAGES
+from shuffler.device.engine import HALT_MESSAGES
 from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.logs import get_logger
-from shuffler.mechanics import Feed, Pile
 from shuffler.pinmap import SERVO_FRAME_S
-from shuffler.planning import PassPlan
 
 from .link import Link, LinkLostError
 from .messages import (

@@ -89,7 +89,7 @@ class FaultCode(enum.IntEnum):
     BUSY = 11  # refused: a pass is already running
 
 
-#: fault code -> the host's FaultKind value (shuffler.device.FaultKind)
+#: fault code -> the host's FaultKind value (shuffler.device.contract.FaultKind)
 FAULT_KIND = {FaultCode.JAM: "jam", FaultCode.MISFEED: "misfeed",
               FaultCode.LOW_BATTERY: "low_battery", FaultCode.LINK_LOST: "link_lost",
               FaultCode.TIMEOUT: "timeout", FaultCode.MCU_RESTARTED: "mcu_restarted",

@@ -3,8 +3,8 @@
 ``SimDevice`` implements the device contract directly on the physics. The
 virtual microcontroller and the gpiozero mock-pin rig move the same cards.
 
-    >>> from shuffler.clock import VirtualClock
-    >>> from shuffler.planning import coin_plan
+    >>> from shuffler.device.clock import VirtualClock
+    >>> from shuffler.core.planning import coin_plan
     >>> import random
     >>> dev = SimDevice.for_cards(24, clock=VirtualClock(), rng=random.Random(1))
     >>> report = dev.run_pass(coin_plan(24, random.Random(2)))

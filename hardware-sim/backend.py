@@ -10,10 +10,10 @@ import os
 import random
 from dataclasses import replace
 
-from shuffler.clock import EventClock, ScaledClock
-from shuffler.device import ShufflerDevice
+from shuffler.device.clock import EventClock, ScaledClock
+from shuffler.device.contract import ShufflerDevice
+from shuffler.device.registry import Backend, Opening
 from shuffler.errors import BadInputError
-from shuffler.registry import Backend, Opening
 
 from .device import SimDevice
 
@@ -110,7 +110,7 @@ def open_sim_gpio(o: Opening) -> ShufflerDevice:
         habit=DealerHabit(sim.habit), rng=random.Random(sim.seed),
         spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate), clock=clock)
     if kept := os.environ.get("SHUFFLER_KEPT_PINS"):  # tests: levels outlive a SIGKILL
-        from shuffler.safe_pins import safe_pins
+        from shuffler.gpio.safe_pins import safe_pins
 
         from .kept_pins import keep_levels
 

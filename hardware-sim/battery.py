@@ -1,7 +1,7 @@
 """The simulated 9 V battery: the makers' curves, sag under load, recovery at rest.
 
 It follows the same discharge curves the controller reads charge from
-(:mod:`shuffler.battery`): at rest the rest curve, under a pass's current the
+(:mod:`shuffler.core.battery`): at rest the rest curve, under a pass's current the
 load curve (in between, in proportion to the current), less a small
 polarisation that builds while the motor runs and fades at rest. It counts
 everything on the 9 V side: a pass draws the whole mechanism's current (motor,
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from shuffler.battery import CURVES, DischargeCurve
+from shuffler.core.battery import CURVES, DischargeCurve
 
 
 @dataclass

@@ -90,7 +90,7 @@ def miswire(rig: GpioRig, name: str) -> None:
 
 
 class RigBuilder:
-    """The rig as the person at the bench (see :class:`shuffler.selftest.Builder`)."""
+    """The rig as the person at the bench (see :class:`shuffler.gpio.selftest.Builder`)."""
 
     can_act = True
     HOLD = 0.2  # seconds a touch lasts

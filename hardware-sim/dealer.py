@@ -14,8 +14,8 @@ import enum
 import random
 from dataclasses import dataclass, field
 
-from shuffler.device import EventKind, InputEvent
-from shuffler.mechanics import Pile
+from shuffler.core.mechanics import Pile
+from shuffler.device.contract import EventKind, InputEvent
 
 
 class DealerHabit(enum.Enum):

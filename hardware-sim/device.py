@@ -6,9 +6,10 @@ import random
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
-from shuffler.cards import Card, standard_pack
-from shuffler.clock import Clock, VirtualClock
-from shuffler.device import (
+from shuffler.core.cards import Card, standard_pack
+from shuffler.core.mechanics import Pile
+from shuffler.device.clock import Clock, VirtualClock
+from shuffler.device.contract import (
     BatteryReading,
     CardCallback,
     DeviceInfo,
@@ -25,7 +26,6 @@ from shuffler.device import (
     TickCallback,
 )
 from shuffler.errors import DeviceError, FaultLatchedError
-from shuffler.mechanics import Pile
 
 from .battery import SimBattery
 from .dealer import DealerHabit, SimDealer
@@ -33,8 +33,8 @@ from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 
 if TYPE_CHECKING:
-    from shuffler.engine import Command, PassEngine
-    from shuffler.planning import PassPlan
+    from shuffler.core.planning import PassPlan
+    from shuffler.device.engine import Command, PassEngine
 
 # the pass engine is imported by the first pass: ``status`` opens a device and runs none
 
@@ -122,7 +122,7 @@ class SimDevice(ShufflerDevice):
             raise FaultLatchedError(self._fault.message)
         self._settle()
         self.mechanism.start_pass()
-        from shuffler.engine import PassEngine
+        from shuffler.device.engine import PassEngine
 
         engine = PassEngine(plan.labels, self.limits, **self.engine_options)
         self._run = _SimPass(self, engine, on_card, on_tick)
@@ -283,8 +283,8 @@ class _SimPass:
         # a misfeed, a stall or an empty tray: nothing reaches the beam
 
     def apply(self, commands: list[Command]) -> None:
-        from shuffler.engine import Card as Counted
-        from shuffler.engine import Divert, Done, Motor, Tick
+        from shuffler.device.engine import Card as Counted
+        from shuffler.device.engine import Divert, Done, Motor, Tick
 
         now = self.dev.clock.now()
         for cmd in commands:

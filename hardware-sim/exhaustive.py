@@ -17,8 +17,8 @@ from itertools import product
 from math import factorial
 from typing import TypeVar
 
-from shuffler import planning
-from shuffler.mechanics import Feed, Pile
+from shuffler.core import planning
+from shuffler.core.mechanics import Feed, Pile
 
 from .dealer import DealerHabit
 from .study import Imperfections, deal_with_doubles, play_hand

@@ -3,7 +3,7 @@
 ``MockFactory`` supplies the pins (:class:`RigFactory`, whose pins stamp their
 changes with the rig's clock); :class:`MockMCP3008` (built on ``MockSPIDevice``)
 answers the battery monitor's SPI reads with the simulated battery's volts
-through the divider. The rig runs on an :class:`~shuffler.clock.EventClock`:
+through the divider. The rig runs on an :class:`~shuffler.device.clock.EventClock`:
 whenever the device waits, the rig looks at the motor pins and, while the motor
 runs forward at full speed, moves cards across the beam at the mechanism's rate,
 landing each on the pile the diverter points to as the card passes it. Time
@@ -17,7 +17,7 @@ the piles (the pile sensors see it), loads the tray and touches the sensor.
     >>> dev = RiggedGpioDevice(rig)
     >>> dev.tray.is_active
     True
-    >>> from shuffler.planning import coin_plan
+    >>> from shuffler.core.planning import coin_plan
     >>> import random
     >>> dev.run_pass(coin_plan(24, random.Random(1))).counted
     24
@@ -43,12 +43,12 @@ from gpiozero.pins.mock import (
     PinState,
 )
 
-from shuffler.cards import Card, standard_pack
-from shuffler.clock import EventClock
 from shuffler.config import GpioConfig
-from shuffler.device import DeviceInfo, Signal
-from shuffler.gpio import COLOURS, GpioDevice
-from shuffler.mechanics import Pile
+from shuffler.core.cards import Card, standard_pack
+from shuffler.core.mechanics import Pile
+from shuffler.device.clock import EventClock
+from shuffler.device.contract import DeviceInfo, Signal
+from shuffler.gpio.backend import COLOURS, GpioDevice
 
 from .battery import SimBattery
 from .dealer import DealerHabit, SimDealer

@@ -11,7 +11,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from shuffler.mechanics import Feed, Pile, stack
+from shuffler.core.mechanics import Feed, Pile, stack
 
 from .battery import SimBattery
 from .dealer import PilesSeen

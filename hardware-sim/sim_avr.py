@@ -13,9 +13,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shuffler.device import FaultLimits, ShufflerDevice
+from shuffler.core.mechanics import Feed
+from shuffler.device.contract import FaultLimits, ShufflerDevice
 from shuffler.errors import DeviceError
-from shuffler.mechanics import Feed
 
 if TYPE_CHECKING:
     from firmware_bridge.device import Timings

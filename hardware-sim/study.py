@@ -6,7 +6,7 @@ top without the sensors noticing, and the feed may take two cards as one.
 Orders are lists of starting positions, top first.
 
     >>> import random
-    >>> from shuffler.planning import Mode
+    >>> from shuffler.core.planning import Mode
     >>> orders = list(simulate_hands(24, 5, Mode.PLANNED, 3, random.Random(1)))
     >>> [sorted(o) == list(range(24)) for o in orders]
     [True, True, True]
@@ -18,8 +18,8 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from shuffler.mechanics import Feed, Pile, deal_pass, feed_order, stack
-from shuffler.planning import Mode, PackTracker, Planner, make_planner
+from shuffler.core.mechanics import Feed, Pile, deal_pass, feed_order, stack
+from shuffler.core.planning import Mode, PackTracker, Planner, make_planner
 
 from .dealer import DealerHabit, PilesSeen, choose_pile
 

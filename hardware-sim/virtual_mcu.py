@@ -54,9 +54,9 @@ from firmware_bridge.messages import (
     StatusReply,
     Stop,
 )
-from shuffler.device import EventKind, FaultKind, FaultLimits, Signal, Status
-from shuffler.mechanics import Pile
-from shuffler.planning import PassPlan
+from shuffler.core.mechanics import Pile
+from shuffler.core.planning import PassPlan
+from shuffler.device.contract import EventKind, FaultKind, FaultLimits, Signal, Status
 
 from .device import SimDevice
 

@@ -1,4 +1,4 @@
-"""Opening a device by name through the registry (:mod:`shuffler.registry`: ``sim``,
+"""Opening a device by name through the registry (:mod:`shuffler.device.registry`: ``sim``,
 the default, ``sim-gpio``, ``sim-serial``, ``sim-avr``, ``gpio``, ``serial:PORT`` and any
 backend registered by name), and the ``gpio`` backend, the Pi's own. Backends are
 imported only when chosen."""
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import random
 
-from .config import Config
-from .device import ShufflerDevice
-from .errors import BadInputError, DeviceError
-from .logs import get_logger
-from .planning import RandomSource, system_random
-from .registry import DEFAULT_SIM_SPEED, Backend, Opening, SimOptions, find
+from shuffler.config import Config
+from shuffler.core.planning import RandomSource, system_random
+from shuffler.device.contract import ShufflerDevice
+from shuffler.device.registry import DEFAULT_SIM_SPEED, Backend, Opening, SimOptions, find
+from shuffler.errors import BadInputError, DeviceError
+from shuffler.logs import get_logger
 
 __all__ = ["DEFAULT_SIM_SPEED", "GPIO", "SimOptions", "open_device", "plan_source"]
 
@@ -40,8 +40,8 @@ def _gpio(config: Config) -> ShufflerDevice:
     recorded for each library it fell back from."""
     import warnings
 
-    from .gpio import GpioDevice
-    from .safe_pins import is_pin_error, open_pin_factory, pin_failure
+    from shuffler.gpio.backend import GpioDevice
+    from shuffler.gpio.safe_pins import is_pin_error, open_pin_factory, pin_failure
 
     factory, fell_back = open_pin_factory()
     record_driven(config)
@@ -63,7 +63,7 @@ def _gpio(config: Config) -> ShufflerDevice:
 
 def record_driven(config: Config) -> None:
     """Before any output is driven: which pins ``shuffler-safe`` must make safe."""
-    from .safe_pins import record_driven as record
+    from shuffler.gpio.safe_pins import record_driven as record
 
     try:
         where = record(config.gpio)

@@ -24,20 +24,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
-from .battery import CURVES
-from .cards import MAX_CARDS
-from .device import FaultLimits
-from .errors import ConfigError
-from .files import read_limited
-from .mechanics import Feed
+from shuffler.core.battery import CURVES
+from shuffler.core.cards import MAX_CARDS
+from shuffler.core.mechanics import Feed
+from shuffler.core.planning import Mode, default_passes
+from shuffler.device.contract import FaultLimits
+from shuffler.errors import ConfigError
+from shuffler.files import read_limited
 
 # where the deployed machine keeps its config and socket: shuffler.paths, light enough
 # that the CLI asks a running service without importing this module (no config file)
-from .paths import default_socket_path
-from .paths import discovered_config_paths as discovered_config_paths
-from .paths import service_installed as service_installed
-from .paths import service_socket_path as service_socket_path
-from .pinmap import (
+from shuffler.paths import default_socket_path
+from shuffler.paths import discovered_config_paths as discovered_config_paths
+from shuffler.paths import service_installed as service_installed
+from shuffler.paths import service_socket_path as service_socket_path
+from shuffler.pinmap import (
     MOTOR_RATED_VOLTS,
     PIN_ROLES,
     SERVO_FRAME_S,
@@ -46,7 +47,6 @@ from .pinmap import (
     divider_ratio,
     motor_duty_cap,
 )
-from .planning import Mode, default_passes
 
 # tomllib and socket are imported where a config file is read: start-up stays quick
 
@@ -109,7 +109,7 @@ class MechanismConfig:
         return 1.0 / self.card_rate
 
 
-#: a fresh block at rest, by chemistry (shuffler.battery's curves at full charge): the
+#: a fresh block at rest, by chemistry (shuffler.core.battery's curves at full charge): the
 #: most the motor can see
 FRESH_VOLTS = {name: curve.volts(1.0, under_load=False) for name, curve in CURVES.items()}
 #: the PWM a driver input takes, by factory: PWM timed in software (lgpio), or by the
@@ -486,7 +486,7 @@ def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
     top = _Reader(source, "top level", doc)
     device = top.get("device", "sim", "a device name", lambda v: isinstance(v, str))
     if device != "sim":  # the registry's names (shuffler.devices); imported only when asked
-        from . import registry
+        from shuffler.device import registry
 
         if not (len(device) <= 4095 and device.isprintable() and registry.usable(device)):
             top.fail("device", registry.usage(), device)

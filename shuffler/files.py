@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from .errors import BadInputError, FileAccessError
+from shuffler.errors import BadInputError, FileAccessError
 
 #: what a user-named file may hold at most, in bytes
 MAX_FILE_BYTES = 1 << 20

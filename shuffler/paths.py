@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .files import default_state_dir
+from shuffler.files import default_state_dir
 
 #: where a deployed machine keeps its config and its service's socket, under the system
 #: root (docs/deploy/README.md): ``/`` unless SHUFFLER_SYSTEM_ROOT names a throwaway one
@@ -43,7 +43,7 @@ def default_socket_path() -> Path:
     config names a socket: ``$XDG_RUNTIME_DIR/shuffler.sock`` (a folder only its user
     may enter), else ``shuffler.sock`` in the default state folder (created 0750).
     Never a bare name in ``/tmp``, where any local user could create it first; the
-    client still checks who owns the socket it finds (:mod:`shuffler.client`)."""
+    client still checks who owns the socket it finds (:mod:`shuffler.service.client`)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return Path(runtime) / "shuffler.sock"

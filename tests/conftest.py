@@ -16,10 +16,10 @@ from hardware_sim import DealerHabit, SimDevice, parse_fault_specs
 from hardware_sim.gpio_rig import GpioRig
 from hardware_sim.sim_avr import AVR_PACKAGES, SimAvr, build_firmware, serial_on
 from hardware_sim.virtual_mcu import VirtualMCU
-from shuffler.clock import ScaledClock, VirtualClock
-from shuffler.device import ShufflerDevice
+from shuffler.device.clock import ScaledClock, VirtualClock
+from shuffler.device.contract import ShufflerDevice
 from shuffler.errors import DeviceError
-from shuffler.gpio import GpioDevice
+from shuffler.gpio.backend import GpioDevice
 
 # every JSON object the CLI prints and the socket client reads, in this process and in
 # the ones it starts, is checked against shuffler/schemas (docs/json.md)

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from shuffler.client import ServiceClient
+from shuffler.service.client import ServiceClient
 
 SHUFFLER = str(Path(sys.executable).parent / "shuffler")
 

@@ -8,13 +8,13 @@ import random
 import pytest
 
 from hardware_sim import SimBattery, SimDevice
-from shuffler import battery as batt
-from shuffler.clock import VirtualClock
-from shuffler.controller import PassController
+from shuffler.control.controller import PassController
+from shuffler.core import battery as batt
+from shuffler.core.mechanics import Pile
+from shuffler.core.planning import coin_plan
+from shuffler.device.clock import VirtualClock
 from shuffler.errors import LowBatteryError
-from shuffler.mechanics import Pile
-from shuffler.planning import coin_plan
-from shuffler.state import StateStore
+from shuffler.store.state import StateStore
 
 
 @pytest.mark.parametrize("chemistry", sorted(batt.CURVES))

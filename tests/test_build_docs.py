@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from shuffler import battery, pinmap
+from shuffler import pinmap
+from shuffler.core import battery
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -2,7 +2,7 @@
 at the rate it claims.
 
 Each of SEEDS runs feeds HANDS exactly uniform packs (``random.shuffle``, fixed
-seeds) to a :class:`~shuffler.stats.Battery` and records which tests reject at
+seeds) to a :class:`~shuffler.core.stats.Battery` and records which tests reject at
 the 1% and the 5% level. The count of rejections is Binomial(SEEDS, level) for
 a calibrated test; the check accepts the central band outside which each tail
 holds at most TAIL of that law. Twelve checks, so this module fails a correctly
@@ -20,7 +20,7 @@ from math import comb, exp, log, log1p
 
 import pytest
 
-from shuffler.stats import ALPHA, Battery, combined_level
+from shuffler.core.stats import ALPHA, Battery, combined_level
 
 N, HANDS, SEEDS = 5, 60, 1500
 LEVELS = (ALPHA, 0.05)
@@ -109,7 +109,7 @@ def _runs_sampler(n):
     import bisect
     from itertools import accumulate
 
-    from shuffler.mixing import eulerian_row
+    from shuffler.core.mixing import eulerian_row
 
     cum = list(accumulate(eulerian_row(n)))
     return lambda rng: bisect.bisect_right(cum, rng.randrange(cum[-1]))
@@ -139,7 +139,7 @@ def _positions_p(rng, n, trials):
 
 
 def _level(n, trials, which, seed, runs_of=RUNS_OF):
-    from shuffler.stats import guesser_test, runs_test
+    from shuffler.core.stats import guesser_test, runs_test
 
     rng = random.Random(seed)
     sample = _runs_sampler(n)
@@ -162,7 +162,7 @@ LEVEL_CASES = [(which, n, extra) for which in ("runs", "guesser", "positions")
 
 @pytest.mark.parametrize(("which", "n", "extra"), LEVEL_CASES)
 def test_each_test_has_its_level_from_the_fewest_hands_it_takes(which, n, extra):
-    from shuffler.stats import min_hands
+    from shuffler.core.stats import min_hands
 
     trials = min_hands(which, n) + extra
     # small packs are cheap: more runs there, for a sharper estimate (±0.1%, not ±0.18%)
@@ -173,7 +173,7 @@ def test_each_test_has_its_level_from_the_fewest_hands_it_takes(which, n, extra)
 
 def test_the_samplers_follow_the_laws_they_stand_for():
     # the skipping sampler's mean and variance are the score's: H_n and Σ (1/m)(1 − 1/m)
-    from shuffler.mixing import harmonic
+    from shuffler.core.mixing import harmonic
 
     rng, n = random.Random(5), 24
     scores = [_score(rng, n) for _ in range(40_000)]
@@ -190,7 +190,7 @@ def test_the_samplers_follow_the_laws_they_stand_for():
 def test_two_cards_every_test_has_its_level_exactly():
     # two cards: a hand is one of the two orders, Binomial(T, 1/2) of them the sorted one;
     # each test's exact level is the chance of the counts it rejects
-    from shuffler.stats import min_hands
+    from shuffler.core.stats import min_hands
 
     fewest = min_hands("runs", 2)
     assert fewest == min_hands("guesser", 2) == min_hands("positions", 2)
@@ -204,7 +204,7 @@ def test_two_cards_every_test_has_its_level_exactly():
 
 
 def _two_card_level(name, trials):
-    from shuffler.stats import guesser_test, runs_test
+    from shuffler.core.stats import guesser_test, runs_test
 
     level = 0.0
     for sorted_ in range(trials + 1):  # hands of the sorted order [0, 1]: 1 run, score 2
@@ -222,7 +222,7 @@ def _two_card_level(name, trials):
 
 @pytest.mark.parametrize("n", [2, 5, 24, 104])
 def test_too_few_hands_says_so_instead_of_never_rejecting(n):
-    from shuffler.stats import min_hands
+    from shuffler.core.stats import min_hands
 
     battery = Battery(n)
     for _ in range(min(min_hands(name, n) for name in TESTS[:3]) - 1):

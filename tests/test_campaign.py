@@ -55,7 +55,7 @@ def test_each_fault_is_reported_and_a_jam_latches(campaign, cards, kind, pos):
 
 def test_the_matrix_would_see_a_lost_latch(campaign, monkeypatch):
     """The check can fail: a controller that forgets the latch is caught."""
-    from shuffler.controller import PassController
+    from shuffler.control.controller import PassController
 
     monkeypatch.setattr(PassController, "_count", staticmethod(
         lambda s, counted, fault: setattr(s, "passes", s.passes + 1)))
@@ -98,7 +98,7 @@ def test_a_kill_or_io_error_at_file_operations_loses_no_latch_and_no_record(file
 
 def test_the_injection_would_see_a_lost_latch(files, monkeypatch):
     """The check can fail: a recovery that forgets the pass cut off is caught."""
-    from shuffler.controller import PassController
+    from shuffler.control.controller import PassController
 
     def forgetful(self):
         self.update(lambda s: (setattr(s, "fault", None), setattr(s, "in_flight", None)))

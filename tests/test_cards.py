@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from shuffler.cards import (
+from shuffler.core.cards import (
     JOKER,
     Card,
     Suit,

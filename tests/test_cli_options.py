@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from shuffler.lock import MachineLock
+from shuffler.store.lock import MachineLock
 from shuffler_cli.main import COMMANDS, SUMMARIES, cli
 
 FAST = ["--sim-speed", "1000000"]
@@ -90,10 +90,12 @@ def test_help_imports_no_command_module():
 #: schema checker
 NOT_FOR_STATUS = {"structlog", "logging", "fractions", "decimal", "secrets", "tomllib",
                   "socket", "tempfile", "subprocess", "http.server", "jsonschema", "gpiozero",
-                  "serial", "firmware_bridge", "shuffler.mixing", "shuffler.stats",
-                  "shuffler.session", "shuffler.service", "shuffler.client", "shuffler.web",
-                  "shuffler.web_limits", "shuffler.pairing",
-                  "shuffler.telemetry", "shuffler.gpio", "shuffler.schemas", "shuffler.engine",
+                  "serial", "firmware_bridge", "shuffler.core.mixing", "shuffler.core.stats",
+                  "shuffler.control.session", "shuffler.service.loop", "shuffler.service.client",
+                  "shuffler.faces.web",
+                  "shuffler.faces.web_limits", "shuffler.faces.pairing",
+                  "shuffler.faces.telemetry", "shuffler.gpio.backend", "shuffler.schemas",
+                  "shuffler.device.engine",
                   "hardware_sim.bench", "hardware_sim.gpio_rig", "hardware_sim.virtual_mcu",
                   "hardware_sim.study"}
 
@@ -115,7 +117,7 @@ def test_status_imports_only_what_it_needs(env):
     assert code_line == "0", proc.stderr
     assert json.loads(status)["device"]["kind"] == "sim"
     loaded = set(ast.literal_eval(modules))
-    assert {"shuffler.controller", "hardware_sim.device"} <= loaded  # it did open the device
+    assert {"shuffler.control.controller", "hardware_sim.device"} <= loaded  # it opened the device
     assert sorted(NOT_FOR_STATUS & loaded) == []
 
 
@@ -210,7 +212,7 @@ def test_a_refused_socket_names_the_group_to_join(env, tmp_path):
 
 def test_a_refused_socket_as_root_is_shown_by_the_client_message(tmp_path, monkeypatch):
     """Root passes permission checks, so the refusal itself is simulated at connect()."""
-    from shuffler import client as client_mod
+    from shuffler.service import client as client_mod
 
     path = tmp_path / "private.sock"
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
@@ -289,8 +291,10 @@ def test_one_card_works_everywhere_it_makes_sense(env, command):
 
 
 def test_constants_kept_in_step_with_the_core():
-    from shuffler import backends, cards, service
-    from shuffler import client as client_mod
+    from shuffler import backends
+    from shuffler.core import cards
+    from shuffler.service import client as client_mod
+    from shuffler.service import loop as service
     from shuffler_cli import commands, options
 
     assert options.DEFAULT_SIM_SPEED == backends.DEFAULT_SIM_SPEED

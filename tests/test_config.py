@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from shuffler.config import Config, load_config, load_config_text
+from shuffler.core.mechanics import Feed
+from shuffler.core.planning import Mode
 from shuffler.errors import ConfigError
-from shuffler.mechanics import Feed
-from shuffler.planning import Mode
 
 GOOD = """
 device = "sim"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from shuffler.client import ServiceClient
+from shuffler.service.client import ServiceClient
 
 DEPLOY = Path(__file__).resolve().parent.parent / "docs" / "deploy"
 BIN = Path(sys.executable).parent
@@ -25,9 +25,9 @@ def unit_here(tmp: Path, drop_in: bool) -> Path:
                                                                str(BIN))
     (tmp / "shuffler.service").write_text(text)
     if drop_in:
-        (tmp / "shuffler.service.d").mkdir()
+        (tmp / "shuffler.service.loop.d").mkdir()
         for name in ("serial.conf", "network.conf"):
-            shutil.copy(DEPLOY / name, tmp / "shuffler.service.d" / name)
+            shutil.copy(DEPLOY / name, tmp / "shuffler.service.loop.d" / name)
     return tmp
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from shuffler.client import ServiceClient
+from shuffler.service.client import ServiceClient
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "deploy" / "README.md"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shuffler.planning import default_passes
+from shuffler.core.planning import default_passes
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]

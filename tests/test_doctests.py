@@ -5,9 +5,10 @@ import importlib
 
 import pytest
 
-MODULES = ["shuffler.cards", "shuffler.mechanics", "shuffler.planning", "shuffler.clock",
-           "shuffler.errors", "shuffler.config", "shuffler.mixing", "hardware_sim",
-           "hardware_sim.faults", "shuffler.score"]
+MODULES = ["shuffler.core.cards", "shuffler.core.mechanics", "shuffler.core.planning",
+           "shuffler.device.clock",
+           "shuffler.errors", "shuffler.config", "shuffler.core.mixing", "hardware_sim",
+           "hardware_sim.faults", "shuffler.core.score", "shuffler.service.request"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from shuffler.audit import AuditLog
-from shuffler.controller import PassController
-from shuffler.device import FaultKind
+from shuffler.control.controller import PassController
+from shuffler.core.planning import coin_plan
+from shuffler.device.contract import FaultKind
 from shuffler.errors import FaultLatchedError, FileAccessError, StateFileError, UnsavedFaultError
 from shuffler.files import make_folder
-from shuffler.lock import LockLostError, MachineLock
-from shuffler.planning import coin_plan
-from shuffler.state import State, StateStore
+from shuffler.store.audit import AuditLog
+from shuffler.store.lock import LockLostError, MachineLock
+from shuffler.store.state import State, StateStore
 from tests.test_state import shuffler, small_disk
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import doctest
 
-from shuffler import engine as engine_module
-from shuffler.device import FaultKind, FaultLimits
-from shuffler.engine import Card, Divert, Done, Motor, PassEngine, Phase, Tick
-from shuffler.mechanics import Pile
+from shuffler.core.mechanics import Pile
+from shuffler.device import engine as engine_module
+from shuffler.device.contract import FaultKind, FaultLimits
+from shuffler.device.engine import Card, Divert, Done, Motor, PassEngine, Phase, Tick
 
 LIMITS = FaultLimits(jam_seconds=0.5, misfeed_seconds=1.0, retries=2, reverse_seconds=0.3,
                      max_pass_seconds=90)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from hardware_sim import SimDevice, parse_fault_specs
-from shuffler.clock import VirtualClock
-from shuffler.events import (
+from shuffler.device.clock import VirtualClock
+from shuffler.service.events import (
     BatteryChanged,
     CardCounted,
     FaultChanged,

@@ -23,9 +23,9 @@ from hardware_sim.exhaustive import (
     total_variation,
 )
 from hardware_sim.study import Imperfections, play_hand
-from shuffler.mechanics import Feed
-from shuffler.mixing import tv_any, tv_coin
-from shuffler.planning import Mode
+from shuffler.core.mechanics import Feed
+from shuffler.core.mixing import tv_any, tv_coin
+from shuffler.core.planning import Mode
 
 
 def exact_and_reported(n, k, mode, flaws):

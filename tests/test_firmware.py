@@ -22,9 +22,9 @@ from firmware_bridge.framing import Frame, encode_frame
 from firmware_bridge.link import Link
 from firmware_bridge.messages import FaultCode, Msg, Pass, PassDone, StatusReply
 from hardware_sim.sim_avr import AVR_PACKAGES, FIRMWARE_DIR, SimAvr, build_firmware, serial_on
-from shuffler.device import FaultKind, FaultLimits
+from shuffler.core.planning import coin_plan
+from shuffler.device.contract import FaultKind, FaultLimits
 from shuffler.errors import DeviceError
-from shuffler.planning import coin_plan
 
 from .test_serial import reply
 

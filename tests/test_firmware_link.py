@@ -30,8 +30,8 @@ from firmware_bridge.messages import (
     decode_payload,
 )
 from hardware_sim.sim_avr import SimAvr, serial_on
-from shuffler.device import FaultLimits
-from shuffler.planning import coin_plan
+from shuffler.core.planning import coin_plan
+from shuffler.device.contract import FaultLimits
 
 from .test_firmware import MISSING
 

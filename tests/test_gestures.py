@@ -6,14 +6,14 @@ import random
 
 from hardware_sim import SimDevice, parse_fault_specs
 from shuffler.backends import plan_source
-from shuffler.clock import VirtualClock
 from shuffler.config import Config
-from shuffler.controller import PassController
-from shuffler.device import EventKind, InputEvent, Signal
-from shuffler.faces import Faces
-from shuffler.service import Job, Service
-from shuffler.session import Session
-from shuffler.state import StateStore
+from shuffler.control.controller import PassController
+from shuffler.control.session import Session
+from shuffler.device.clock import VirtualClock
+from shuffler.device.contract import EventKind, InputEvent, Signal
+from shuffler.faces.router import Faces
+from shuffler.service.loop import Job, Service
+from shuffler.store.state import StateStore
 
 
 def jammed_service(tmp_path) -> Service:
@@ -172,7 +172,7 @@ def test_a_beam_dropping_out_inside_every_card_counts_each_card_once(tmp_path):
     # 3 ms drop-outs: longer than the glitch filter (1 ms), shorter than beam_min_gap_s
     rig, device, _ = rigged(tmp_path, noise=SensorNoise(glitch_s=0.003))
     try:
-        from shuffler.planning import coin_plan
+        from shuffler.core.planning import coin_plan
 
         report = device.run_pass(coin_plan(24, random.Random(1)))
         assert report.counted == 24 and report.fault is None
@@ -184,7 +184,7 @@ def test_a_beam_dropping_out_inside_every_card_counts_each_card_once(tmp_path):
 def test_a_flickering_beam_does_not_hold_off_the_misfeed(tmp_path):
     rig, device, _ = rigged(tmp_path, faults=["misfeed:1"])
     try:
-        from shuffler.planning import coin_plan
+        from shuffler.core.planning import coin_plan
 
         start = rig.clock.now()
         for k in range(2000):  # a 2 ms flicker every 20 ms: never a card
@@ -203,7 +203,7 @@ def test_a_hand_waiting_for_a_touch_on_the_rig_times_out(tmp_path):
     import threading
 
     from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
-    from shuffler.clock import EventClock
+    from shuffler.device.clock import EventClock
     from shuffler.errors import DeviceTimeoutError
 
     class Shy(GpioRig):  # a dealer who restacks but never touches

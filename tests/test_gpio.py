@@ -10,14 +10,14 @@ import pytest
 from hardware_sim import parse_fault_specs
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler.config import Config, GpioConfig, load_config_text
-from shuffler.controller import PassController
-from shuffler.device import EventKind, FaultKind, FaultLimits, Signal, Status
+from shuffler.control.controller import PassController
+from shuffler.control.hand import HandRunner
+from shuffler.core.mechanics import Pile
+from shuffler.core.planning import PlannedPlanner, coin_plan
+from shuffler.device.contract import EventKind, FaultKind, FaultLimits, Signal, Status
 from shuffler.errors import ConfigError
-from shuffler.gpio import COLOURS
-from shuffler.hand import HandRunner
-from shuffler.mechanics import Pile
-from shuffler.planning import PlannedPlanner, coin_plan
-from shuffler.state import StateStore
+from shuffler.gpio.backend import COLOURS
+from shuffler.store.state import StateStore
 
 RATE = 5.0  # cards a second, as the Lotus: one card interval is 200 ms of rig time
 LIMITS = FaultLimits(retries=1)
@@ -274,7 +274,7 @@ def test_hardware_pwm_needs_a_pwm_pin_and_says_how_to_get_the_library():
     from gpiozero.pins.mock import MockFactory, MockPWMPin
 
     from shuffler.errors import DeviceError
-    from shuffler.gpio import GpioDevice
+    from shuffler.gpio.backend import GpioDevice
 
     try:
         import rpi_hardware_pwm  # noqa: F401
@@ -300,14 +300,14 @@ def sysfs_pwm(root, chips: dict[int, str]):
     ({0: "1f00098000.pwm"}, 12, (0, 0)),  # Pi 5 on a kernel that numbers it 0
 ])
 def test_the_pwm_chip_is_found_by_what_it_is_not_by_its_number(tmp_path, chips, pin, found):
-    from shuffler.pwm_chip import pwm_channel
+    from shuffler.gpio.pwm_chip import pwm_channel
 
     assert pwm_channel(pin, sysfs_pwm(tmp_path, chips)) == found
 
 
 def test_no_pwm_chip_names_what_was_found_and_the_overlay(tmp_path):
     from shuffler.errors import DeviceError
-    from shuffler.pwm_chip import pwm_channel
+    from shuffler.gpio.pwm_chip import pwm_channel
 
     with pytest.raises(DeviceError, match=r"found: pwmchip0 \(1f0009c000.pwm\)\): add "
                                           r"dtoverlay=pwm-2chan"):
@@ -321,7 +321,7 @@ def test_the_hardware_servo_opens_the_channel_of_its_pin_and_pulses_in_percent(
     import sys
     import types
 
-    from shuffler.gpio import _HardwareServo
+    from shuffler.gpio.backend import _HardwareServo
 
     pwm = mocker.MagicMock()
     module = types.SimpleNamespace(HardwarePWM=mocker.MagicMock(return_value=pwm))
@@ -339,7 +339,7 @@ def test_stop_from_another_thread_ends_the_pass_and_the_motor_stays_off():
     (here paced ten times faster than real time, as `--sim-speed 10`)."""
     import threading
 
-    from shuffler.clock import EventClock
+    from shuffler.device.clock import EventClock
 
     rig = GpioRig.for_cards(24, card_rate=RATE, rng=random.Random(3),
                             clock=EventClock(speed=10.0))
@@ -375,7 +375,7 @@ def test_the_motor_pins_never_exceed_the_duty_cap(rigged):
 
 
 def test_a_pwm_frequency_the_pin_factory_cannot_time_is_refused():
-    from shuffler.gpio import check_pwm_hz
+    from shuffler.gpio.backend import check_pwm_hz
 
     class LGPIOFactory:
         pass

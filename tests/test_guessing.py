@@ -4,7 +4,7 @@ Three independent routes to the same number: brute force over every order of
 n ≤ 8 cards (the best guess at each prefix, from the exact law of the order),
 dynamic programming over (cards left, rank of the last card among them,
 descents so far) for 24 and 52 cards, and the closed sums of
-:func:`shuffler.mixing.guessing_row` that the CLI uses.
+:func:`shuffler.core.mixing.guessing_row` that the CLI uses.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ from math import comb, factorial
 
 import pytest
 
-from shuffler.mixing import (
+from shuffler.core.mixing import (
     eulerian_row,
     guesses_coin,
     guesses_planned,
     guessing_row,
     harmonic,
 )
-from shuffler.stats import ascending_runs, guess_score
+from shuffler.core.stats import ascending_runs, guess_score
 
 
 def coin_law(n, k):

@@ -3,13 +3,13 @@ import random
 import pytest
 
 from shuffler.config import Config, load_config_text
-from shuffler.controller import PassController
-from shuffler.device import FaultKind
+from shuffler.control.controller import PassController
+from shuffler.control.hand import HandRunner
+from shuffler.core.mechanics import Pile
+from shuffler.core.planning import CoinPlanner, PlannedPlanner
+from shuffler.device.contract import FaultKind
 from shuffler.errors import DeviceTimeoutError
-from shuffler.hand import HandRunner
-from shuffler.mechanics import Pile
-from shuffler.planning import CoinPlanner, PlannedPlanner
-from shuffler.state import StateStore
+from shuffler.store.state import StateStore
 
 
 def run_hand(sim, tmp_path, *, cards=24, passes=4, faults=(), habit="instructed",
@@ -136,8 +136,8 @@ def test_a_dealer_who_always_stacks_the_other_way_gets_a_bound_and_the_reason(
         sim, tmp_path, passes):
     from fractions import Fraction
 
-    from shuffler.mixing import tv_any
-    from shuffler.reports import hand_dict
+    from shuffler.control.reports import hand_dict
+    from shuffler.core.mixing import tv_any
 
     hand, *_ = run_hand(sim, tmp_path, habit="other", planned=True, passes=passes)
     assert hand.completed and [r.stacking for r in hand.records] == [Pile.RIGHT] * passes
@@ -168,13 +168,13 @@ def test_a_hand_resumed_at_its_first_pass_says_so(sim, tmp_path):
     again = HandRunner(controller, PlannedPlanner(5, random.Random(2)), Config()).run(5, 24)
     assert again.completed and again.resumed_at == 1 and len(again.records) == 5
     assert again.distance == 0 and again.distance_exact is False
-    from shuffler.reports import hand_dict
+    from shuffler.control.reports import hand_dict
 
     assert "resumed at pass 1" in hand_dict(again)["distance_note"]
 
 
 def test_coin_mode_after_a_double_feed_reports_a_bound(sim, tmp_path):
-    from shuffler.mixing import tv_coin
+    from shuffler.core.mixing import tv_coin
 
     hand, *_ = run_hand(sim, tmp_path, faults=["double:3"])  # in the first of 4 passes
     assert hand.distance == tv_coin(24, 3) and hand.distance_exact is False

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from shuffler import schemas, service
-from shuffler.device import FaultKind
+from shuffler import schemas
+from shuffler.device.contract import FaultKind
 from shuffler.errors import LowBatteryError
 from shuffler.schemas import SchemaMismatch, load, names, validate
+from shuffler.service import loop as service
 from shuffler_cli import app as cli_app
 from shuffler_cli.main import COMMANDS
 
@@ -78,7 +79,7 @@ def test_a_mismatch_is_reported_with_its_place():
 
 
 def test_a_hand_stopped_half_way_reports_the_passes_it_ran(run, monkeypatch):
-    from shuffler.controller import PassController
+    from shuffler.control.controller import PassController
 
     real = PassController.run_pass
     calls = {"n": 0}
@@ -102,7 +103,7 @@ def test_socket_messages_validate_against_their_schemas(tmp_path):
     import os
     import time
 
-    from shuffler.client import ServiceClient
+    from shuffler.service.client import ServiceClient
 
     env = {**os.environ, "SHUFFLER_CONFIG": "", "SHUFFLER_CHECK_SCHEMAS": "1"}
     sock = tmp_path / "s.sock"

@@ -42,12 +42,15 @@ def copy(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("module, line, broken", [
-    ("shuffler/state.py", "import hardware_sim", "shuffler imports no backend package"),
-    ("shuffler/controller.py", "from firmware_bridge import link", "shuffler imports no backend"),
-    ("shuffler/hand.py", "import shuffler_cli.render", "The CLI on top"),
-    ("shuffler/service.py", "from . import faces", "The service does not import its faces"),
-    ("shuffler/cards.py", "from . import controller", "The pure core imports nothing"),
-    ("shuffler/device.py", "from . import engine", "No import cycle"),
+    ("shuffler/store/state.py", "import hardware_sim", "shuffler imports no backend package"),
+    ("shuffler/control/controller.py", "from firmware_bridge import link",
+     "shuffler imports no backend"),
+    ("shuffler/control/hand.py", "import shuffler_cli.render", "The CLI on top"),
+    ("shuffler/service/loop.py", "from shuffler.faces import router",
+     "The service does not import its faces"),
+    ("shuffler/store/state.py", "from shuffler.control import hand", "The layers of shuffler"),
+    ("shuffler/core/cards.py", "from shuffler import logs", "The pure core and the pass engine"),
+    ("shuffler/device/contract.py", "from shuffler.device import engine", "No import cycle"),
 ])
 def test_a_broken_layer_is_caught(copy, module, line, broken):
     path = copy / module

@@ -16,9 +16,9 @@ from firmware_bridge.device import SerialDevice
 from firmware_bridge.messages import Ack, FaultCode, Pass, StatusAsk, StatusReply
 from hardware_sim import SimDevice, parse_fault_specs
 from hardware_sim.virtual_mcu import QUEUE_SLOTS, VirtualMCU
-from shuffler.clock import ScaledClock
-from shuffler.device import FaultKind
-from shuffler.planning import coin_plan
+from shuffler.core.planning import coin_plan
+from shuffler.device.clock import ScaledClock
+from shuffler.device.contract import FaultKind
 
 from .test_firmware import MISSING
 from .test_firmware_link import RawHost, new_chip, resets

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shuffler.mechanics import Feed, Pile, deal_pass, deal_piles, pile_sizes, stack
+from shuffler.core.mechanics import Feed, Pile, deal_pass, deal_piles, pile_sizes, stack
 
 PACK = list("ABCDE")
 LABELS = [0, 1, 1, 0, 1]  # by feed order: the first card fed goes left, ...

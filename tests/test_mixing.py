@@ -4,7 +4,7 @@ from fractions import Fraction
 
 import pytest
 
-from shuffler.mixing import (
+from shuffler.core.mixing import (
     distance_table,
     eulerian_row,
     expected_runs_coin,

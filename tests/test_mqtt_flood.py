@@ -11,7 +11,7 @@ import time
 import pytest
 
 from shuffler.config import MqttConfig
-from shuffler.telemetry import connect_client
+from shuffler.faces.telemetry import connect_client
 
 from .mqtt_broker import Broker, free_port, needs_mosquitto
 from .served import Service

@@ -352,7 +352,7 @@ def test_a_stream_that_goes_quiet_without_an_error_is_not_live(tmp_path):
 def test_pairing_from_the_lan_is_asked_next_to_what_was_tapped(tmp_path):
     import socket
 
-    from shuffler.pairing import Pairing
+    from shuffler.faces.pairing import Pairing
 
     probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     try:  # the address this machine would use towards the LAN (nothing is sent)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from shuffler.pairing import CODE_MINUTES, GLOBAL_PER_MINUTE, Pairing, Throttle
+from shuffler.faces.pairing import CODE_MINUTES, GLOBAL_PER_MINUTE, Pairing, Throttle
 
 
 class Now:

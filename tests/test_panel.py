@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shuffler.device import Signal, Status
-from shuffler.mechanics import Pile
-from shuffler.panel import SHUFFLED_PROMPT, Panel
+from shuffler.control.panel import SHUFFLED_PROMPT, Panel
+from shuffler.core.mechanics import Pile
+from shuffler.device.contract import Signal, Status
 from shuffler.schemas import validate
 
 HAND = {"number": 1, "dealer": "North", "passes_done": 5, "passes": 5, "completed": True,
@@ -50,7 +50,7 @@ def test_an_ignored_touch_is_named_and_counted_until_a_pass_starts():
 def test_the_page_can_be_zoomed_and_has_its_heading():
     from importlib import resources
 
-    page = resources.files("shuffler").joinpath("page.html").read_text(encoding="utf-8")
+    page = resources.files("shuffler.faces").joinpath("page.html").read_text(encoding="utf-8")
     assert "maximum-scale" not in page and "user-scalable" not in page
     assert page.count("<h1>") == 1 and 'aria-label="Cards dealt this pass"' in page
 
@@ -65,7 +65,7 @@ def test_start_pass_answers_ok_only_once_a_pass_has_started(then, ok):
     import threading
     from types import SimpleNamespace
 
-    from shuffler.faces import Faces
+    from shuffler.faces.router import Faces
 
     board, touches = Panel(5), queue.Queue()
     faces = SimpleNamespace(board=board, service=SimpleNamespace(

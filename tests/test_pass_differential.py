@@ -1,6 +1,6 @@
 """One set of pass rules, held together: the firmware's pass (firmware/pass.c, compiled
 for the host with a recording shim, firmware/harness/pass_shim.c) and the host's pass
-engine (shuffler/engine.py) are driven with the same random event scripts, thousands of
+engine (shuffler/device/engine.py) are driven with the same random event scripts, thousands of
 them, with ties and limit boundaries, and must command exactly the same things: motor
 speeds, diverter piles, cards counted, and the end of the pass with its report.
 
@@ -23,8 +23,8 @@ import pytest
 from firmware_bridge.messages import FAULT_KIND, FaultCode
 from hardware_sim.sim_avr import FIRMWARE_DIR
 from hardware_sim.virtual_mcu import BRAKE_S  # firmware/pass.c's BRAKE_MS
-from shuffler.device import FaultLimits
-from shuffler.engine import Card, Divert, Done, Motor, PassEngine
+from shuffler.device.contract import FaultLimits
+from shuffler.device.engine import Card, Divert, Done, Motor, PassEngine
 
 SCRIPTS = 3000
 WRAP = 1 << 32

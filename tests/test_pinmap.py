@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from shuffler import battery, pinmap
+from shuffler import pinmap
 from shuffler.config import SPI0_PINS, GpioConfig
+from shuffler.core import battery
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

@@ -11,10 +11,10 @@ from math import factorial
 import pytest
 
 from hardware_sim.exhaustive import enumerate_outcomes, total_variation
-from shuffler import planning
-from shuffler.mechanics import Feed, Pile, deal_pass
-from shuffler.mixing import reachable, tv_any, tv_planned
-from shuffler.planning import (
+from shuffler.core import planning
+from shuffler.core.mechanics import Feed, Pile, deal_pass
+from shuffler.core.mixing import reachable, tv_any, tv_planned
+from shuffler.core.planning import (
     PackTracker,
     PlannedPlanner,
     code_mask,

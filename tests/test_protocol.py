@@ -24,7 +24,7 @@ from firmware_bridge.messages import (
     StatusReply,
     decode_payload,
 )
-from shuffler.device import FaultKind
+from shuffler.device.contract import FaultKind
 
 ROOT = Path(__file__).resolve().parent.parent
 

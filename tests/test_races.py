@@ -15,15 +15,15 @@ import time
 import pytest
 
 from hardware_sim import SimDevice
-from shuffler.clock import VirtualClock
 from shuffler.config import Config
-from shuffler.controller import PassController
-from shuffler.device import FaultKind
-from shuffler.faces import Faces
-from shuffler.planning import coin_plan
-from shuffler.service import Job, Service
-from shuffler.session import Session
-from shuffler.state import StateStore
+from shuffler.control.controller import PassController
+from shuffler.control.session import Session
+from shuffler.core.planning import coin_plan
+from shuffler.device.clock import VirtualClock
+from shuffler.device.contract import FaultKind
+from shuffler.faces.router import Faces
+from shuffler.service.loop import Job, Service
+from shuffler.store.state import StateStore
 from tests.conftest import BACKENDS
 
 
@@ -233,7 +233,7 @@ def race_gpio(tmp_path, offset: float) -> None:
 def race_serial(tmp_path, offset: float) -> None:
     from firmware_bridge.device import SerialDevice
     from hardware_sim.virtual_mcu import VirtualMCU
-    from shuffler.clock import ScaledClock
+    from shuffler.device.clock import ScaledClock
 
     sim = Recording.for_cards(24, rng=random.Random(5), clock=ScaledClock(50))
     mcu = VirtualMCU(sim, seed=5)

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from hardware_sim import SimDevice
-from shuffler import registry
-from shuffler.clock import VirtualClock
 from shuffler.config import load_config_text
+from shuffler.device import registry
+from shuffler.device.clock import VirtualClock
 from shuffler.errors import BadInputError, ConfigError
 from shuffler_cli.main import cli
 from shuffler_cli.options import DEVICE_HELP
@@ -88,7 +88,7 @@ def test_a_backend_registered_by_name_is_a_device_everywhere(throwaway, tmp_path
 
 def test_a_backend_from_another_packages_entry_point(tmp_path, monkeypatch):
     (tmp_path / "elsewhere_backend.py").write_text(
-        "from shuffler.registry import Backend\n"
+        "from shuffler.device.registry import Backend\n"
         "def _open(o):\n    raise RuntimeError('not opened in this test')\n"
         "ELSEWHERE = Backend('elsewhere', _open, 'from another package', argument='WHERE')\n")
     dist = tmp_path / "elsewhere-1.0.dist-info"

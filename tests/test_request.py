@@ -1,4 +1,4 @@
-"""A socket request is declared once (shuffler/request.py): the published schema is
+"""A socket request is declared once (shuffler/service/request.py): the published schema is
 what the declaration renders, and the schema and the service's check accept exactly
 the same requests, the cases they once disagreed on first."""
 
@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from shuffler import request
-from shuffler.request import RequestError
 from shuffler.schemas import load
-from shuffler.service import parse_request
+from shuffler.service import request
+from shuffler.service.loop import parse_request
+from shuffler.service.request import RequestError
 
 SCHEMA = Draft202012Validator(load("request"))
 
@@ -29,7 +29,7 @@ def accepted_by_check(req: object) -> bool:
 
 def test_the_published_schema_is_the_declaration():
     assert request.SCHEMA_FILE.read_text() == request.render(), (
-        "shuffler/schemas/request.json is stale: run python -m shuffler.request")
+        "shuffler/schemas/request.json is stale: run python -m shuffler.service.request")
 
 
 @pytest.mark.parametrize("req, ok", [
@@ -79,7 +79,7 @@ def test_the_schema_and_the_check_accept_the_same_requests(cmd, fields):
 def test_the_pages_action_is_the_command_whatever_its_body_says():
     from types import SimpleNamespace
 
-    from shuffler.faces import Faces
+    from shuffler.faces.router import Faces
 
     sent = []
     faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or {}))

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from shuffler.client import ServiceClient
 from shuffler.config import GpioConfig
+from shuffler.service.client import ServiceClient
 from tests.waiting import wait_for
 
 MOTOR, BACKWARD, DIVERTER = "GPIO12", "GPIO13", "GPIO18"
@@ -90,7 +90,7 @@ def test_sigkill_mid_pass_leaves_the_motor_on_until_the_safe_command(tmp_path):
     assert code == -signal.SIGKILL  # no Python ran: nothing stopped the motor
     assert level(pins, MOTOR) == GpioConfig().motor_max_duty  # kept: the motor turns on
 
-    out = subprocess.run([sys.executable, "-m", "shuffler.safe_pins", "--device", "gpio"],
+    out = subprocess.run([sys.executable, "-m", "shuffler.gpio.safe_pins", "--device", "gpio"],
                          env=env_for(tmp_path, GPIOZERO_PIN_FACTORY="shuffler-kept"),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -162,14 +162,14 @@ def test_no_pin_library_names_each_fallback_reason(tmp_path):
 
 
 def test_the_safe_command_without_lgpio_is_one_line_too(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "shuffler.safe_pins", "--device", "gpio"],
+    out = subprocess.run([sys.executable, "-m", "shuffler.gpio.safe_pins", "--device", "gpio"],
                          env=env_for(tmp_path, GPIOZERO_PIN_FACTORY="lgpio"),
                          capture_output=True, text=True, timeout=60)
     assert "No module named 'lgpio'" in one_line_exit_3(out)
 
 
 def test_the_safe_command_has_nothing_to_do_off_gpio(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "shuffler.safe_pins"], env=env_for(tmp_path),
+    out = subprocess.run([sys.executable, "-m", "shuffler.gpio.safe_pins"], env=env_for(tmp_path),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "no GPIO pins to drive" in out.stderr
 
@@ -208,7 +208,7 @@ BROKEN = {"a TOML error": "[pins\nmotor = 22\n",
 
 
 def safe(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shuffler.safe_pins", *args],
+    return subprocess.run([sys.executable, "-m", "shuffler.gpio.safe_pins", *args],
                           env=env_for(tmp, GPIOZERO_PIN_FACTORY="shuffler-kept"),
                           capture_output=True, text=True, timeout=60)
 

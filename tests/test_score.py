@@ -6,10 +6,10 @@ import pytest
 
 from shuffler.backends import open_device, plan_source
 from shuffler.config import Config, load_config_text
-from shuffler.controller import PassController
-from shuffler.score import Game, Result, ScoreError, new_game, teams_for
-from shuffler.session import Session
-from shuffler.state import StateStore
+from shuffler.control.controller import PassController
+from shuffler.control.session import Session
+from shuffler.core.score import Game, Result, ScoreError, new_game, teams_for
+from shuffler.store.state import StateStore
 
 
 @pytest.mark.parametrize("tricks, alone, expected", [
@@ -88,7 +88,7 @@ def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
     import random
 
     from hardware_sim import SimDevice, parse_fault_specs
-    from shuffler.clock import VirtualClock
+    from shuffler.device.clock import VirtualClock
 
     config = Config()
     device = SimDevice.for_cards(24, faults=parse_fault_specs(["jam:13"]),
@@ -105,13 +105,13 @@ def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
 # -- the keeper: versions, history, edits, renege, target, names -------------------------
 
 def book(tmp_path, text=""):
-    from shuffler.scorebook import ScoreBook
+    from shuffler.control.scorebook import ScoreBook
 
     return ScoreBook(StateStore(tmp_path), load_config_text(text))
 
 
 def test_two_phones_entering_the_same_hand_score_it_once(tmp_path):
-    from shuffler.score import StaleScoreError
+    from shuffler.core.score import StaleScoreError
 
     b = book(tmp_path)
     seen = b.show()["score"]["version"]  # both phones drew this version
@@ -124,7 +124,7 @@ def test_two_phones_entering_the_same_hand_score_it_once(tmp_path):
 
 
 def test_two_undos_of_the_same_version_undo_one_change_and_redo_brings_it_back(tmp_path):
-    from shuffler.score import StaleScoreError
+    from shuffler.core.score import StaleScoreError
 
     b = book(tmp_path)
     v = b.record(0, 3)["score"]["version"]
@@ -201,7 +201,7 @@ def test_a_remote_new_game_does_not_replace_a_game_in_progress(tmp_path):
 
 
 def test_the_history_is_bounded_and_survives_the_state_files_checks(tmp_path):
-    from shuffler.scorebook import HISTORY
+    from shuffler.control.scorebook import HISTORY
 
     b = book(tmp_path)
     for _ in range(HISTORY + 5):
@@ -219,8 +219,8 @@ def test_the_history_is_bounded_and_survives_the_state_files_checks(tmp_path):
 def test_a_remote_new_game_names_the_version_to_replace_a_game(tmp_path):
     from types import SimpleNamespace
 
-    from shuffler.faces import Faces
-    from shuffler.telemetry import parse_command
+    from shuffler.faces.router import Faces
+    from shuffler.faces.telemetry import parse_command
 
     sent = []
     faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or r,
@@ -235,7 +235,7 @@ def test_a_remote_new_game_names_the_version_to_replace_a_game(tmp_path):
 def test_a_score_change_from_the_page_must_name_the_version():
     from types import SimpleNamespace
 
-    from shuffler.faces import Faces
+    from shuffler.faces.router import Faces
 
     sent = []
     faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or r))
@@ -288,7 +288,7 @@ def test_the_cli_enters_a_renege_edits_deletes_and_sets_the_next_target(tmp_path
 
 
 def test_a_game_stored_before_versions_and_reneges_still_loads(tmp_path):
-    from shuffler.state import State
+    from shuffler.store.state import State
 
     store = StateStore(tmp_path)
     state = store.load()

@@ -12,8 +12,8 @@ from hardware_sim.bench import MISWIRES, RigBuilder, miswire
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler import pinmap
 from shuffler.config import GpioConfig, load_config_text
-from shuffler.mechanics import Pile
-from shuffler.selftest import GpioBench, Outcome, SelfTest, set_divider_ratio
+from shuffler.core.mechanics import Pile
+from shuffler.gpio.selftest import GpioBench, Outcome, SelfTest, set_divider_ratio
 
 
 @pytest.fixture
@@ -205,8 +205,8 @@ def test_low_battery_and_a_jam_differ_in_blink_and_beeps():
 
     from gpiozero.pins.mock import MockFactory, MockPWMPin
 
-    from shuffler.device import Signal, Status
-    from shuffler.gpio import GpioDevice
+    from shuffler.device.contract import Signal, Status
+    from shuffler.gpio.backend import GpioDevice
 
     factory = MockFactory(pin_class=MockPWMPin)
     dev = GpioDevice(replace(GpioConfig(), adc_channel=None), pin_factory=factory)
@@ -345,7 +345,7 @@ def test_a_real_machine_writes_to_the_system_config_not_the_users(tmp_path, monk
 
 
 def test_the_command_is_refused_while_the_service_holds_the_machine(tmp_path):
-    from shuffler.lock import MachineLock
+    from shuffler.store.lock import MachineLock
 
     held = MachineLock(tmp_path / "state").acquire("shuffler serve")
     try:
@@ -361,7 +361,7 @@ def test_the_command_is_refused_while_the_service_holds_the_machine(tmp_path):
 def test_a_real_machine_is_refused_while_the_deployed_service_holds_its_lock(tmp_path,
                                                                              monkeypatch):
     import shuffler_cli.selftest as command
-    from shuffler.lock import MachineLock
+    from shuffler.store.lock import MachineLock
 
     system = tmp_path / "var-lib-shuffler"
     monkeypatch.setattr(command, "SYSTEM_STATE_DIR", str(system))
@@ -413,7 +413,7 @@ def test_a_device_opened_still_drives_nothing_that_moves_until_a_step_is_confirm
     (duty 0 throughout, and no pulse train once gpiozero's servo is made detached) and the
     motor's pins stay 0 from before the device exists to the end; a confirmed flap step
     is the first thing that moves it."""
-    from shuffler.device import opening_still
+    from shuffler.device.contract import opening_still
 
     rig = GpioRig.for_cards(24)
     gpio = rig.gpio
@@ -439,7 +439,7 @@ def test_a_device_opened_still_drives_nothing_that_moves_until_a_step_is_confirm
 def test_opened_still_the_first_pass_drives_the_flap_then_lets_it_go():
     import random
 
-    from shuffler.planning import coin_plan
+    from shuffler.core.planning import coin_plan
 
     rig = GpioRig.for_cards(24)
     servo = rig.factory.pin(rig.gpio.diverter)

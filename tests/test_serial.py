@@ -45,10 +45,10 @@ from firmware_bridge.messages import (
 )
 from hardware_sim import SimDevice, parse_fault_specs
 from hardware_sim.virtual_mcu import Noise, VirtualMCU
-from shuffler.clock import ScaledClock
-from shuffler.device import FaultKind
+from shuffler.core.planning import coin_plan
+from shuffler.device.clock import ScaledClock
+from shuffler.device.contract import FaultKind
 from shuffler.errors import DeviceError, FaultLatchedError
-from shuffler.planning import coin_plan
 
 
 def test_the_crc_is_ccitt_false_with_its_check_value():
@@ -330,7 +330,7 @@ import signal, sys
 from firmware_bridge.device import SerialDevice
 from hardware_sim import SimDevice
 from hardware_sim.virtual_mcu import VirtualMCU
-from shuffler.clock import ScaledClock
+from shuffler.device.clock import ScaledClock
 
 mcu = VirtualMCU(SimDevice.for_cards(24, clock=ScaledClock(50)))
 dev = SerialDevice(mcu.path)
@@ -492,9 +492,9 @@ def test_the_restack_lockout_is_measured_on_the_microcontrollers_clock(machine, 
 def hand_told(dev, tmp_path) -> list[dict]:
     """A hand of three passes on ``dev``: the touches it refused (it completes)."""
     from shuffler.config import Config
-    from shuffler.controller import PassController
-    from shuffler.session import Session
-    from shuffler.state import StateStore
+    from shuffler.control.controller import PassController
+    from shuffler.control.session import Session
+    from shuffler.store.state import StateStore
 
     session = Session(PassController(dev, StateStore(tmp_path)), Config(), random.Random(1))
     events: list[dict] = []
@@ -522,12 +522,12 @@ def test_between_jobs_the_lockout_reads_the_microcontrollers_stamps(machine, tmp
     lifted is past the lock-out though the host saw the job end a moment ago; 0.1 s is
     not. A client's job holds the machine, so a touch taken only waits for it."""
     from shuffler.config import Config
-    from shuffler.controller import PassController
-    from shuffler.device import EventKind, InputEvent, Pile
-    from shuffler.hand import device_now
-    from shuffler.service import Service
-    from shuffler.session import Session
-    from shuffler.state import StateStore
+    from shuffler.control.controller import PassController
+    from shuffler.control.hand import device_now
+    from shuffler.control.session import Session
+    from shuffler.device.contract import EventKind, InputEvent, Pile
+    from shuffler.service.loop import Service
+    from shuffler.store.state import StateStore
 
     _, dev = machine(speed=1)
     session = Session(PassController(dev, StateStore(tmp_path)), Config(), random.Random(1))

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from shuffler.audit import AuditLog
-from shuffler.client import ServiceError
+from shuffler.service.client import ServiceError
+from shuffler.store.audit import AuditLog
 
 from .served import Service
 

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from hardware_sim import SimDevice
-from shuffler.clock import VirtualClock
-from shuffler.service import Service
+from shuffler.device.clock import VirtualClock
+from shuffler.service.loop import Service
 from tests.test_watchdog import serve, sim
 
 
@@ -99,7 +99,7 @@ def test_forty_idle_connections_do_not_stop_status(running, tmp_path):
 
 
 def test_a_newcomer_is_refused_only_when_every_place_is_busy_answering():
-    from shuffler.connections import Places
+    from shuffler.service.connections import Places
 
     places = Places(2)
     a, b = socket.socketpair()
@@ -204,7 +204,7 @@ def test_a_second_service_on_the_same_socket_says_one_is_running(tmp_path, runni
 
 
 def test_a_number_of_thousands_of_digits_is_named_as_such():
-    from shuffler.service import RequestError, parse_request
+    from shuffler.service.loop import RequestError, parse_request
 
     with pytest.raises(RequestError, match="thousands of digits") as info:
         parse_request(b'{"cmd": "pass", "cards": ' + b"9" * 5000 + b"}\n")

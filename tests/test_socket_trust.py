@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from shuffler import client as client_mod
 from shuffler.config import default_socket_path
+from shuffler.service import client as client_mod
 from shuffler_cli.main import cli
 
 GREETING = b'{"shuffler": "0", "protocol": 1, "schema": 1, "device": "sim"}\n'

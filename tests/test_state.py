@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from shuffler.audit import AuditLog
-from shuffler.controller import PassController
-from shuffler.device import FaultKind
+from shuffler.control.controller import PassController
+from shuffler.core.score import Result, new_game
+from shuffler.device.contract import FaultKind
 from shuffler.errors import FileAccessError, StateFileError
-from shuffler.score import Result, new_game
-from shuffler.state import SCHEMA, State, StateStore
+from shuffler.store.audit import AuditLog
+from shuffler.store.state import SCHEMA, State, StateStore
 
 SHUFFLER = str(Path(sys.executable).with_name("shuffler"))
 JAM = {"kind": "jam", "message": "Jam at card 13 of 24: free the throat.", "card": 13}

@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from hardware_sim.study import Imperfections, deal_with_doubles, reading_order, simulate_hand
-from shuffler.mechanics import Feed, Pile, deal_pass
-from shuffler.planning import Mode, default_passes
-from shuffler.stats import Battery, ascending_runs, chi2_sf, guess_score
+from shuffler.core.mechanics import Feed, Pile, deal_pass
+from shuffler.core.planning import Mode, default_passes
+from shuffler.core.stats import Battery, ascending_runs, chi2_sf, guess_score
 from shuffler_cli.main import cli
 
 
@@ -98,7 +98,7 @@ def test_mixing_json_has_the_documented_keys():
 
 
 def test_mixing_guessing_columns_are_exact_and_do_not_depend_on_trials():
-    from shuffler.mixing import guesses_coin, guesses_planned
+    from shuffler.core.mixing import guesses_coin, guesses_planned
 
     outputs = {CliRunner().invoke(cli, ["--json", "mixing", "--cards", "24", "--passes", "6",
                                         *extra]).stdout
@@ -130,8 +130,8 @@ def test_mixing_text_recommends():
 def test_simulated_coin_passes_follow_the_bayer_diaconis_runs_law(n, k, feed):
     """The strongest cheap test of the simulator: its runs histogram against the exact
     law C(2^k + n - r, n) A(n, r) / 2^(kn), after undoing the pile reversal."""
-    from shuffler.mixing import expected_runs_coin, runs_law
-    from shuffler.stats import chi2_binned
+    from shuffler.core.mixing import expected_runs_coin, runs_law
+    from shuffler.core.stats import chi2_binned
 
     rng = random.Random(n * 10 + k)
     trials = 4000
@@ -154,7 +154,7 @@ def simulate_json(*args):
 def test_a_dealer_who_always_stacks_the_other_way(passes):
     """24 cards, --sim-dealer other: the distance the controller reports against the
     evidence of the battery (exhaustion for small packs: test_planning.py)."""
-    from shuffler.mixing import tv_any, tv_planned, tv_steered
+    from shuffler.core.mixing import tv_any, tv_planned, tv_steered
 
     code, other, _ = simulate_json("--sim-dealer", "other", "simulate", "--cards", "24",
                                    "--passes", str(passes), "--trials", "2000", "--seed", "1")

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from shuffler.client import ServiceError
 from shuffler.config import MqttConfig
+from shuffler.faces.tables import TableWatcher
 from shuffler.schemas import validate
-from shuffler.tables import TableWatcher
+from shuffler.service.client import ServiceError
 
 from .mqtt_broker import Broker, needs_mosquitto
 from .served import SHUFFLER, Service
@@ -140,7 +140,7 @@ def test_a_killed_service_goes_offline_within_its_keepalive_and_sorts_first(tmp_
         wait_for(lambda: all(watcher.book.rows.get(n) and watcher.book.rows[n].online
                              for n in ("dead", "alive")), 20, "both online")
         # what a table publishes for a hand, each message checked against its schema
-        from shuffler.telemetry import connect_client
+        from shuffler.faces.telemetry import connect_client
 
         got: list = []
         sub = connect_client(MqttConfig(host="127.0.0.1", port=broker.port), "checker")

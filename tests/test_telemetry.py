@@ -9,8 +9,8 @@ import time
 import pytest
 
 from shuffler.config import MqttConfig
-from shuffler.tables import TableBook, render
-from shuffler.telemetry import Telemetry, discovery_messages, parse_command
+from shuffler.faces.tables import TableBook, render
+from shuffler.faces.telemetry import Telemetry, discovery_messages, parse_command
 
 from .mqtt_broker import Broker, needs_mosquitto
 from .waiting import wait_for
@@ -30,7 +30,7 @@ class Subscriber:
     """Collects every message under a topic filter."""
 
     def __init__(self, config: MqttConfig, topic: str = "#") -> None:
-        from shuffler.telemetry import connect_client
+        from shuffler.faces.telemetry import connect_client
 
         self.messages: list[tuple[str, bytes, bool]] = []
         self.ready = threading.Event()
@@ -73,7 +73,7 @@ def test_commands_are_checked_and_a_pass_is_never_one():
 
 def test_discovery_names_units_device_and_origin_with_current_keys():
     config = MqttConfig(host="h", table="t9")
-    from shuffler.telemetry import Topics
+    from shuffler.faces.telemetry import Topics
 
     msgs = dict(discovery_messages(config, Topics("shuffler", "t9")))
     battery = msgs["homeassistant/sensor/t9/battery/config"]
@@ -99,7 +99,7 @@ def test_discovery_names_units_device_and_origin_with_current_keys():
 def test_every_template_renders_without_an_error_whatever_the_battery(battery, expected):
     jinja2 = pytest.importorskip("jinja2", reason="the templates are checked with Jinja2 "
                                  "(pip install jinja2), Home Assistant's template engine")
-    from shuffler.telemetry import Topics
+    from shuffler.faces.telemetry import Topics
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     value = {"state": "ready", "fault": None}
@@ -297,7 +297,7 @@ def test_the_documented_acl_keeps_each_table_to_its_own_topics(tmp_path):
         ha.close()  # the spy below takes its client id
         ha = None
         # t2's page still shows the room (t1 online and its state), never t1's commands
-        from shuffler.tables import TableWatcher
+        from shuffler.faces.tables import TableWatcher
 
         room = TableWatcher(config("t2"), client_id="t2-view").start()
         spy = Subscriber(config("t2"), "shuffler/t1/command")

@@ -11,10 +11,10 @@ import pytest
 from firmware_bridge.device import SerialDevice, Timings, config_message
 from shuffler.backends import SimOptions, open_device
 from shuffler.config import load_config_text
-from shuffler.device import FaultLimits
+from shuffler.core.planning import coin_plan
+from shuffler.device.contract import FaultLimits
 from shuffler.errors import DeviceError
 from shuffler.pinmap import SERVO_FRAME_S
-from shuffler.planning import coin_plan
 
 from .test_firmware import MISSING
 

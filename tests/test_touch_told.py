@@ -14,12 +14,12 @@ import pytest
 from hardware_sim import SimDevice
 from hardware_sim.dealer import SimDealer
 from hardware_sim.device import SimTiming
-from shuffler.clock import VirtualClock
 from shuffler.config import Config
-from shuffler.controller import PassController
-from shuffler.device import Signal
-from shuffler.session import Session
-from shuffler.state import StateStore
+from shuffler.control.controller import PassController
+from shuffler.control.session import Session
+from shuffler.device.clock import VirtualClock
+from shuffler.device.contract import Signal
+from shuffler.store.state import StateStore
 
 
 def test_a_touch_inside_the_restack_lockout_is_told_and_a_second_touch_goes(tmp_path):
@@ -65,7 +65,7 @@ def test_a_hand_on_the_serial_simulators_finishes_at_every_speed(tmp_path, devic
 
 
 def test_a_touch_the_service_ignores_between_jobs_beeps_once_and_is_an_event(tmp_path):
-    from shuffler.hand import device_now
+    from shuffler.control.hand import device_now
 
     from .test_gestures import rigged
 

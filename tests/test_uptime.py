@@ -15,8 +15,8 @@ import pytest
 from firmware_bridge.device import SerialDevice
 from hardware_sim import SimDevice
 from hardware_sim.virtual_mcu import VirtualMCU
-from shuffler.clock import ScaledClock
-from shuffler.planning import coin_plan
+from shuffler.core.planning import coin_plan
+from shuffler.device.clock import ScaledClock
 
 from .test_firmware import MISSING
 

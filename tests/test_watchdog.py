@@ -15,15 +15,15 @@ from pathlib import Path
 import pytest
 
 from hardware_sim import SimDevice
-from shuffler.clock import VirtualClock
 from shuffler.config import Config
-from shuffler.controller import PassController
-from shuffler.device import EventKind, InputEvent, Signal, Status
+from shuffler.control.controller import PassController
+from shuffler.control.hand import RESTACK_LOCKOUT
+from shuffler.control.session import Session
+from shuffler.device.clock import VirtualClock
+from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.errors import DeviceTimeoutError
-from shuffler.hand import RESTACK_LOCKOUT
-from shuffler.service import Job, Service
-from shuffler.session import Session
-from shuffler.state import StateStore
+from shuffler.service.loop import Job, Service
+from shuffler.store.state import StateStore
 
 WATCHDOG_SEC = 30.0  # the unit's WatchdogSec; the service pings every half of it
 
@@ -263,7 +263,7 @@ def test_a_touch_waits_for_a_clients_short_job_and_then_starts_the_hand(tmp_path
 
 
 def test_a_touch_that_cannot_start_within_its_wait_says_why(tmp_path, clock):
-    from shuffler.service import TOUCH_WAIT_S
+    from shuffler.service.loop import TOUCH_WAIT_S
 
     device = sim(clock=clock)
     service = serve(tmp_path, device, clock)

@@ -9,12 +9,12 @@ import time
 
 import pytest
 
-from shuffler.device import Signal, Status
-from shuffler.mechanics import Pile
-from shuffler.pairing import Pairing
-from shuffler.panel import Panel, stack_prompt
+from shuffler.control.panel import Panel, stack_prompt
+from shuffler.core.mechanics import Pile
+from shuffler.device.contract import Signal, Status
+from shuffler.faces.pairing import Pairing
+from shuffler.faces.web import WebServer
 from shuffler.schemas import validate
-from shuffler.web import WebServer
 
 
 class Recorder:
@@ -187,7 +187,7 @@ def test_a_head_over_8_kib_is_refused_and_a_slow_one_cut_off(served, monkeypatch
     assert raw_exchange(web, big).startswith(b"HTTP/1.0 431")
     assert raw_exchange(web, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n").startswith(
         b"HTTP/1.0 414")
-    monkeypatch.setattr("shuffler.web_limits.HEAD_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("shuffler.faces.web_limits.HEAD_TIMEOUT_S", 1.0)
     with socket.create_connection(web.address, timeout=10) as s:
         sent = time.monotonic()
         s.sendall(b"GET /api/panel HTTP/1.1\r\n")
@@ -238,7 +238,7 @@ def open_stream(web):
 
 def test_a_clients_oldest_stream_is_closed_when_it_opens_one_too_many(served):
     _, web = served
-    from shuffler.web import STREAMS_PER_CLIENT
+    from shuffler.faces.web import STREAMS_PER_CLIENT
 
     streams = [open_stream(web) for _ in range(STREAMS_PER_CLIENT + 2)]
     try:

@@ -10,10 +10,10 @@ import random
 
 import pytest
 
-from shuffler.device import EventKind, FaultKind, Signal, Status, stacking_from_lifts
+from shuffler.core.mechanics import Pile, deal_piles
+from shuffler.core.planning import coin_plan
+from shuffler.device.contract import EventKind, FaultKind, Signal, Status, stacking_from_lifts
 from shuffler.errors import DeviceError, FaultLatchedError
-from shuffler.mechanics import Pile, deal_piles
-from shuffler.planning import coin_plan
 
 RNG = random.Random(2024)
 

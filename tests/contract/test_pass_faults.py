@@ -1,6 +1,6 @@
 """Every fault, and stop(), gives the same report and latch on every backend.
 
-The pass engine (shuffler/engine.py) owns the rules, so the simulator, the GPIO
+The pass engine (shuffler/device/engine.py) owns the rules, so the simulator, the GPIO
 backend on its rig and the serial backend on the virtual microcontroller must
 agree on what each fault does. Each test runs the fault on one backend and on the
 plain simulator and compares what a dealer would read: the fault's kind, message
@@ -15,8 +15,8 @@ from dataclasses import replace
 
 import pytest
 
-from shuffler.device import FaultKind, PassReport
-from shuffler.planning import coin_plan
+from shuffler.core.planning import coin_plan
+from shuffler.device.contract import FaultKind, PassReport
 from tests.conftest import BACKENDS, SimHarness
 
 UNDER_TEST = ("sim", "gpio", "serial")

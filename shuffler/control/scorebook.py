@@ -1,0 +1,207 @@
+"""The score as the table keeps it: the game in the state file, beside the dealer.
+
+Both the service and the CLI (when no service runs) use this; neither needs the
+machine for it, so scoring never opens the device.
+
+Every change names the ``version`` of the game it was made against (the page always
+does; a script may leave it out and act on whatever is current). A request naming any
+other version is refused with ``stale_score``, so two phones entering the same hand
+score it once, two Undos of the same version undo one change, and a double tap's second
+request does nothing. Every change (a hand scored, edited or deleted, the target or the
+names changed, a new game) can be undone and redone, up to :data:`HISTORY` steps; a new
+version number is taken by undo and redo too, so nothing made before them applies after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from shuffler.config import Config
+from shuffler.core.score import Game, Result, ScoreError, StaleScoreError, check_target, new_game
+from shuffler.store.state import State, StateStore
+
+HISTORY = 20  # undo steps kept with the game
+
+
+class ScoreBook:
+    def __init__(self, store: StateStore, config: Config) -> None:
+        self.store = store
+        self.config = config
+
+    # -- the stored game and its history ----------------------------------------------
+    def _load(self) -> tuple[Game, list[dict[str, Any]], list[dict[str, Any]]]:
+        stored = self.store.load().score
+        if stored is None:
+            return new_game(self.config.table.seats, self.config.table.game_to), [], []
+        return Game.from_dict(stored), list(stored.get("undo", [])), list(stored.get("redo", []))
+
+    def game(self) -> Game:
+        """The game being scored: the stored one, or a first game for the seats."""
+        return self._load()[0]
+
+    def _reply(self, game: Game, undo: list, redo: list, done: str | None = None
+               ) -> dict[str, Any]:
+        score = game.to_dict()
+        score["undo"] = undo[-1]["label"] if undo else None
+        score["redo"] = redo[-1]["label"] if redo else None
+        return {"score": score, "done": done, "exit": 0}
+
+    def _save(self, game: Game, undo: list, redo: list, dealer: int | None = None) -> None:
+        state: State = self.store.load()
+        state.score = {**game.to_dict(), "undo": undo[-HISTORY:], "redo": redo[-HISTORY:]}
+        if dealer is not None:
+            state.dealer = dealer
+        self.store.save(state)
+
+    def _change(self, version: int | None, change: Callable[[Game], str | tuple[Game, str]],
+                dealer: int | None = None) -> dict[str, Any]:
+        """Apply ``change`` to the current game, if ``version`` is current: it edits the
+        game in place and names what it did, or returns the game that replaces it and the
+        name. It can be undone."""
+        game, undo, _redo = self._load()
+        check_version(game, version, undo)
+        before = game.to_dict()
+        done = change(game)
+        if isinstance(done, tuple):
+            fresh, label = done
+            fresh.version = game.version
+            game = fresh
+        else:
+            label = done
+        game.version += 1
+        undo.append({"label": label, "game": before})
+        self._save(game, undo, [], dealer)
+        return self._reply(game, undo, [], label)
+
+    # -- what a table asks -------------------------------------------------------------
+    def show(self) -> dict[str, Any]:
+        return self._reply(*self._load())
+
+    def record(self, makers: int, tricks: int, alone: bool = False, *,
+               renege: int | None = None, hand: int | None = None,
+               version: int | None = None) -> dict[str, Any]:
+        """Score the next hand, or with ``hand`` put this result in that hand's place."""
+        result = Result(makers, tricks, alone, renege)
+
+        def change(game: Game) -> str:
+            if hand is None:
+                game.add(result)
+                return game.describe(len(game.results))
+            game.edit(hand, result)
+            return "the edit of " + game.describe(hand)
+        return self._change(version, change)
+
+    def delete(self, hand: int, version: int | None = None) -> dict[str, Any]:
+        def change(game: Game) -> str:
+            old = game.delete(hand)
+            return "the deletion of " + game.describe(hand, old)
+        return self._change(version, change)
+
+    def settings(self, target: int | None = None, names: Any = None,
+                 version: int | None = None) -> dict[str, Any]:
+        """Change the game's target or the teams' names."""
+        def change(game: Game) -> str:
+            said = []
+            if target is not None:
+                game.retarget(target)
+                said.append(f"the target ({target})")
+            if names is not None:
+                game.rename(names)
+                said.append(f"the names ({game.team_name(0)}, {game.team_name(1)})")
+            if not said:
+                raise ScoreError("give a target or names to change")
+            return " and ".join(said)
+        return self._change(version, change)
+
+    def undo(self, version: int | None = None) -> dict[str, Any]:
+        return self._step(version, back=True)
+
+    def redo(self, version: int | None = None) -> dict[str, Any]:
+        return self._step(version, back=False)
+
+    def _step(self, version: int | None, back: bool) -> dict[str, Any]:
+        game, undo, redo = self._load()
+        check_version(game, version, undo)
+        source, sink = (undo, redo) if back else (redo, undo)
+        if not source:
+            raise ScoreError("nothing to undo: no change has been made to the score" if back
+                             else "nothing to redo: undo something first")
+        step = source.pop()
+        restored = Game.from_dict(step["game"])
+        restored.version = game.version + 1  # a new version: requests made before are stale
+        sink.append({"label": step["label"], "game": game.to_dict()})
+        # undoing a new game leaves the dealer where the deal is now: only the score goes back
+        self._save(restored, undo, redo)
+        return self._reply(restored, undo, redo, ("undid " if back else "redid ") + step["label"])
+
+    def new_game(self, first_dealer: str | None = None, *, target: int | None = None,
+                 names: Any = None, version: int | None = None,
+                 replace_in_progress: bool = True) -> dict[str, Any]:
+        """A new game; the deal starts again with ``first_dealer`` (the configured one if
+        None). The target is the one given, else the last game's (chosen on screen),
+        else ``[table] game_to``. ``replace_in_progress=False`` (remote commands that name
+        no version) refuses to replace a game with hands scored and no winner."""
+        seats = self.config.table.seats
+        first = first_dealer or self.config.table.first_dealer
+        if first not in seats:
+            raise ScoreError(f"first_dealer: expected one of {', '.join(seats)}, got {first!r}")
+        stored = self.store.load().score is not None
+        if target is not None:
+            check_target(target)
+
+        def change(game: Game) -> tuple[Game, str]:
+            if not replace_in_progress and game.in_progress:
+                a, b = game.totals
+                raise ScoreError(f"a game is in progress ({game.team_name(0)} {a}, "
+                                 f"{game.team_name(1)} {b}): name its version to replace it")
+            a, b = game.totals
+            label = f"the new game (game {game.number} stood {a} to {b})"
+            fresh = new_game(seats, target or (game.target if stored else
+                                               self.config.table.game_to),
+                             game.number + 1 if stored else 1,
+                             game.names if names is None else None)
+            if names is not None:
+                fresh.rename(names)
+            return fresh, label
+        return self._change(version, change, dealer=seats.index(first))
+
+    def team_of(self, seat: str) -> int:
+        """The team a seat plays for (partners sit opposite)."""
+        seats = self.config.table.seats
+        if seat not in seats:
+            raise ScoreError(f"expected one of the seats {', '.join(seats)}, got {seat!r}")
+        return seats.index(seat) % 2
+
+
+def check_version(game: Game, version: int | None, undo: list[dict[str, Any]]) -> None:
+    if version is None or version == game.version:
+        return
+    last = f" (the last change: {undo[-1]['label']})" if undo else ""
+    raise StaleScoreError(f"the score changed since this was sent: it is at version "
+                          f"{game.version}, the request named {version}{last}; look at the "
+                          "score and enter it again if it is still needed")
+
+
+#: the score's socket requests, by command, with what they take
+def handle(book: ScoreBook, req: dict[str, Any]) -> dict[str, Any]:
+    """Run one parsed score request (``score``, ``undo``, ``redo``, ``new_game``)."""
+    cmd, version = req["cmd"], req.get("version")
+    if cmd == "undo":
+        return book.undo(version)
+    if cmd == "redo":
+        return book.redo(version)
+    if cmd == "new_game":
+        return book.new_game(req.get("first_dealer"), target=req.get("target"),
+                             names=req.get("names"), version=version,
+                             replace_in_progress=req.get("replace", True))
+    if req.get("delete"):
+        if req.get("hand") is None:
+            raise ScoreError("delete: name the hand to delete")
+        return book.delete(req["hand"], version)
+    if req.get("makers") is not None:
+        return book.record(req["makers"], req["tricks"], req.get("alone", False),
+                           renege=req.get("renege"), hand=req.get("hand"), version=version)
+    if req.get("target") is not None or req.get("names") is not None:
+        return book.settings(req.get("target"), req.get("names"), version)
+    return book.show()

@@ -1,0 +1,395 @@
+"""The 9 V battery: charge from voltage, charge used per pass, passes left. Pure.
+
+A 9 V block sags under the motor's load, so a reading means little without
+knowing whether the motor was running. Each chemistry has two curves against
+the fraction of charge left: the voltage at rest and the voltage under the
+motor's load (about 350 mA). Readings under load are the ones that count; rest
+readings are labelled as such and read against the rest curve.
+
+The block drives the mechanism only (the Pi takes 5 V from USB): the feed
+motor, the motor driver, the diverter servo and the IR emitter (through a 5 V
+buck), the battery divider. :data:`MECHANISM` lists what each draws during a
+pass and between passes; the load curve is at that pass current, and the charge
+a pass uses counts the wait before the next pass too (docs/hardware.md, "Power
+budget", is made from these figures).
+
+The curves follow the shape of the makers' published discharge curves for 9 V
+blocks (digitised by eye, to about 0.1 V; capacity is the capacity delivered at
+the pass current, not the light-load rating, which :data:`RATED` cites):
+
+- alkaline: Energizer 522 datasheet, constant-current discharge at 500 mA and
+  the open-circuit curve; Duracell MN1604 datasheet for the rest voltages;
+- lithium: Energizer Ultimate Lithium L522 datasheet (Li/MnO2), 500 mA curve;
+- NiMH: Energizer NH22-175 (7-cell, 8.4 V nominal) datasheet, 1C discharge.
+
+    >>> curve = CURVES["alkaline"]
+    >>> round(curve.charge_at(7.3, under_load=True), 2)
+    0.5
+    >>> estimate(9.5, False, [], cards=24, passes_per_hand=5).state
+    'ok'
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from shuffler.core.planning import default_passes
+
+Points = tuple[tuple[float, float], ...]
+
+
+def _interp(x: float, pts: Points) -> float:
+    xs = [p[0] for p in pts]
+    i = min(max(bisect_left(xs, x), 1), len(pts) - 1)
+    (x0, y0), (x1, y1) = pts[i - 1], pts[i]
+    x = min(max(x, pts[0][0]), pts[-1][0])
+    return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+
+
+@dataclass(frozen=True)
+class Draw:
+    """One part's current, in mA on its own rail, during a pass and between passes."""
+
+    part: str
+    rail: str  # "9 V", "5 V mech" (the buck from 9 V), "5 V Pi" or "3V3 Pi"
+    running_ma: float
+    idle_ma: float
+    why: str  # where the figure comes from
+
+    def from_block_ma(self, running: bool) -> float:
+        """What it takes from the 9 V block (0 for the Pi's rails)."""
+        ma = self.running_ma if running else self.idle_ma
+        if self.rail == "5 V mech":
+            return ma * 5.0 / (BUCK_INPUT_VOLTS * BUCK_EFFICIENCY)
+        return ma if self.rail == "9 V" else 0.0
+
+
+BUCK_EFFICIENCY = 0.85  # a small synchronous buck at tens of mA (Pololu D24V5F5 class)
+BUCK_INPUT_VOLTS = 8.0  # a block half used, under load
+SECONDS_PER_CARD = 0.2  # the feed's five cards a second
+
+#: everything on the 9 V side (and, for the budget, on the Pi's side)
+MECHANISM = (
+    Draw("feed motor (6 V gear motor) via DRV8833", "9 V", 350, 0,
+         "typical running current of a small gear motor feeding a card: measure yours"),
+    Draw("DRV8833 awake (nSLEEP high)", "9 V", 1.7, 1.7, "datasheet IVM, typical"),
+    Draw("5 V buck, no load", "9 V", 0.1, 0.1, "maker's no-load input current"),
+    Draw("battery divider 100 kΩ + 33 kΩ", "9 V", 0.07, 0.07, "9 V / 133 kΩ"),
+    Draw("SG90 diverter servo", "5 V mech", 60, 6,
+         "~150 mA while it swings, ~40% of a pass; between passes no pulses (detached), "
+         "its board's own draw, kept at 6 mA until measured"),
+    Draw("IR emitter, 940 nm, via 330 Ω", "5 V mech", 11, 11, "(5 − 1.3) V / 330 Ω"),
+)
+PI_SIDE = (
+    Draw("Raspberry Pi 4 (Pi 5 similar; Zero 2 W ~120 mA)", "5 V Pi", 650, 600,
+         "idle Lite OS, no HDMI; the service adds little"),
+    Draw("active buzzer via 2N3904", "5 V Pi", 30, 0, "while sounding"),
+    Draw("RGB LED (one colour at a time)", "3V3 Pi", 8, 8, "the GPIO pins' own current"),
+    Draw("3 × TCRT5000 modules (tray, piles)", "3V3 Pi", 60, 60, "~20 mA each: emitter + LEDs"),
+    Draw("TTP223 touch, beam receiver and its 10 kΩ, MCP3008", "3V3 Pi", 1, 1,
+         "each well under 1 mA"),
+)
+#: from the 9 V block, in amps: during a pass, and switched on between passes
+PASS_AMPS = sum(d.from_block_ma(True) for d in MECHANISM) / 1000
+IDLE_AMPS = sum(d.from_block_ma(False) for d in MECHANISM) / 1000
+#: a euchre evening: a hand about every five minutes, at the default passes a hand for a
+#: 24-card pack (shuffler.core.planning.default_passes: five)
+HAND_SECONDS = 300.0
+EVENING_PASSES_PER_HAND = default_passes(24)
+EVENING_SECONDS_PER_PASS = HAND_SECONDS / EVENING_PASSES_PER_HAND
+
+#: light-load ratings from the makers' datasheets, for comparison with what the mechanism gets
+RATED = {"alkaline": (610, "Energizer 522: 610 mAh at 25 mA to 4.8 V"),
+         "lithium": (750, "Energizer L522: 750 mAh at 25 mA to 5.4 V"),
+         "nimh": (175, "Energizer NH22-175: 175 mAh (7 cells, 8.4 V nominal)")}
+
+
+@dataclass(frozen=True)
+class DischargeCurve:
+    """Volts at rest and under a pass's load, by fraction of charge left (0..1)."""
+
+    name: str
+    rest: Points
+    load: Points
+    capacity_mah: float  # delivered at the pass current
+    pass_amps: float = PASS_AMPS
+    idle_amps: float = IDLE_AMPS
+
+    def volts(self, charge: float, under_load: bool) -> float:
+        return _interp(charge, self.load if under_load else self.rest)
+
+    def charge_at(self, volts: float, under_load: bool) -> float:
+        """The fraction of charge left that gives ``volts`` (0..1, clamped)."""
+        pts = self.load if under_load else self.rest
+        return _interp(volts, tuple((v, c) for c, v in pts))
+
+
+CURVES = {
+    "alkaline": DischargeCurve(
+        "alkaline",
+        rest=((0.0, 6.0), (0.05, 6.8), (0.1, 7.3), (0.25, 7.9), (0.5, 8.4), (0.75, 8.8),
+              (0.9, 9.1), (1.0, 9.5)),
+        load=((0.0, 4.8), (0.05, 5.7), (0.1, 6.1), (0.25, 6.7), (0.5, 7.3), (0.75, 7.8),
+              (0.9, 8.2), (1.0, 8.7)),
+        capacity_mah=300),
+    "lithium": DischargeCurve(
+        "lithium",
+        rest=((0.0, 6.0), (0.05, 7.8), (0.1, 8.6), (0.2, 9.0), (0.5, 9.2), (0.9, 9.4),
+              (1.0, 9.8)),
+        load=((0.0, 4.8), (0.05, 6.9), (0.1, 7.8), (0.2, 8.3), (0.5, 8.6), (0.9, 8.8),
+              (1.0, 9.0)),
+        capacity_mah=700),
+    "nimh": DischargeCurve(
+        "nimh",
+        rest=((0.0, 6.3), (0.05, 7.5), (0.1, 8.0), (0.2, 8.4), (0.5, 8.7), (0.9, 9.0),
+              (1.0, 9.8)),
+        load=((0.0, 5.6), (0.05, 6.8), (0.1, 7.4), (0.2, 7.9), (0.5, 8.2), (0.9, 8.5),
+              (1.0, 9.0)),
+        capacity_mah=175),
+}
+
+#: under load, below this the motor may stall before the pass ends
+DEFAULT_CUTOFF_LOAD_VOLTS = 5.8
+#: at rest: below low a warning, at or below critical no pass starts (``[battery]``)
+DEFAULT_LOW_VOLTS = 7.2
+DEFAULT_CRITICAL_VOLTS = 6.6
+WARM_UP = 3  # passes on a fresh battery the charge-per-card fit leaves out
+NEW = 0.1  # this much more charge than the last pass left means a new battery
+
+
+def swapped(volts: float, under_load: bool, history: Sequence[PassRecord],
+            curve: DischargeCurve) -> bool:
+    """Whether a reading at rest comes from another block than the recorded passes:
+    far more charge than the last pass left (a fresh one), or fewer volts at rest than
+    the last pass gave under load, which the same block never does (it recovers at
+    rest): a weaker one. Either way the estimate starts again from this reading."""
+    if not history or under_load:
+        return False
+    last = history[-1].volts
+    return (curve.charge_at(volts, False) > curve.charge_at(last, True) + NEW
+            or volts < last)
+
+
+def judge(charge: float, passes_left: int, curve: DischargeCurve, *,
+          low_volts: float = DEFAULT_LOW_VOLTS,
+          critical_volts: float = DEFAULT_CRITICAL_VOLTS) -> str:
+    """The one battery rule, for ``battery``, ``status``, the page, the LED and the
+    refusals alike: ``critical`` (no pass starts) when the charge is at or below what
+    ``critical_volts`` at rest means or not one pass is left above the cut-off; ``low``
+    below what ``low_volts`` at rest means; else ``ok``."""
+    if passes_left < 1 or charge <= curve.charge_at(critical_volts, under_load=False):
+        return "critical"
+    return "low" if charge < curve.charge_at(low_volts, under_load=False) else "ok"
+
+
+def refusal(est: Estimate, passes: int) -> str | None:
+    """Why ``passes`` passes may not start on this estimate (None: they may), with what
+    to do: the same rule as :func:`judge`, so ``battery`` saying ok or low means a pass
+    runs."""
+    if not est.measured:
+        return None  # no monitor: the builder chose to watch the motor slow down instead
+    if est.state == "critical":
+        return "It is too low to finish a pass. Change the 9 V battery for a fresh one."
+    if est.passes_left < passes:
+        return (f"Not enough for {passes} passes. Change the 9 V battery for a fresh one, "
+                "or run fewer passes (--passes).")
+    return None
+
+
+def charge_now(history: Sequence[PassRecord], curve: DischargeCurve, f: Fit,
+               smoothing: int = 5) -> float:
+    """The charge left after the last pass, smoothed: each of the last few readings is
+    carried forward by the charge the passes since then used, and the results averaged
+    (an ADC's noise averages out, and nothing lags behind the falling charge)."""
+    recent = history[-smoothing:] if f.learned else history[-1:]
+    projected, since = [], 0
+    for rec in reversed(recent):
+        projected.append(curve.charge_at(rec.volts + f.sag, under_load=True) - f.per_card * since)
+        since += rec.cards
+    return sum(projected) / len(projected)
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """One pass as the battery saw it: cards dealt and the lowest volts under load."""
+
+    cards: int
+    volts: float
+
+
+@dataclass(frozen=True)
+class Estimate:
+    volts: float
+    under_load: bool
+    percent: float
+    passes_left: int
+    passes_left_range: tuple[int, int]
+    hands_left: int
+    state: str
+    learned: bool  # False: no history yet, the charge per card is the curve's default
+    measured: bool = True  # False: no battery monitor; the figures above mean nothing
+    swapped: bool = False  # True: another block than the recorded passes': they are dropped
+
+    def to_dict(self) -> dict:
+        if not self.measured:
+            return {"volts": None, "under_load": False, "percent": None, "passes_left": None,
+                    "passes_left_range": None, "hands_left": None, "state": "not_measured",
+                    "learned": False, "measured": False, "swapped": False}
+        return {"volts": round(self.volts, 3), "under_load": self.under_load,
+                "percent": round(self.percent, 1), "passes_left": self.passes_left,
+                "passes_left_range": list(self.passes_left_range),
+                "hands_left": self.hands_left, "state": self.state, "learned": self.learned,
+                "measured": True, "swapped": self.swapped}
+
+
+#: a machine built without a battery monitor ([gpio] adc_channel = false)
+NOT_MEASURED = Estimate(0.0, False, 0.0, 0, (0, 0), 0, "not_measured", False, False)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """How the recorded passes line up with the curve."""
+
+    per_card: float  # charge used per card
+    se: float  # its standard error
+    sag: float  # volts the readings sit below the load curve (the cell's polarisation)
+    learned: bool
+
+
+def _line(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
+    """Least-squares slope, its standard error and the residual sum of squares."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx
+    rss = sum((y - my - slope * (x - mx)) ** 2 for x, y in zip(xs, ys, strict=True))
+    return slope, math.sqrt(rss / max(n - 2, 1) / sxx), rss
+
+
+def fit(history: Sequence[PassRecord], curve: DischargeCurve,
+        seconds_per_card: float = SECONDS_PER_CARD, cards: int = 24) -> Fit:
+    """Charge used per card, learned from the passes recorded on this battery.
+
+    Charge is read off the load curve, so the charge per card is the slope of
+    charge against cards dealt (the same for every load size). Readings sit a
+    little below the curve while the cell is polarised; the fit tries offsets
+    from 0 to 0.3 V and keeps the one that makes charge most nearly linear in
+    cards. The first passes on a battery are left out: the polarisation is
+    still building. Too little history: the power budget's charge for a pass of
+    ``cards`` cards at a euchre evening's pace.
+    """
+    recs = history[WARM_UP:]
+    if len(recs) >= 3:
+        xs, total = [], 0
+        for rec in recs:
+            total += rec.cards
+            xs.append(float(total))
+        if xs[-1] > xs[0]:
+            fits = []
+            for step in range(31):
+                sag = step * 0.01
+                ys = [curve.charge_at(rec.volts + sag, under_load=True) for rec in recs]
+                slope, se, rss = _line(xs, ys)
+                if slope < 0 and se < -slope:
+                    fits.append((rss, -slope, se, sag))
+            if fits:
+                # on a straight stretch of the curve every offset fits alike: take the
+                # smallest of the near-best, which errs towards fewer passes left
+                floor = min(f[0] for f in fits)
+                _, per_card, se, sag = next(f for f in fits if f[0] <= floor * 1.05 + 1e-12)
+                return Fit(per_card, se, sag, True)
+    per_card = pass_charge(curve, cards, seconds_per_card) / cards
+    return Fit(per_card, per_card * 0.5, 0.0, False)
+
+
+def pass_charge(curve: DischargeCurve, cards: int, seconds_per_card: float = SECONDS_PER_CARD,
+                seconds_per_pass: float = EVENING_SECONDS_PER_PASS) -> float:
+    """The fraction of a full block one pass uses: running, then waiting for the next."""
+    running = cards * seconds_per_card
+    idle = max(seconds_per_pass - running, 0.0)
+    return (curve.pass_amps * running + curve.idle_amps * idle) / (curve.capacity_mah * 3.6)
+
+
+def passes_per_block(chemistry: str, cards: int = 24,
+                     seconds_per_pass: float = EVENING_SECONDS_PER_PASS,
+                     cutoff_load_volts: float = 5.8) -> int:
+    """The power budget: passes from a fresh block down to the cut-off."""
+    curve = CURVES[chemistry]
+    usable = 1.0 - curve.charge_at(cutoff_load_volts, under_load=True)
+    return int(usable / pass_charge(curve, cards, seconds_per_pass=seconds_per_pass))
+
+
+def quoted_figures() -> dict[str, int]:
+    """The figures the guide, the README and docs/hardware.md quote: 24-card passes (and
+    hands of the default passes) per fresh block at a euchre evening's pace."""
+    figures = {}
+    for chem in CURVES:
+        passes = passes_per_block(chem)
+        figures[f"{chem}_passes"] = passes
+        figures[f"{chem}_hands"] = passes // EVENING_PASSES_PER_HAND
+    return figures
+
+
+def budget_tables() -> str:
+    """The power budget of docs/hardware.md (Markdown), from :data:`MECHANISM`."""
+    rows = ["| part | rail | during a pass (mA) | between passes (mA) | from the 9 V block, "
+            "pass / idle (mA) | figure |", "|---|---|---|---|---|---|"]
+    for d in MECHANISM + PI_SIDE:
+        block = (f"{d.from_block_ma(True):.2f} / {d.from_block_ma(False):.2f}"
+                 if d in MECHANISM else "— (Pi's supply)")
+        rows.append(f"| {d.part} | {d.rail} | {d.running_ma:g} | {d.idle_ma:g} | {block} | "
+                    f"{d.why} |")
+    run = 24 * SECONDS_PER_CARD
+    rows += ["", f"From the 9 V block: **{PASS_AMPS * 1000:.0f} mA** during a pass, "
+             f"**{IDLE_AMPS * 1000:.1f} mA** switched on between passes. A 24-card pass runs "
+             f"{run:.1f} s: {PASS_AMPS * run:.2f} C ({PASS_AMPS * run / 3.6:.2f} mAh); at a "
+             f"euchre evening's pace (a hand of {EVENING_PASSES_PER_HAND} passes every "
+             f"{HAND_SECONDS / 60:.0f} minutes: a pass every {EVENING_SECONDS_PER_PASS:.0f} s) "
+             "the wait "
+             f"adds {IDLE_AMPS * (EVENING_SECONDS_PER_PASS - run):.2f} C.", "",
+             "| block | rated (light load) | delivered at the pass current | "
+             "24-card passes, back to back (every 15 s) | 24-card passes, euchre evening |",
+             "|---|---|---|---|---|"]
+    for chem, curve in CURVES.items():
+        mah, cite = RATED[chem]
+        rows.append(f"| {chem} | {mah} mAh ({cite}) | {curve.capacity_mah:g} mAh | "
+                    f"{passes_per_block(chem, seconds_per_pass=15)} | "
+                    f"{passes_per_block(chem)} |")
+    return "\n".join(rows)
+
+
+def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
+             cards: int, passes_per_hand: int, chemistry: str = "alkaline",
+             cutoff_load_volts: float = DEFAULT_CUTOFF_LOAD_VOLTS,
+             low_volts: float = DEFAULT_LOW_VOLTS,
+             critical_volts: float = DEFAULT_CRITICAL_VOLTS) -> Estimate:
+    """Charge, passes and hands left for loads of ``cards`` cards.
+
+    The charge now comes from the last pass's reading under load when there is
+    one (a rest reading moves as the cell recovers), else from the reading
+    given; the passes left are the charge above the cut-off (where the volts
+    under load fall below ``cutoff_load_volts``) over the charge a pass uses.
+    """
+    curve = CURVES[chemistry]
+    charge = curve.charge_at(volts, under_load)
+    new_block = swapped(volts, under_load, history, curve)
+    if new_block:
+        history = []
+    f = fit(history, curve, cards=cards)
+    if history:
+        # the last passes' readings, not a rest reading: the cell is still recovering
+        charge = charge_now(history, curve, f)
+    cutoff = curve.charge_at(cutoff_load_volts + f.sag, under_load=True)
+    usable = max(0.0, charge - cutoff)
+
+    def passes(rate: float) -> int:
+        return int(usable / (rate * cards)) if rate > 0 else 10**6
+
+    best = passes(f.per_card)
+    low, high = passes(f.per_card + 2 * f.se), passes(max(f.per_card - 2 * f.se, f.per_card / 4))
+    state = judge(charge, best, curve, low_volts=low_volts, critical_volts=critical_volts)
+    return Estimate(volts, under_load, 100 * charge, best, (low, high),
+                    best // max(passes_per_hand, 1), state, f.learned, swapped=new_block)

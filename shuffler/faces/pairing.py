@@ -1,0 +1,262 @@
+"""Pairing phones with the table, as a consumer device does it.
+
+``shuffler pair`` prints a six-digit code, good for :data:`CODE_MINUTES` minutes and for
+one phone: the page sends it once (``POST /api/pair``) and gets a token of its own,
+which every later action carries (``X-Pairing-Token``). ``shuffler pair --list`` shows
+the phones, ``--revoke ID`` forgets one, ``--new`` replaces the code. Both live in the
+state folder (``pairing-code``, ``phones.json``, mode 0600; a token is kept only as its
+SHA-256), and the running service reads them again whenever they change, so a new code
+or a revocation holds at once. Nothing here logs the code or a token.
+
+Guessing is throttled (:class:`Throttle`): a client's first few wrong codes are judged,
+then it waits, twice as long each time (429 with ``Retry-After``), and the whole table
+judges at most :data:`GLOBAL_PER_MINUTE` wrong codes a minute from everyone together:
+with a code that lives ten minutes, that is at most 100 guesses of a million.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import fcntl
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CODE_MINUTES = 10
+FREE_TRIES = 3  # wrong codes a client may send before it has to wait
+FIRST_WAIT_S = 5.0  # then 5 s, 10 s, 20 s ... up to MAX_WAIT_S
+MAX_WAIT_S = 900.0
+GLOBAL_PER_MINUTE = 10
+MAX_CLIENTS_TRACKED = 256
+MAX_PHONES = 32
+
+CODE_FILE = "pairing-code"
+PHONES_FILE = "phones.json"
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    expires: float  # epoch seconds
+
+    def live(self, now: float) -> bool:
+        return now < self.expires
+
+
+@dataclass(frozen=True)
+class Phone:
+    id: str
+    paired_at: float
+    address: str
+    agent: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "paired_at": _iso(self.paired_at), "address": self.address,
+                "agent": self.agent}
+
+
+def _iso(epoch: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch))
+
+
+class Pairing:
+    """The code and the paired phones in ``folder``, shared by the CLI and the service
+    (every change under an exclusive lock, every write atomic)."""
+
+    def __init__(self, folder: Path, now: Callable[[], float] = time.time) -> None:
+        self.folder = Path(folder)
+        self.now = now
+        self._cache: dict[str, tuple[tuple[int, int, int], Any]] = {}
+
+    # -- the files ------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / "pairing.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self._owned_by_folder(self.folder / "pairing.lock")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _read(self, name: str) -> Any:
+        """The file's JSON, read again only when the file changed (None: none, or bad)."""
+        path = self.folder / name
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        cached = self._cache.get(name)
+        if cached and cached[0] == key:
+            return cached[1]
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError):
+            data = None
+        self._cache[name] = (key, data)
+        return data
+
+    def _write(self, name: str, data: Any) -> None:
+        from shuffler.store.state import atomic_write
+
+        path = self.folder / name
+        atomic_write(path, (json.dumps(data, indent=1) + "\n").encode())
+        path.chmod(0o600)
+        self._owned_by_folder(path)
+
+    def _owned_by_folder(self, path: Path) -> None:
+        """Run as root (``sudo shuffler pair``), give the file to the state folder's owner,
+        the service's user, so the running service can still read and change it."""
+        if os.geteuid() == 0:
+            st = self.folder.stat()
+            os.chown(path, st.st_uid, st.st_gid)
+
+    # -- the code ---------------------------------------------------------------------
+    def code(self) -> Code | None:
+        """The code in force, or None (none made, used, expired or unreadable)."""
+        data = self._read(CODE_FILE)
+        if not (isinstance(data, dict) and isinstance(data.get("code"), str)
+                and isinstance(data.get("expires"), int | float)):
+            return None
+        code = Code(data["code"], float(data["expires"]))
+        return code if code.live(self.now()) else None
+
+    def current_or_new(self) -> Code:
+        """The live code, or a fresh one: what ``shuffler pair`` prints."""
+        with self._locked():
+            return self.code() or self._new_code()
+
+    def new_code(self) -> Code:
+        with self._locked():
+            return self._new_code()
+
+    def _new_code(self) -> Code:
+        code = Code(f"{secrets.randbelow(10**6):06d}", self.now() + CODE_MINUTES * 60)
+        self._write(CODE_FILE, {"code": code.code, "expires": code.expires})
+        return code
+
+    def redeem(self, given: str, address: str, agent: str) -> tuple[Phone, str] | None:
+        """The new phone and its token when ``given`` is the live code (which is then
+        spent), or None."""
+        with self._locked():
+            code = self.code()
+            if code is None or not hmac.compare_digest(given.encode(), code.code.encode()):
+                return None
+            (self.folder / CODE_FILE).unlink(missing_ok=True)
+            token = secrets.token_urlsafe(24)
+            phone = Phone(secrets.token_hex(3), self.now(), address[:64], agent[:80])
+            phones = [p for p in self._phones_raw() if isinstance(p, dict)]
+            phones.append({**phone.to_dict(), "paired_at": phone.paired_at,
+                           "token_sha256": _hash(token)})
+            self._write(PHONES_FILE, phones[-MAX_PHONES:])
+            return phone, token
+
+    # -- the phones ---------------------------------------------------------------------
+    def _phones_raw(self) -> list[Any]:
+        data = self._read(PHONES_FILE)
+        return data if isinstance(data, list) else []
+
+    def phones(self) -> list[Phone]:
+        out = []
+        for p in self._phones_raw():
+            try:
+                out.append(Phone(str(p["id"]), float(p["paired_at"]), str(p["address"]),
+                                 str(p["agent"])))
+            except (KeyError, TypeError, ValueError):
+                continue
+        return out
+
+    def known(self, token: str) -> bool:
+        """Whether ``token`` belongs to a paired phone (read afresh when the file changed)."""
+        if not token:
+            return False
+        digest = _hash(token)
+        return any(isinstance(p, dict) and hmac.compare_digest(str(p.get("token_sha256")),
+                                                               digest)
+                   for p in self._phones_raw())
+
+    def revoke(self, which: str) -> list[str]:
+        """Forget the phone ``which`` (an id, or ``all``); the ids forgotten."""
+        with self._locked():
+            phones = self._phones_raw()
+            gone = [str(p.get("id")) for p in phones
+                    if isinstance(p, dict) and which in ("all", p.get("id"))]
+            if gone:
+                self._write(PHONES_FILE, [p for p in phones if str(p.get("id")) not in gone])
+            return gone
+
+
+@dataclass
+class _Client:
+    failures: int = 0
+    until: float = 0.0  # may not be judged before
+    logged: bool = False  # this burst is in the log already
+
+
+@dataclass
+class Throttle:
+    """Who may have a pairing code judged now. Pure: time is passed in."""
+
+    free: int = FREE_TRIES
+    first_wait: float = FIRST_WAIT_S
+    max_wait: float = MAX_WAIT_S
+    per_minute: int = GLOBAL_PER_MINUTE
+    clients: collections.OrderedDict[str, _Client] = field(
+        default_factory=collections.OrderedDict)
+    recent: collections.deque[float] = field(default_factory=collections.deque)
+    global_logged: bool = False
+
+    def wait(self, client: str, now: float) -> float:
+        """Seconds ``client`` must wait before a code it sends is judged (0: judge it)."""
+        while self.recent and self.recent[0] <= now - 60:
+            self.recent.popleft()
+        if not self.recent:
+            self.global_logged = False
+        c = self.clients.get(client)
+        mine = max(0.0, c.until - now) if c else 0.0
+        full = (self.recent[0] + 60 - now) if len(self.recent) >= self.per_minute else 0.0
+        return max(mine, full)
+
+    def failed(self, client: str, now: float) -> float:
+        """Count a wrong code; returns how long the client must now wait."""
+        self.recent.append(now)
+        c = self.clients.pop(client, None) or _Client()
+        self.clients[client] = c  # most recent last
+        while len(self.clients) > MAX_CLIENTS_TRACKED:
+            self.clients.popitem(last=False)
+        c.failures += 1
+        c.logged = False  # a new wait is a new burst
+        if c.failures >= self.free:
+            c.until = now + min(self.max_wait, self.first_wait * 2 ** (c.failures - self.free))
+        return max(0.0, c.until - now)
+
+    def succeeded(self, client: str) -> None:
+        self.clients.pop(client, None)
+
+    def first_of_burst(self, client: str) -> bool:
+        """True once per burst of refusals to ``client`` (or of the table's global limit):
+        the one to log."""
+        c = self.clients.get(client)
+        if c is not None:
+            if c.logged:
+                return False
+            c.logged = True
+            return True
+        if self.global_logged:
+            return False
+        self.global_logged = True
+        return True

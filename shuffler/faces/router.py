@@ -1,0 +1,192 @@
+"""The service's faces beyond its socket: the dealer's page and MQTT telemetry.
+
+Both are opt-in (``[web]``, ``[mqtt]``) and both only listen to what the service
+publishes (:meth:`shuffler.service.hub.Hub.subscribe`) and ask it to act through the
+same path as a socket client, so neither can do what a client could not, and neither
+ever sees a plan.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from shuffler.control.panel import Panel
+from shuffler.control.reports import last_hand
+from shuffler.device.contract import EventKind, InputEvent
+from shuffler.errors import ShufflerError
+from shuffler.logs import get_logger
+
+if TYPE_CHECKING:
+    from shuffler.faces.telemetry import Telemetry
+    from shuffler.faces.web import WebServer
+    from shuffler.service.hub import Hub
+
+log = get_logger("shuffler.faces")
+
+#: what the page may ask, mapped to the service's requests (a pass is a touch)
+PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "redo": "redo",
+                "new_game": "new_game", "stop": "stop"}
+#: the page's score changes name the version of the score they were made against
+VERSIONED = ("score", "undo", "redo", "new_game")
+TOUCH_ANSWER_S = 6.0  # the page's Start pass waits this long (past service.TOUCH_WAIT_S)
+
+
+class Faces:
+    """The panel (always: it is cheap), and the page and telemetry when configured:
+    a :class:`shuffler.service.hub.Face` of the service (``Service(..., faces=Faces)``)."""
+
+    def __init__(self, service: Hub) -> None:
+        self.service = service
+        config = service.session.config
+        self.board = Panel(config.hand.passes)
+        self.web: WebServer | None = None
+        self.telemetry: Telemetry | None = None
+        self._fault: dict[str, Any] | None = None
+        service.subscribe(self.on_publish)
+        if config.web.enabled:
+            from shuffler.faces.web import WebServer
+
+            self.web = WebServer(self, config.web.bind, config.web.port,
+                                 service.session.controller.store.folder,
+                                 hosts=config.web.hosts)
+        self.room: Any = None  # the tournament view, when the page and MQTT are both on
+        if config.mqtt.enabled:
+            from shuffler.faces.telemetry import Telemetry
+
+            self.telemetry = Telemetry(config.mqtt, on_command=self.remote_command)
+            if self.web is not None:
+                from shuffler.faces.tables import TableWatcher
+
+                self.room = TableWatcher(config.mqtt, f"shuffler-{config.mqtt.table}-view")
+
+    @property
+    def page(self) -> str | None:
+        if self.web is None:
+            return None
+        return f"http://{self.web.address[0]}:{self.web.address[1]}/"
+
+    def start(self) -> None:
+        try:
+            self.board.score(self.service.session.score()["score"])
+        except ShufflerError as e:
+            log.warning("the stored score cannot be shown", error=str(e))
+        if self.web is not None:
+            self.web.start()
+        if self.telemetry is not None:
+            self.telemetry.start()
+        if self.room is not None:
+            self.room.start()
+
+    def close(self) -> None:
+        if self.room is not None:
+            self.room.close()
+        if self.web is not None:
+            self.web.close()
+        if self.telemetry is not None:
+            self.telemetry.close()
+
+    # -- what the service publishes -----------------------------------------------------
+    def on_publish(self, kind: str, body: Any) -> None:
+        if kind == "signal":
+            self.board.signal(body)
+        elif kind == "event":
+            self.board.event(body)
+        elif kind == "status":
+            self.board.status(body)
+            if self.telemetry is not None:
+                self.telemetry.state(body)
+                if body.get("fault") != self._fault:  # as it latches and as it clears
+                    self._fault = body.get("fault")
+                    self.telemetry.publish("fault", {"fault": self._fault}, retain=True)
+        elif kind == "score":
+            self.board.score(body)
+            if self.telemetry is not None:
+                self.telemetry.publish("score", {"score": body}, retain=True)
+        elif kind == "result":
+            self._result(body)
+
+    def _result(self, result: dict[str, Any]) -> None:
+        if "hand" in result:
+            self.board.hand_done(last_hand(result["hand"]))
+            if self.telemetry is not None:
+                self.telemetry.publish("hand", {"hand": result["hand"]})
+        if "score" in result:
+            self.on_publish("score", result["score"])
+        if self.telemetry is not None:
+            for report in _pass_reports(result):
+                self.telemetry.publish("pass", {"pass": report})
+
+    # -- the page (web.PanelSource) -----------------------------------------------------
+    def panel(self) -> tuple[int, dict[str, Any]]:
+        return self.board.snapshot()
+
+    def wait_panel(self, version: int, timeout: float) -> tuple[int, dict[str, Any]]:
+        return self.board.wait(version, timeout)
+
+    def tables(self) -> list[dict[str, Any]]:
+        """Every table on the broker, problems first (empty without MQTT)."""
+        if self.room is None:
+            return []
+        return [row.to_dict() for row in self.room.book.sorted_rows()]
+
+    def act(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
+        if action == "pass":  # the page's button is the touch sensor, with all its rules
+            return self.touch()
+        if action in VERSIONED and type(body.get("version")) is not int:
+            return {"ok": False, "error": {
+                "kind": "bad_request", "exit": 2,
+                "message": "version: a score change from the page names the score's version"}}
+        request = {**body, "cmd": PAGE_ACTIONS[action]}  # a body's own cmd never wins
+        return self.service.submit(request)
+
+    def touch(self, answer_within: float = TOUCH_ANSWER_S) -> dict[str, Any]:
+        """The page's Start pass: a touch, answered ok only once a pass has started; a
+        touch that started nothing is refused with the reason the machine gave."""
+        version, before = self.board.snapshot()
+        if before["phase"] == "dealing":
+            return _touch_refused("a pass is running: wait for it to end")
+        device = self.service.session.device
+        device.events.put(InputEvent(EventKind.TOUCH, at=time.monotonic()))
+        deadline = time.monotonic() + answer_within
+        while (left := deadline - time.monotonic()) > 0:
+            version, now = self.board.wait(version, left)
+            if now["phase"] == "dealing":
+                return {"ok": True, "result": {"touch": True, "started": True}}
+            if now["ignored"] != before["ignored"]:
+                return _touch_refused(now["notice"])
+            if now["phase"] in ("fault", "low_battery") and now["phase"] != before["phase"]:
+                return _touch_refused(now["prompt"])
+        return _touch_refused("the touch started no pass: the machine is busy or the dealer "
+                              "is restacking; touch again")
+
+    # -- MQTT ---------------------------------------------------------------------------
+    def remote_command(self, command: dict[str, Any]) -> dict[str, Any]:
+        """Run a remote command (from telemetry's worker thread, never MQTT's network
+        thread) through the deciding loop; a dealer's touch waiting for the machine goes
+        first."""
+        deadline = time.monotonic() + 10
+        while self.service.touch_waiting and time.monotonic() < deadline:
+            time.sleep(0.02)
+        request = {"cmd": command["cmd"]}
+        if command.get("first_dealer"):
+            request["first_dealer"] = command["first_dealer"]
+        if command["cmd"] == "new_game":
+            # from across the room: a game in progress is replaced only by naming its version
+            request["replace"] = command.get("version") is not None
+            request["version"] = command.get("version")
+        return self.service.submit(request)
+
+
+def _touch_refused(why: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"kind": "touch_ignored", "message": why, "exit": 3}}
+
+
+def _pass_reports(result: dict[str, Any]) -> list[dict[str, Any]]:
+    if "hand" in result:
+        hand = result["hand"]
+        return list(hand.get("pass_reports", hand.get("passes", [])))
+    if "pass" in result:
+        return [result["pass"]]
+    return []
+

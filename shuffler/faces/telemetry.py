@@ -1,0 +1,391 @@
+"""MQTT telemetry: each table's machine on the broker the room already runs.
+
+``shuffler serve`` publishes, when the config names a broker (``[mqtt] host``), under
+``<prefix>/<table>/``::
+
+    availability   "online" / "offline"   retained; the broker sends "offline" (the
+                                          last will) when the service dies or drops
+    state          the machine's state    retained, QoS 1, republished on reconnect
+    pass           each pass's report     QoS 1, with an ``id`` to spot duplicates
+    hand           each hand's summary    QoS 1, likewise
+    command        remote clear / new_game, only when ``remote_actions = true``
+    command/reply  the answer to a command
+
+and Home Assistant's discovery topics. Nothing here ever carries a plan or the card
+order: the payloads are built from the reports the CLI prints.
+
+The deciding loop never waits on the broker: it hands messages to a bounded queue
+(:meth:`Telemetry.publish`), and one sender thread feeds the MQTT client, whose own
+bounded store keeps QoS 1 messages while the broker is away and resends them when it is
+back. When the queue is full the oldest message goes, and the drop is counted. Retained
+messages (availability, discovery, state, fault, score) travel in a lane of their own,
+one per topic and ahead of everything else, so no flood can drop them; after every
+reconnect ``online`` goes first, then discovery, then each retained message.
+
+MQTT's network thread (paho's) never runs a command: it checks it and puts it in a
+bounded queue (:data:`COMMAND_QUEUE`); one worker hands each to the service, whose
+deciding loop runs it like any client's request. A command that finds the queue full,
+a bad one, or any command while ``remote_actions`` is off is refused at once; every
+command gets exactly one reply. Refusals are logged once per burst, never once each.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import queue
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shuffler import __version__
+from shuffler.config import MqttConfig
+from shuffler.errors import ConfigError
+from shuffler.logs import Burst, get_logger
+
+log = get_logger("shuffler.telemetry")
+
+MQTT_ERR_QUEUE_SIZE = 15  # paho: its store of unsent QoS 1 messages is full
+
+SCHEMA = 1
+COMMAND_QUEUE = 8  # remote commands waiting for the service; more are refused
+
+
+@dataclass(frozen=True)
+class Topics:
+    prefix: str
+    table: str
+
+    @property
+    def base(self) -> str:
+        return f"{self.prefix}/{self.table}"
+
+    def __getattr__(self, name: str) -> str:  # topics.state, topics.pass_ ...
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return f"{self.base}/{name.rstrip('_').replace('_', '/')}"
+
+
+#: Commands a table accepts over MQTT. A pass is never one: it needs the dealer's hand.
+REMOTE_COMMANDS = ("clear", "new_game")
+
+
+def parse_command(payload: bytes) -> dict[str, Any]:
+    """A remote command, checked; raises ValueError with what is wrong."""
+    if len(payload) > 4096:
+        raise ValueError("command longer than 4096 bytes")
+    try:
+        data = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise ValueError("not a JSON object") from None
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    cmd = data.get("cmd")
+    if cmd not in REMOTE_COMMANDS:
+        raise ValueError(f"cmd: expected one of {', '.join(REMOTE_COMMANDS)}, got {cmd!r}")
+    request_id = data.get("id")
+    if request_id is not None and not (isinstance(request_id, str) and len(request_id) <= 64):
+        raise ValueError("id: expected a string of at most 64 characters")
+    out: dict[str, Any] = {"cmd": cmd, "id": request_id}
+    if cmd == "new_game":
+        dealer = data.get("first_dealer")
+        if dealer is not None and not (isinstance(dealer, str) and 0 < len(dealer) <= 32):
+            raise ValueError("first_dealer: expected a seat name")
+        out["first_dealer"] = dealer
+        version = data.get("version")
+        if version is not None and not (type(version) is int and version >= 0):
+            raise ValueError("version: expected the score's version, a whole number")
+        out["version"] = version
+    return out
+
+
+def table_state(status: dict[str, Any]) -> str:
+    """One word for the machine, from a status report: what the view sorts on."""
+    if status.get("fault"):
+        return "fault"
+    battery = status.get("battery") or {}
+    if battery.get("state") in ("low", "critical"):
+        return "low_battery"
+    if status.get("busy"):
+        return "dealing"
+    return "ready"
+
+
+@dataclass
+class _Message:
+    topic: str
+    payload: str
+    qos: int
+    retain: bool
+
+
+class Telemetry:
+    """Publishes one table; see the module notes. ``client_factory`` is for tests."""
+
+    def __init__(self, config: MqttConfig, *,
+                 on_command: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 client_factory: Callable[..., Any] | None = None) -> None:
+        self.config = config
+        self.topics = Topics(config.prefix, config.table)
+        self.on_command = on_command
+        self.boot = secrets.token_hex(4)  # ids stay unique across restarts
+        self.seq = 0
+        self.dropped = 0
+        self.refused = 0  # remote commands refused (bad, off, or the queue full)
+        self.connected = threading.Event()
+        self.commands: queue.Queue[dict[str, Any] | None] = queue.Queue(COMMAND_QUEUE)
+        self._queue: collections.deque[_Message] = collections.deque()
+        self._control: dict[str, _Message] = {}  # retained, by topic, sent first
+        self._wake = threading.Condition()
+        self._closing = False
+        self._retained: dict[str, _Message] = {}
+        self._refusals = Burst(log, "remote commands refused")
+        self._client = (client_factory or connect_client)(config)
+        self._client.on_connect = _guarded(self._on_connect)
+        self._client.on_disconnect = _guarded(self._on_disconnect)
+        self._client.on_message = _guarded(self._on_message)
+        self._client.will_set(self.topics.availability, "offline", qos=1, retain=True)
+        self._sender = threading.Thread(target=self._send_loop, name="mqtt-send", daemon=True)
+        self._worker = threading.Thread(target=self._serve_commands, name="mqtt-commands",
+                                        daemon=True)
+
+    # -- the service's side: never blocks ----------------------------------------------
+    def start(self) -> None:
+        self._client.connect_async(self.config.host, self.config.port, self.config.keepalive)
+        self._client.loop_start()
+        self._sender.start()
+        self._worker.start()
+        log.info("telemetry on", broker=f"{self.config.host}:{self.config.port}",
+                 topic=self.topics.base)
+
+    def publish(self, name: str, body: dict[str, Any], *, retain: bool = False) -> None:
+        """Queue ``body`` for ``<prefix>/<table>/<name>``; ``retain`` keeps it on the
+        broker and republishes it after every reconnect."""
+        with self._wake:
+            self.seq += 1
+            payload = {"schema": SCHEMA, "table": self.config.table,
+                       "id": f"{self.boot}-{self.seq}", **body}
+            msg = _Message(getattr(self.topics, name),
+                           json.dumps(payload, separators=(",", ":")), 1, retain)
+            if retain:
+                self._retained[msg.topic] = self._control[msg.topic] = msg
+            else:
+                if len(self._queue) >= self.config.queue_limit:
+                    self._queue.popleft()
+                    self.dropped += 1
+                self._queue.append(msg)
+            self._wake.notify()
+
+    def state(self, status: dict[str, Any]) -> None:
+        self.publish("state", {"state": table_state(status), **status}, retain=True)
+
+    def close(self) -> None:
+        with self._wake:
+            self._closing = True
+            self._wake.notify()
+        with contextlib.suppress(queue.Full):
+            self.commands.put_nowait(None)
+        if self._worker.is_alive():
+            self._worker.join(timeout=2)
+        if self._sender.is_alive():
+            self._sender.join(timeout=2)
+        if self.connected.is_set():
+            info = self._client.publish(self.topics.availability, "offline", qos=1, retain=True)
+            with contextlib.suppress(RuntimeError, ValueError):
+                info.wait_for_publish(timeout=1)
+        self._client.disconnect()
+        self._client.loop_stop()
+
+    # -- the sender thread ------------------------------------------------------------
+    def _next(self) -> _Message | None:
+        """The next message to send (retained ones first), or None when closing."""
+        with self._wake:
+            while not (self._control or self._queue or self._closing):
+                self._wake.wait()
+            if self._control:
+                return self._control.pop(next(iter(self._control)))
+            return self._queue.popleft() if self._queue else None
+
+    def _send_loop(self) -> None:
+        while (msg := self._next()) is not None:
+            while True:
+                info = self._client.publish(msg.topic, msg.payload, qos=msg.qos,
+                                            retain=msg.retain)
+                if info.rc != MQTT_ERR_QUEUE_SIZE or self._closing:
+                    break
+                time.sleep(0.02)  # the client's store is full: wait for the broker's acks
+            if info.rc not in (0, 4, MQTT_ERR_QUEUE_SIZE):  # 4: no connection, kept
+                self.dropped += 1
+                log.warning("telemetry message dropped", topic=msg.topic, rc=info.rc)
+
+    # -- the MQTT client's thread -------------------------------------------------------
+    def _on_connect(self, client, userdata, flags, reason_code, properties=None) -> None:
+        # Only the sender thread publishes: paho's publish from this callback races the
+        # sender's for paho's own locks (taken in opposite orders) and can deadlock.
+        if reason_code.is_failure:
+            log.warning("broker refused the connection", reason=str(reason_code))
+            return
+        log.info("broker connected", broker=f"{self.config.host}:{self.config.port}")
+        client.subscribe(self.topics.command, qos=1)  # with actions off, to say so
+        first = [_Message(self.topics.availability, "online", 1, True)]
+        if self.config.discovery:
+            first += [_Message(topic, json.dumps(body), 1, True)
+                      for topic, body in discovery_messages(self.config, self.topics)]
+        with self._wake:  # the retained messages may have been lost with the broker
+            self._control = {m.topic: m for m in (*first, *self._retained.values())}
+            self._wake.notify()
+        self.connected.set()
+
+    def _on_disconnect(self, client, userdata, flags, reason_code, properties=None) -> None:
+        if self.connected.is_set():
+            log.warning("broker connection lost; telemetry is queued", reason=str(reason_code))
+        self.connected.clear()
+
+    def _on_message(self, client, userdata, message) -> None:
+        """A command: checked and queued here, never run (this is the network thread)."""
+        if message.topic != self.topics.command:
+            log.warning("message on an unexpected topic ignored", topic=message.topic)
+            return
+        try:
+            command = parse_command(message.payload)
+        except ValueError as e:
+            self._refuse(_request_id(message.payload), "bad_request", str(e))
+            return
+        if not self.config.remote_actions:
+            self._refuse(command["id"], "forbidden", "remote actions are off on this table "
+                         "([mqtt] remote_actions = false)")
+            return
+        try:
+            self.commands.put_nowait(command)
+        except queue.Full:
+            self._refuse(command["id"], "busy", f"{COMMAND_QUEUE} remote commands are "
+                         "already waiting; try again")
+
+    def _refuse(self, request: str | None, kind: str, message: str) -> None:
+        self.refused += 1
+        self._refusals.note(kind=kind, last=message)
+        self.publish("command_reply", {"request": request, "ok": False, "error": {
+            "kind": kind, "message": message, "exit": 2}})
+
+    # -- the command worker -------------------------------------------------------------
+    def _serve_commands(self) -> None:
+        while (command := self.commands.get()) is not None:
+            try:
+                reply = (self.on_command(command) if self.on_command
+                         else {"ok": False, "error": {"kind": "unsupported",
+                                                      "message": "no handler", "exit": 2}})
+            except Exception as e:
+                log.exception("remote command failed")
+                reply = {"ok": False, "error": {"kind": "internal", "message": str(e),
+                                                "exit": 1}}
+            log.info("remote command", cmd=command["cmd"], ok=bool(reply.get("ok")))
+            self.publish("command_reply", {"request": command["id"], **reply})
+
+
+def _request_id(payload: bytes) -> str | None:
+    """The ``id`` of a command that is otherwise wrong, to reply to it, if it has one."""
+    with contextlib.suppress(ValueError, UnicodeDecodeError, RecursionError, AttributeError):
+        found = json.loads(payload[:4096].decode("utf-8")).get("id")
+        if isinstance(found, str) and len(found) <= 64:
+            return found
+    return None
+
+
+def _guarded(callback: Callable[..., None]) -> Callable[..., None]:
+    """A callback that cannot kill the MQTT client's thread (paho re-raises)."""
+    def run(*args: Any) -> None:
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("telemetry callback failed")
+    return run
+
+
+def connect_client(config: MqttConfig, client_id: str | None = None,
+                   persistent: bool = False) -> Any:
+    """An MQTT client set up from the config (credentials read from their file now);
+    not connected yet. ``persistent``: the broker keeps the session (subscriptions and
+    QoS 1 messages) while this client is away; it needs a stable ``client_id``."""
+    try:
+        from paho.mqtt import client as mqtt
+    except ImportError:
+        raise ConfigError("[mqtt] host is set but the MQTT client library is missing: "
+                          "pip install 'shuffler[mqtt]' (paho-mqtt)") from None
+    client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2,
+                         client_id=client_id or f"shuffler-{config.table}",
+                         clean_session=not persistent, protocol=mqtt.MQTTv311)
+    client.max_queued_messages_set(config.queue_limit)
+    client.reconnect_delay_set(min_delay=1, max_delay=10)
+    if config.username:
+        password = None
+        if config.password_file is not None:
+            try:
+                password = config.password_file.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as e:
+                raise ConfigError(f"{config.password_file}: cannot read the MQTT password "
+                                  f"file: {getattr(e, 'strerror', None) or e}") from None
+        client.username_pw_set(config.username, password)
+    if config.tls:
+        client.tls_set(ca_certs=_str(config.ca_file), certfile=_str(config.cert_file),
+                       keyfile=_str(config.key_file))
+    return client
+
+
+def _str(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+# -- Home Assistant -----------------------------------------------------------------
+
+#: what the battery templates read: a number, or nothing (the state had no battery)
+_BATTERY = "(value_json.get('battery') or {{}}).get('{key}')"
+
+#: (component, key, name, value template, unit, device class). A template renders
+#: ``None`` (Home Assistant: unknown) when the field is missing or null, never an error.
+ENTITIES = (
+    ("sensor", "state", "State", "{{ value_json.state | default(none) }}", None, None),
+    ("sensor", "battery", "Battery",
+     "{% set v = " + _BATTERY.format(key="percent") + " %}"
+     "{{ v | round(0) if v is number else none }}", "%", "battery"),
+    ("sensor", "battery_volts", "Battery voltage",
+     "{% set v = " + _BATTERY.format(key="volts") + " %}{{ v if v is number else none }}",
+     "V", "voltage"),
+    ("sensor", "passes_left", "Passes left",
+     "{% set v = " + _BATTERY.format(key="passes_left") + " %}"
+     "{{ v if v is number else none }}", "passes", None),
+    ("binary_sensor", "fault", "Fault", "{{ 'ON' if value_json.fault else 'OFF' }}", None,
+     "problem"),
+)
+
+ORIGIN = {"name": "shuffler", "sw_version": __version__}
+
+
+def discovery_messages(config: MqttConfig, topics: Topics) -> list[tuple[str, dict[str, Any]]]:
+    """Home Assistant MQTT discovery: one retained config message per entity, under
+    ``<discovery_prefix>/<component>/<table>/<key>/config`` (the table as the node id,
+    so a broker's ACL can give each table its own discovery topics)."""
+    device = {"identifiers": [f"shuffler_{config.table}"], "name": f"Shuffler {config.table}",
+              "manufacturer": "shuffler project", "model": "two-pile card shuffler",
+              "sw_version": __version__}
+    out = []
+    for component, key, name, template, unit, device_class in ENTITIES:
+        uid = f"shuffler_{config.table}_{key}"
+        body: dict[str, Any] = {
+            "name": name, "unique_id": uid, "default_entity_id": f"{component}.{uid}",
+            "state_topic": topics.state, "value_template": template,
+            "availability_topic": topics.availability,
+            "payload_available": "online", "payload_not_available": "offline",
+            "device": device, "origin": ORIGIN}
+        if unit:
+            body["unit_of_measurement"] = unit
+        if device_class:
+            body["device_class"] = device_class
+        if component == "sensor" and unit:
+            body["state_class"] = "measurement"
+        out.append((f"{config.discovery_prefix}/{component}/{config.table}/{key}/config", body))
+    return out
