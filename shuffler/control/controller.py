@@ -232,9 +232,10 @@ class PassController:
         """The report of a pass stopped before it started: nothing moved, nothing counted."""
         from shuffler.device.engine import HALT_MESSAGES  # only then: status loads no engine
 
-        log.info("pass stopped before it started", expected=plan.cards)
+        cards = plan.cards  # the count only: a plan's piles are never logged
+        log.info("pass stopped before it started", expected=cards)
         stopped = Fault(FaultKind.STOPPED, HALT_MESSAGES[FaultKind.STOPPED], 1)
-        return PassReport(plan.cards, 0, (0, 0), 0.0, stopped, None, False)
+        return PassReport(cards, 0, (0, 0), 0.0, stopped, None, False)
 
     def _unsaved(self, report: PassReport, problems: list[str]) -> Exception:
         """The error for a pass whose end could not be written: a latching fault is
