@@ -173,22 +173,36 @@ def stop_from_a_client(service: Service) -> bool:
     return answer[0]
 
 
-def race_sim(tmp_path, offset: float) -> None:
-    clock = HookClock()
-    device = Recording.for_cards(24, rng=random.Random(5), clock=clock)
-    service = service_on(tmp_path, device)
+def stop_after_pass_start(service, offset: float, now, later):
+    """A client's stop ``offset`` s after ``pass_start`` (at once for 0), scheduled with
+    ``later(delay, then)``: the times its answers came on ``now()``, and the event watcher."""
     answered: list[float] = []
 
     def at_stop() -> None:
         assert stop_from_a_client(service) is True
-        answered.append(clock.now())
+        answered.append(now())
 
     def watch(msg):
         if msg.get("event") == "pass_start" and not answered:
             if offset == 0:
                 at_stop()
             else:
-                clock.hook_at, clock.hook = clock.now() + offset, at_stop
+                later(offset, at_stop)
+    return answered, watch
+
+
+def on_a_timer(delay: float, then) -> None:
+    threading.Timer(delay, then).start()
+
+
+def race_sim(tmp_path, offset: float) -> None:
+    clock = HookClock()
+    device = Recording.for_cards(24, rng=random.Random(5), clock=clock)
+    service = service_on(tmp_path, device)
+    def later(delay, then):
+        clock.hook_at, clock.hook = clock.now() + delay, then
+
+    answered, watch = stop_after_pass_start(service, offset, clock.now, later)
     try:
         answer = job(service, "hand", watch, passes=2)
         assert answered, "the stop never came"
@@ -204,18 +218,9 @@ def race_gpio(tmp_path, offset: float) -> None:
     rig = GpioRig.for_cards(24, rng=random.Random(5))
     device = RiggedGpioDevice(rig)
     service = service_on(tmp_path, device)
-    answered: list[float] = []
-
-    def at_stop() -> None:
-        assert stop_from_a_client(service) is True
-        answered.append(rig.clock.now())
-
-    def watch(msg):
-        if msg.get("event") == "pass_start" and not answered:
-            if offset == 0:
-                at_stop()
-            else:
-                rig.clock.at(rig.clock.now() + offset, at_stop)
+    answered, watch = stop_after_pass_start(
+        service, offset, rig.clock.now,
+        lambda delay, then: rig.clock.at(rig.clock.now() + delay, then))
     try:
         answer = job(service, "hand", watch, passes=2)
         assert answered, "the stop never came"
@@ -239,18 +244,7 @@ def race_serial(tmp_path, offset: float) -> None:
     mcu = VirtualMCU(sim, seed=5)
     device = SerialDevice(mcu.path)
     service = service_on(tmp_path, device)
-    answered: list[float] = []
-
-    def at_stop() -> None:
-        assert stop_from_a_client(service) is True
-        answered.append(time.monotonic())
-
-    def watch(msg):
-        if msg.get("event") == "pass_start" and not answered:
-            if offset == 0:
-                at_stop()
-            else:
-                threading.Timer(offset, at_stop).start()
+    answered, watch = stop_after_pass_start(service, offset, time.monotonic, on_a_timer)
     try:
         answer = job(service, "hand", watch, passes=2)
         time.sleep(offset + 0.2)
@@ -280,18 +274,7 @@ def race_avr(tmp_path, offset: float) -> None:
         del os.environ["SHUFFLER_MOTOR_LOG"]
     device = serial_on(chip)
     service = service_on(tmp_path, device)
-    answered: list[float] = []
-
-    def at_stop() -> None:
-        assert stop_from_a_client(service) is True
-        answered.append(time.monotonic())
-
-    def watch(msg):
-        if msg.get("event") == "pass_start" and not answered:
-            if offset == 0:
-                at_stop()
-            else:
-                threading.Timer(offset, at_stop).start()
+    answered, watch = stop_after_pass_start(service, offset, time.monotonic, on_a_timer)
     try:
         job(service, "hand", watch, passes=2)
         time.sleep(offset + 0.2)
