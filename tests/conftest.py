@@ -215,6 +215,7 @@ SLOW_TESTS = frozenset({
     ("test_races.py",
      "test_a_stop_at_any_moment_after_pass_start_keeps_the_motor_off_after_its_answer"),
     ("test_cli_options.py", "test_two_clis_never_drive_one_device_at_once"),
+    ("test_packaging.py", "test_every_package_folder_is_in_the_wheel"),
     ("test_cli_fuzz.py", "test_generated_arguments_never_give_a_traceback"),
     ("test_battery.py", "test_battery_and_pass_agree_at_every_voltage"),
     ("test_failure_shape.py", "test_a_clean_hand_reads_the_same_on_every_backend"),
