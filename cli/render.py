@@ -96,16 +96,34 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
 NOT_MEASURED = "battery: not measured (no battery monitor: [gpio] adc_channel = false)"
 
 
+def monitor_text(b: dict[str, Any]) -> str | None:
+    """The battery monitor's own fault (``battery.monitor``), if it blocks the figures."""
+    m = b.get("monitor")
+    if b.get("state") != "monitor_fault" or not m:
+        return None
+    what = {"no_reading": "no reading", "full_scale": "stuck at full scale"}
+    return f"battery: monitor fault ({what.get(m['problem'], m['problem'])}): {m['message']}"
+
+
+def unsteady_text(b: dict[str, Any]) -> str:
+    m = b.get("monitor")
+    return f"\nbattery monitor unsteady: {m['message']}" if m else ""
+
+
 def battery_line(b: dict[str, Any]) -> str:
     if b.get("measured") is False:
         return NOT_MEASURED
+    if (fault := monitor_text(b)) is not None:
+        return fault
     return (f"battery: {b['volts']:.2f} V, {b['percent']:.0f}%, {b['state']}, about "
-            f"{b['passes_left']} passes left")
+            f"{b['passes_left']} passes left" + unsteady_text(b))
 
 
 def battery_text(b: dict[str, Any]) -> str:
     if b.get("measured") is False:
         return NOT_MEASURED
+    if (fault := monitor_text(b)) is not None:
+        return fault
     low, high = b["passes_left_range"]
     text = (f"battery: {b['volts']:.2f} V {'under load' if b['under_load'] else 'at rest'}, "
             f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n"
@@ -116,7 +134,7 @@ def battery_text(b: dict[str, Any]) -> str:
                  "its curve)")
     elif not b["learned"]:
         text += "\n(from the battery's curve alone: no passes recorded on it yet)"
-    return text
+    return text + unsteady_text(b)
 
 
 class Progress:

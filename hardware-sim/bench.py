@@ -67,6 +67,19 @@ def _divider(ratio: float) -> Callable[[GpioRig], None]:
     return apply
 
 
+def _unplug_adc(dout_high: bool) -> Callable[[GpioRig], None]:
+    """The MCP3008 not on the bus (absent, or its CS or CLK open): nothing answers the
+    reads, so DOUT (MISO) stays where it rests: low (all zeros: the floor), or high (a
+    pull-up, or DOUT shorted to 3V3: full scale)."""
+    def apply(rig: GpioRig) -> None:
+        if rig.adc is not None:
+            rig.adc.clock_pin.spi_devices.remove(rig.adc)
+            rig.adc.select_pin.spi_device = None
+            miso = rig.adc.miso_pin
+            miso.drive_high() if dout_high else miso.drive_low()
+    return apply
+
+
 #: name -> how the rig is miswired; tests check the self-test names the part for each
 MISWIRES: dict[str, Callable[[GpioRig], None]] = {
     "dead_touch": _cut("touch"),
@@ -80,6 +93,8 @@ MISWIRES: dict[str, Callable[[GpioRig], None]] = {
     "dead_buzzer": _cut("buzzer"),
     "divider_10k_10k": _divider(2.0),
     "divider_120k_33k": _divider(153 / 33),
+    "adc_absent": _unplug_adc(dout_high=False),
+    "adc_dout_high": _unplug_adc(dout_high=True),
 }
 
 

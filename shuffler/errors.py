@@ -73,6 +73,12 @@ class DeviceTimeoutError(DeviceError, TimeoutError):
     """The machine or the dealer did not answer in time."""
 
 
+class BatteryMonitorError(DeviceError):
+    """The battery monitor reads what no connected block gives (at the floor or full
+    scale): the mechanism switched off, or the monitor absent or broken; nothing was
+    started. Not :class:`LowBatteryError`: a fresh battery would not help."""
+
+
 class LowBatteryError(ShufflerError, RuntimeError):
     """The battery cannot finish what was asked; nothing was started."""
 
@@ -106,6 +112,10 @@ ERROR_KINDS: dict[str, str] = {
     "wrong_host": "the page was asked under a host name it does not answer to",
     # exit 3: the machine
     "device": "the machine cannot do what was asked",
+    "battery_monitor": "refused: the battery monitor reads at the floor or full scale, "
+                       "which no connected 9 V block gives (the mechanism switched off at "
+                       "SW1, or the monitor absent or miswired; a build without one sets "
+                       "`[gpio] adc_channel = false`); the message says what to check",
     "fault_latched": "a fault is latched: free the machine, then `shuffler clear`",
     "jam": "a card stuck in the throat: a pass or a hand stopped there "
            "(`pass_reports` holds what ran); free it, then `shuffler clear`",

@@ -26,7 +26,13 @@ from shuffler.device.contract import (
     Signal,
     Status,
 )
-from shuffler.errors import FaultLatchedError, FileAccessError, LowBatteryError, UnsavedFaultError
+from shuffler.errors import (
+    BatteryMonitorError,
+    FaultLatchedError,
+    FileAccessError,
+    LowBatteryError,
+    UnsavedFaultError,
+)
 from shuffler.logs import get_logger
 from shuffler.store.audit import AuditLog
 from shuffler.store.state import FAULT, Invalid, State, StateStore
@@ -137,6 +143,8 @@ class PassController:
         reading = self.device.battery()
         if not reading.measured:
             return batt.NOT_MEASURED
+        if reading.monitor is not None and reading.monitor.blocks:
+            return batt.monitor_failed(reading.monitor)  # the history is left as it was
         history = [batt.PassRecord(int(c), q) for c, q in self.store.load().battery]
         est = batt.estimate(reading.volts, reading.under_load, history, cards=cards,
                             passes_per_hand=self.passes_per_hand, chemistry=cfg.chemistry,
@@ -145,7 +153,7 @@ class PassController:
         if est.swapped:  # another block: what the old one taught says nothing of this one
             log.info("battery changed: the estimate starts again", volts=reading.volts)
             self.update(lambda s: setattr(s, "battery", []))
-        return est
+        return replace(est, monitor=reading.monitor)
 
     def check_ready(self, cards: int, passes: int = 1) -> None:
         """Raise if nothing may move: a latched fault, or a battery that cannot finish
@@ -156,6 +164,10 @@ class PassController:
             raise FaultLatchedError(f"{article} {fault.kind.value} fault is latched: "
                                     f"{fault.message}")
         est = self.battery_estimate(cards)
+        if est.monitor is not None and est.monitor.blocks:
+            # nothing is known of the battery: not "low battery", and not the battery's fix
+            self.device.show(Status(Signal.FAULT))
+            raise BatteryMonitorError(f"{est.monitor.message} This pass was not started.")
         why = batt.refusal(est, passes)
         if why is None:
             return

@@ -156,8 +156,66 @@ DEFAULT_CUTOFF_LOAD_VOLTS = 5.8
 #: at rest: below low a warning, at or below critical no pass starts (``[battery]``)
 DEFAULT_LOW_VOLTS = 7.2
 DEFAULT_CRITICAL_VOLTS = 6.6
+#: volts at the monitor's input (the divider's tap at MCP3008 CH0) that no 9 V block gives
+#: while it is connected: under MONITOR_FLOOR_VOLTS the block would be under 1.2 V (a flat
+#: one still gives 4.8 V under load), over MONITOR_FULL_SCALE_VOLTS over 12.9 V (the 9 V
+#: side takes 10.8 V at most, which the divider makes 2.68 V). ``selftest`` uses the same.
+MONITOR_FLOOR_VOLTS = 0.3
+MONITOR_FULL_SCALE_VOLTS = 3.2
 WARM_UP = 3  # passes on a fresh battery the charge-per-card fit leaves out
 NEW = 0.1  # this much more charge than the last pass left means a new battery
+
+
+@dataclass(frozen=True)
+class MonitorFault:
+    """The battery monitor gives no reading a 9 V block could give.
+
+    ``no_reading``: at the floor (the mechanism switched off at SW1, F1 tripped, or the
+    ADC or its wiring absent); ``full_scale``: stuck at the top (the divider wrong, or the
+    ADC's output stuck high); both mean nothing is known of the battery, and no pass
+    starts (``battery_monitor``, not ``low_battery``). ``unsteady``: some readings were
+    such and were dropped, the rest give the figures; passes run. ``message`` says what to
+    check and names ``[gpio] adc_channel`` for a build without a monitor."""
+
+    problem: str  # "no_reading" | "full_scale" | "unsteady"
+    message: str
+
+    @property
+    def blocks(self) -> bool:
+        """Nothing is known of the battery: no pass starts."""
+        return self.problem != "unsteady"
+
+    def to_dict(self) -> dict[str, str]:
+        return {"problem": self.problem, "message": self.message}
+
+
+def monitor_problem(pin_volts: float, vref: float = 3.3) -> str | None:
+    """What is wrong with one reading at the monitor's input (volts at the pin), if
+    anything: ``no_reading`` at the floor, ``full_scale`` at the top (within the
+    reference's last 3 %: an ADC saturates at its VREF)."""
+    if pin_volts < MONITOR_FLOOR_VOLTS:
+        return "no_reading"
+    if pin_volts > min(MONITOR_FULL_SCALE_VOLTS, vref * MONITOR_FULL_SCALE_VOLTS / 3.3):
+        return "full_scale"
+    return None
+
+
+def sort_readings(pin_volts: Sequence[float], vref: float = 3.3) -> tuple[list[float], str | None]:
+    """The readings a block could give, and what was wrong with the others: the problem
+    of them all when none is plausible (``full_scale`` only if every one is), else
+    ``unsteady`` when some were dropped, else None.
+
+        >>> sort_readings([2.3, 0.01, 2.31])
+        ([2.3, 2.31], 'unsteady')
+        >>> sort_readings([0.01, 0.0])
+        ([], 'no_reading')
+    """
+    problems = [monitor_problem(v, vref) for v in pin_volts]
+    good = [v for v, p in zip(pin_volts, problems, strict=True) if p is None]
+    if good:
+        return good, "unsteady" if len(good) < len(problems) else None
+    return [], "full_scale" if problems and all(p == "full_scale" for p in problems) \
+        else "no_reading"
 
 
 def swapped(volts: float, under_load: bool, history: Sequence[PassRecord],
@@ -232,21 +290,31 @@ class Estimate:
     learned: bool  # False: no history yet, the charge per card is the curve's default
     measured: bool = True  # False: no battery monitor; the figures above mean nothing
     swapped: bool = False  # True: another block than the recorded passes': they are dropped
+    #: what the monitor itself got wrong (None: nothing); one that ``blocks`` leaves state
+    #: ``monitor_fault`` and the figures above meaningless
+    monitor: MonitorFault | None = None
 
     def to_dict(self) -> dict:
-        if not self.measured:
+        if not self.measured or self.state == "monitor_fault":
             return {"volts": None, "under_load": False, "percent": None, "passes_left": None,
-                    "passes_left_range": None, "hands_left": None, "state": "not_measured",
-                    "learned": False, "measured": False, "swapped": False}
+                    "passes_left_range": None, "hands_left": None, "state": self.state,
+                    "learned": False, "measured": self.measured, "swapped": False,
+                    "monitor": self.monitor.to_dict() if self.monitor else None}
         return {"volts": round(self.volts, 3), "under_load": self.under_load,
                 "percent": round(self.percent, 1), "passes_left": self.passes_left,
                 "passes_left_range": list(self.passes_left_range),
                 "hands_left": self.hands_left, "state": self.state, "learned": self.learned,
-                "measured": True, "swapped": self.swapped}
+                "measured": True, "swapped": self.swapped,
+                "monitor": self.monitor.to_dict() if self.monitor else None}
 
 
 #: a machine built without a battery monitor ([gpio] adc_channel = false)
 NOT_MEASURED = Estimate(0.0, False, 0.0, 0, (0, 0), 0, "not_measured", False, False)
+
+
+def monitor_failed(fault: MonitorFault) -> Estimate:
+    """The estimate when the monitor gives nothing a block could give: no figures."""
+    return Estimate(0.0, False, 0.0, 0, (0, 0), 0, "monitor_fault", False, monitor=fault)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from shuffler.core.battery import MonitorFault
 from shuffler.core.mechanics import Feed, Pile
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ class BatteryReading:
     volts: float
     under_load: bool
     measured: bool = True  # False: no battery monitor fitted (volts means nothing)
+    #: the monitor gives readings no block could give (shuffler.core.battery.MonitorFault):
+    #: one that ``blocks`` leaves ``volts`` meaningless
+    monitor: MonitorFault | None = None
 
 
 @dataclass(frozen=True)

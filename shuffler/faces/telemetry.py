@@ -106,9 +106,9 @@ def parse_command(payload: bytes) -> dict[str, Any]:
 
 def table_state(status: dict[str, Any]) -> str:
     """One word for the machine, from a status report: what the view sorts on."""
-    if status.get("fault"):
-        return "fault"
     battery = status.get("battery") or {}
+    if status.get("fault") or battery.get("state") == "monitor_fault":  # no pass starts
+        return "fault"
     if battery.get("state") in ("low", "critical"):
         return "low_battery"
     if status.get("busy"):

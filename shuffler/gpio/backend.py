@@ -50,6 +50,7 @@ from gpiozero import (
 )
 
 from shuffler.config import PWM_LIMIT_HZ, GpioConfig
+from shuffler.core.battery import MonitorFault, monitor_problem, sort_readings
 from shuffler.core.mechanics import Feed, Pile
 from shuffler.core.planning import PassPlan
 from shuffler.device.clock import Clock, RealClock, wait
@@ -74,6 +75,7 @@ from shuffler.device.engine import Motor as MotorCommand
 from shuffler.errors import ConfigError, DeviceError, FaultLatchedError
 from shuffler.gpio.gesture import TouchGesture
 from shuffler.gpio.pwm_chip import OVERLAY, SYSFS, pwm_channel
+from shuffler.pinmap import WIRES
 
 #: LED colours (red, green, blue) and blinking, documented in docs/hardware.md
 COLOURS: dict[tuple[Signal, Pile | None], tuple[tuple[float, float, float], bool]] = {
@@ -94,6 +96,44 @@ BEEPS = {Signal.STACK: (1, 0.08, 0.12), Signal.LOW_BATTERY: (2, 0.6, 0.4),
 TOLD_BEEP = (1, 0.08, 0.12)
 
 _OPEN_DEVICES: weakref.WeakSet[GpioDevice] = weakref.WeakSet()
+
+#: readings a battery check takes back to back
+CHECK_READINGS = 4
+#: the monitor's parts and pins, for the messages (docs/hardware.md)
+_SPI = ", ".join(f"{w.role.removeprefix('SPI ')} GPIO{w.bcm} (pin {w.header})"
+                 for w in WIRES.values() if w.direction == "spi")
+NO_MONITOR = "A build without a battery monitor sets `[gpio] adc_channel = false`."
+
+
+def monitor_fault(problem: str | None, pins: list[float], gpio: GpioConfig, dropped: int = 0,
+                  reads: int = 0) -> MonitorFault | None:
+    """What the dealer and the builder are told of a monitor that reads what no block
+    gives: the wiring to check and the config key, never "change the battery"."""
+    if problem is None:
+        return None
+    ch = f"MCP3008 CH{gpio.adc_channel}"
+    if problem == "no_reading":
+        return MonitorFault(problem, (
+            f"The battery monitor reads {max(pins):.2f} V at {ch} (the block would be "
+            f"{max(pins) * gpio.divider_ratio:.2f} V): no connected 9 V block gives that, so "
+            "this is not a low battery. Either the mechanism has no power (switched off at "
+            "SW1, F1 tripped, the block out: TP1 reads 0 V) or the monitor is absent or "
+            f"not wired: U2 (MCP3008) on SPI0 ({_SPI}), its VDD and VREF on 3V3, SPI "
+            "enabled (raspi-config), R1 from the 9 V rail to the tap (TP3), R10 to CH0. "
+            f"{NO_MONITOR} `shuffler selftest` checks the wiring."))
+    if problem == "full_scale":
+        return MonitorFault(problem, (
+            f"The battery monitor reads full scale ({min(pins):.2f} V at {ch}): no 9 V "
+            "block through the 100 kΩ/33 kΩ divider gives that. Disconnect the block: R1 "
+            "shorted or R2 open puts the rail on CH0; or the MCP3008's DOUT (SPI MISO, "
+            f"GPIO9) is stuck high: its VDD, VREF and GND. {NO_MONITOR}"))
+    bad = dropped or sum(1 for v in pins if monitor_problem(v, gpio.adc_vref))
+    of = f"{dropped} of {reads} readings in the last pass" if dropped else \
+        f"{bad} of {len(pins)} readings"
+    return MonitorFault(problem, (
+        f"The battery monitor's reading jumps: {of} at the floor or full scale, dropped "
+        "(the battery's figures come from the rest). A loose wire at the divider's tap, "
+        f"{ch} or the SPI pins, or C3 or C5 missing; `shuffler selftest` checks it."))
 
 
 @atexit.register
@@ -123,6 +163,7 @@ class _BatteryMonitor:
         self.device = device
         self.latest: float | None = None
         self.fresh = False
+        self.reads = self.dropped = 0  # readings under load, and those no block gives
         self.inline = not isinstance(device.clock, RealClock)
         self.next_read = device.clock.now()
         self._stop = threading.Event()
@@ -153,7 +194,14 @@ class _BatteryMonitor:
 
     def _read(self) -> None:
         if self.device.motor_on:
-            self.latest, self.fresh = self.device._volts(), True
+            pin = self.device._pin_volts()
+            self.reads += 1
+            if monitor_problem(pin, self.device.gpio.adc_vref) is not None:
+                # at the floor or full scale: a loose wire, not the battery; it never
+                # reaches the engine (no stall called low battery, no lowest volts of 0)
+                self.dropped += 1
+                return
+            self.latest, self.fresh = pin * self.device.gpio.divider_ratio, True
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -227,6 +275,8 @@ class GpioDevice(ShufflerDevice):
         self._closed = False
         self.latency = LatencyLog()
         self._parts: list = []
+        #: the last pass's battery readings no block gives, of those taken
+        self._dropped = (0, 0)
         pf = {"pin_factory": pin_factory}
 
         def sensor(pin: int, active_high: bool) -> DigitalInputDevice:
@@ -452,16 +502,27 @@ class GpioDevice(ShufflerDevice):
         finally:
             self._motor(0)
             monitor.stop()
+            self._dropped = (monitor.dropped, monitor.reads)
         return out[0]
 
-    def _volts(self) -> float:
-        if self.adc is None:
-            return 0.0
-        return self.adc.value * self.gpio.adc_vref * self.gpio.divider_ratio
+    def _pin_volts(self) -> float:
+        """Volts at the monitor's input (the divider's tap at CH0)."""
+        assert self.adc is not None
+        return float(self.adc.value) * self.gpio.adc_vref
 
     def battery(self) -> BatteryReading:
-        return BatteryReading(round(self._volts(), 3), under_load=self.motor_on,
-                              measured=self.adc is not None)
+        """A few readings at once (a loose wire's flicker shows in one of them): those no
+        block gives are dropped, and named (:func:`monitor_fault`)."""
+        if self.adc is None:
+            return BatteryReading(0.0, under_load=self.motor_on, measured=False)
+        pins = [self._pin_volts() for _ in range(CHECK_READINGS)]
+        good, problem = sort_readings(pins, self.gpio.adc_vref)
+        dropped, reads = self._dropped
+        if problem is None and dropped:
+            problem = "unsteady"  # the last pass dropped some: a loose wire, say so
+        volts = sum(good) / len(good) * self.gpio.divider_ratio if good else 0.0
+        return BatteryReading(round(volts, 3), under_load=self.motor_on,
+                              monitor=monitor_fault(problem, pins, self.gpio, dropped, reads))
 
     def health(self) -> Health:
         if self._closed:

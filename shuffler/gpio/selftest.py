@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from shuffler.core.battery import monitor_problem
 from shuffler.core.mechanics import Pile
 from shuffler.device.clock import Clock, RealClock
 from shuffler.pinmap import WIRES, divider_ratio
@@ -389,14 +390,16 @@ class SelfTest:
             readings.append(self.bench.adc_volts() or 0.0)
         tap = sum(readings) / len(readings)
         ratio = self.bench.divider_ratio
-        self.over_range, self.no_power = max(readings) > 3.2, tap < 0.3
+        self.no_power = monitor_problem(tap) == "no_reading"
+        self.over_range = monitor_problem(max(readings)) == "full_scale"
         if self.no_power:
             return StepResult("battery", part, Outcome.FAIL, f"CH0 reads {tap:.2f} V",
                               "SW1 on and a charged block in; TP1 reads the block (else F1 "
                               "tripped or Q3 fitted the wrong way); R1 from the 9 V rail to "
                               "the tap (TP3), R2 to GND, R10 from the tap to MCP3008 pin 1; "
                               "the MCP3008's VDD and VREF on 3V3 and the SPI pins 19, 21, 23,"
-                              " 24")
+                              " 24, SPI enabled. A build without a battery monitor sets "
+                              "[gpio] adc_channel = false")
         if self.over_range:
             return StepResult("battery", part, Outcome.FAIL, f"CH0 reads full scale "
                               f"({tap:.2f} V)", "disconnect the battery now: CH0 sees more "
