@@ -4,8 +4,11 @@ Under a throwaway root R: the clone, the venv, the install, the link that puts
 `shuffler` on PATH, the config and the unit go under R; the service starts as the
 unit's ExecStart says (on the simulator: no pins here); then a user's plain `shuffler
 status`, with only PATH and SHUFFLER_SYSTEM_ROOT=R, answers from it. The Pi-only lines
-(apt, raspi-config, useradd, systemctl, reboot) are checked for what they name and
-their order: SPI before the service, the self-test before the service owns the machine.
+(apt, raspi-config, groupadd, useradd, udevadm, systemctl, reboot) are checked for what
+they name and their order: SPI before the service, the self-test before the service owns
+the machine; on Debian the groups before the account and the udev rule, lgpio from
+PyPI's wheel (no system site packages). Both blocks, Raspberry Pi OS's (``sh deploy``)
+and Debian's (``sh deploy-debian``), run the same way.
 """
 
 from __future__ import annotations
@@ -29,18 +32,20 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "deploy" / "README.md"
 
 
-def deploy_lines() -> list[str]:
-    block = re.search(r"^```sh deploy\n(.*?)^```", PAGE.read_text(), re.M | re.S)
-    assert block, "docs/deploy/README.md has no ```sh deploy block"
+def deploy_lines(name: str = "deploy") -> list[str]:
+    block = re.search(rf"^```sh {name}\n(.*?)^```", PAGE.read_text(), re.M | re.S)
+    assert block, f"docs/deploy/README.md has no ```sh {name} block"
     return [ln.strip() for ln in block.group(1).splitlines()
             if ln.strip() and not ln.lstrip().startswith("#")]
 
 
 LINES = deploy_lines()
+DEBIAN = deploy_lines("deploy-debian")
+BLOCKS = {"deploy": LINES, "deploy-debian": DEBIAN}
 
 
-def index(prefix: str) -> int:
-    found = [i for i, ln in enumerate(LINES) if ln.startswith(prefix)]
+def index(prefix: str, lines: list[str] = LINES) -> int:
+    found = [i for i, ln in enumerate(lines) if ln.startswith(prefix)]
     assert len(found) == 1, f"one line starting {prefix!r} in the deploy block"
     return found[0]
 
@@ -56,6 +61,26 @@ def test_the_steps_come_in_an_order_that_works():
     assert LINES[-1] == "sudo reboot"
 
 
+def test_debian_makes_the_groups_and_the_udev_rule_before_anything_names_them():
+    at = {p: index(p, DEBIAN) for p in (
+        "sudo groupadd --system gpio", "sudo groupadd --system spi", "sudo useradd",
+        "sudo install -D -m 0644 docs/deploy/60-gpiochip.rules", "sudo udevadm control",
+        "sudo udevadm trigger", "sudo python3 -m venv", "sudo systemctl enable")}
+    order = list(at.values())
+    assert order == sorted(order), at  # groups, account, rule, reload, trigger, venv, service
+    assert "--system-site-packages" not in DEBIAN[at["sudo python3 -m venv"]]  # lgpio: PyPI
+    assert not any("python3-lgpio" in ln or "raspi-config" in ln for ln in DEBIAN)
+    selftest = next(i for i, ln in enumerate(DEBIAN) if ln.endswith(" selftest"))
+    assert selftest < at["sudo systemctl enable"]
+    rules = (ROOT / "docs" / "deploy" / "60-gpiochip.rules").read_text()
+    assert 'SUBSYSTEM=="gpio", KERNEL=="gpiochip*", GROUP="gpio", MODE="0660"' in rules
+    assert 'SUBSYSTEM=="spidev", KERNEL=="spidev*", GROUP="spi", MODE="0660"' in rules
+    unit = (ROOT / "docs" / "deploy" / "shuffler.service").read_text()
+    groups = re.search(r"^SupplementaryGroups=(.*)$", unit, re.M).group(1).split()
+    made = {ln.split()[-1] for ln in DEBIAN if ln.startswith("sudo groupadd")}
+    assert set(groups) - made == {"dialout"}  # Debian has dialout; the others are made
+
+
 def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
         timeout: float = 300) -> subprocess.CompletedProcess:
     proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
@@ -69,7 +94,8 @@ def under(root: Path, path: str) -> str:
 
 
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs a git checkout to clone")
-def test_the_install_block_runs_as_written_under_a_throwaway_root(tmp_path):
+@pytest.mark.parametrize("block", sorted(BLOCKS))
+def test_the_install_block_runs_as_written_under_a_throwaway_root(tmp_path, block):
     root = tmp_path / "root"
     home = tmp_path / "home"
     home.mkdir()
@@ -79,11 +105,12 @@ def test_the_install_block_runs_as_written_under_a_throwaway_root(tmp_path):
                 "SHUFFLER_SYSTEM_ROOT": str(root), "LANG": "C.UTF-8",
                 "SHUFFLER_CHECK_SCHEMAS": "1"}
     try:
-        for line in LINES:
+        for line in BLOCKS[block]:
             words = shlex.split(line)
             if words[0] == "sudo":
                 words = words[1:]
-            if words[0] in ("apt", "raspi-config", "useradd", "reboot") or \
+            if words[0] in ("apt", "raspi-config", "groupadd", "useradd", "udevadm",
+                            "reboot") or \
                     words[:2] == ["systemctl", "daemon-reload"]:
                 continue  # the Pi's own: checked for order above
             if words[:2] == ["git", "clone"]:
@@ -107,6 +134,8 @@ def test_the_install_block_runs_as_written_under_a_throwaway_root(tmp_path):
                 run(["ln", "-sf", target, link], cwd)
             elif words[0] == "install":
                 run(["install", *words[1:-1], under(root, words[-1])], cwd)
+                if "/etc/udev/" in words[-1]:
+                    assert Path(under(root, words[-1])).read_text().count("GROUP=") == 2
                 if words[-1] == "/etc/shuffler/config.toml":
                     rehome_config(root)
             elif words[0] == "shuffler" and words[-1] == "selftest":
