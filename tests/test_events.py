@@ -52,3 +52,29 @@ def test_a_jam_and_its_clearing_are_fault_changes(tmp_path, monkeypatch):
     assert run(service, "clear")["result"]["cleared"]  # the simulated dealer freed it
     faults = [e.fault for e in heard if isinstance(e, FaultChanged)]
     assert [f["kind"] if f else None for f in faults] == ["jam", None]
+
+
+def test_every_light_the_dealer_sees_reaches_the_faces_first(tmp_path, monkeypatch):
+    """The service hears each status through the controller's ``on_show``: the device's
+    own ``show`` is not wrapped, and the faces hear every light the device shows (a hand,
+    a jam, its clearing, a touch told again), in order, each before the device shows it
+    (the simulated dealer acts inside ``show``)."""
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    clock = VirtualClock()
+    device = SimDevice.for_cards(24, faults=parse_fault_specs(["jam:5:99"]), clock=clock)
+    service = serve(tmp_path, device, clock)
+    assert "show" not in vars(device)  # the class's show, as the backend wrote it
+    signals: list = []
+
+    def heard(kind, body):
+        if kind == "signal":
+            assert len(device.shown) == len(signals)  # not shown yet
+            signals.append(body)
+
+    service.subscribe(heard)
+    assert run(service, "pass")["result"]["pass"]["fault"]["kind"] == "jam"
+    assert run(service, "clear")["result"]["cleared"]
+    assert run(service, "hand", passes=2)["ok"]
+    service._touch_ignored("a test")  # the last light, told again
+    assert signals == device.shown and len(signals) >= 6
+    assert signals[-1].told and not signals[-2].told

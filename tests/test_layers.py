@@ -4,6 +4,7 @@ service its faces."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -64,3 +65,16 @@ def test_a_broken_layer_is_caught(copy, module, line, broken):
     summary = [row for row in out.stdout.splitlines() if row.startswith(broken[:30])]
     assert summary and "BROKEN" in " ".join(out.stdout.split(broken, 1)[1].split("\n")[:3]), \
         out.stdout[-3000:]
+
+
+def test_only_the_controller_shows_the_dealer_anything():
+    """Above the device, a light or a beep goes through ``PassController.show`` (which
+    tells its ``on_show``, the service's faces): nothing calls a device's ``show`` past
+    it, and nothing replaces it at run time."""
+    called = re.compile(r"device\.show\s*\(|\.show\s*=[^=]")
+    found = [f"{path.relative_to(ROOT)}: {line.strip()}"
+             for folder in ("shuffler/control", "shuffler/service", "shuffler/faces", "cli")
+             for path in sorted((ROOT / folder).rglob("*.py"))
+             for line in path.read_text().splitlines()
+             if called.search(line.split("#")[0])]
+    assert found == ["shuffler/control/controller.py: self.device.show(status)"], found

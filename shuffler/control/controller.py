@@ -97,11 +97,22 @@ class PassController:
         #: called before every pass: raises if this process no longer owns the machine
         #: (the CLI and the service give their lock's ``verify``)
         self.guard: Callable[[], None] = lambda: None
+        #: told every status shown to the dealer through :meth:`show`, before the device
+        #: shows it (the service gives its own, which publishes it to its faces)
+        self.on_show: Callable[[Status], None] = lambda status: None
         self.battery_config = battery or BatteryConfig()
         self.passes_per_hand = passes_per_hand
         self._job_lock = threading.Lock()
         self._job_active = False  # a pass or hand was accepted and has not ended
         self._job_stopped = False
+
+    def show(self, status: Status) -> None:
+        """Show ``status`` to the dealer (:meth:`ShufflerDevice.show`): the one way
+        everything above the device does, so ``on_show`` hears each one. It hears it
+        first: a simulated dealer acts inside the device's show, and what it does follows
+        the light."""
+        self.on_show(status)
+        self.device.show(status)
 
     # -- stop is a state of the job, not a pin write -------------------------------------
     def begin_job(self) -> None:
@@ -176,7 +187,7 @@ class PassController:
         figures = (f"Battery {est.volts:.2f} V {where}{block}, {est.percent:.0f}% "
                    f"({self.battery_config.chemistry}): about {est.passes_left} passes of "
                    f"{cards} cards left, {passes} asked.")
-        self.device.show(Status(Signal.LOW_BATTERY))
+        self.show(Status(Signal.LOW_BATTERY))
         raise LowBatteryError(f"{figures} {why} This pass was not started.")
 
     def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None,
@@ -203,7 +214,7 @@ class PassController:
                 return self._never_started(plan)
             self.device.arm()  # a stop from now on keeps the motor off, even before it starts
         entry = self._begin(plan.cards, context or {})
-        self.device.show(Status(Signal.RUNNING))
+        self.show(Status(Signal.RUNNING))
         try:
             if on_tick is not None and takes_on_tick(self.device):
                 report = self.device.run_pass(plan, on_card, on_tick=on_tick)
@@ -236,7 +247,7 @@ class PassController:
             min_volts=report.min_volts,
         )
         if report.fault is not None:
-            self.device.show(Status(Signal.FAULT if report.fault.kind.latches else Signal.READY))
+            self.show(Status(Signal.FAULT if report.fault.kind.latches else Signal.READY))
             log.info("pass fault", kind=report.fault.kind.value, message=report.fault.message)
         return report
 
@@ -283,7 +294,7 @@ class PassController:
         if not self.device.clear_fault() or self.device.health().fault is not None:
             return False
         self.update(lambda s: setattr(s, "fault", None))
-        self.device.show(Status(Signal.READY))
+        self.show(Status(Signal.READY))
         return True
 
     def update(self, change) -> State:

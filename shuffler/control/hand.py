@@ -156,7 +156,7 @@ class HandRunner:
                 ask = Status(Signal.STACK, plan.on_top, None if last else number + 1, passes)
                 if on_stack:
                     on_stack(ask)
-                self.device.show(ask)
+                self.controller.show(ask)
                 try:
                     stacking = self._await_restack(number, passes, not last, ended, on_tick,
                                                    ask)
@@ -191,7 +191,7 @@ class HandRunner:
                     s.deck = (s.deck + 1) % 2  # the other deck is shuffled next
 
             self.controller.update(advance)
-            self.device.show(Status(Signal.READY))
+            self.controller.show(Status(Signal.READY))
         log.info(
             "hand",
             number=report.number,
@@ -214,7 +214,7 @@ class HandRunner:
         if self._on_ignored is not None:
             self._on_ignored(why)
         if ask is not None:
-            self.device.show(ask)
+            self.controller.show(ask)
 
     def _ignore_touches(self, why: str, tell: bool = False) -> list[InputEvent]:
         """Drop the touches queued so far (they never start a pass); keep the rest."""

@@ -101,7 +101,7 @@ class Session:
                 plan, lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
                 context={"mode": planner.mode.value}, on_tick=on_tick)
         if report.fault is None:  # done: the light goes back to ready, not left white
-            self.device.show(Status(Signal.READY))
+            self.controller.show(Status(Signal.READY))
         result = pass_dict(report)
         return {"device": self.device.info.to_dict(), "pass": result,
                 "exit": exit_code(result["fault"])}

@@ -200,7 +200,7 @@ class Service:
         self.notice: str | None = None  # why the last touch started nothing
         self._touch_at: float | None = None  # a touch waiting for a client's short job
         self.listeners: list[Callable[[str, Any], None]] = []
-        self._tee_signals()
+        session.controller.on_show = self._shown_to_dealer
         #: the page and telemetry (shuffler.faces.router, built by the CLI), subscribed to us
         self.faces = faces(self)
         #: called once listening with :meth:`where` (the CLI prints it on a terminal)
@@ -226,19 +226,12 @@ class Service:
 
         self.subscribe(typed)
 
-    def _tee_signals(self) -> None:
-        """Publish every status-LED signal the device shows (to the page) as well."""
-        device = self.session.device
-        show = device.show
-
-        def tee(status: Status) -> None:
-            if not status.told:
-                self._shown = status
-            self.publish("signal", status)  # first: the simulated dealer acts inside show
-            show(status)
-
-        # the device object is shared: its show is wrapped in place, not subclassed
-        device.show = tee  # type: ignore[method-assign]
+    def _shown_to_dealer(self, status: Status) -> None:
+        """Each light and beep shown to the dealer (the controller's ``on_show``), to the
+        faces as well; the last one not merely told again is the one a touch recalls."""
+        if not status.told:
+            self._shown = status
+        self.publish("signal", status)
 
     def publish(self, kind: str, body: Any) -> None:
         for callback in self.listeners:
@@ -348,7 +341,7 @@ class Service:
                 log.info("long press: fault cleared", kind=result["cleared_fault"]["kind"])
             else:
                 log.warning("long press: the machine still sees a fault; not cleared")
-                self.session.device.show(Status(Signal.FAULT))
+                self.session.controller.show(Status(Signal.FAULT))
             self.publish("result", result)
         finally:
             self.claim.release()
@@ -401,7 +394,7 @@ class Service:
             light = replace(self._shown, told=True)
             if light.signal is Signal.STACK and light.next_pass is None:
                 light = Status(Signal.READY, told=True)  # the hand is over: no pile to ask for
-        self.session.device.show(light)
+        self.session.controller.show(light)
 
     def tick(self, health: bool = False) -> None:
         """Pet systemd's watchdog when it is due, from the deciding loop only: between
