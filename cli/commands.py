@@ -163,7 +163,8 @@ def serve(app: App, cards: int | None) -> None:
     """
     from shuffler.faces.router import Faces
     from shuffler.logs import under_journal
-    from shuffler.service.loop import Service, ServiceRunningError, install_signal_handlers
+    from shuffler.service.listening import ServiceRunningError
+    from shuffler.service.loop import Service, install_signal_handlers
     from shuffler.store.lock import MachineBusyError
 
     def body() -> int:

@@ -92,6 +92,8 @@ NOT_FOR_STATUS = {"structlog", "logging", "fractions", "decimal", "secrets", "to
                   "socket", "tempfile", "subprocess", "http.server", "jsonschema", "gpiozero",
                   "serial", "firmware_bridge", "shuffler.core.mixing", "shuffler.core.stats",
                   "shuffler.control.session", "shuffler.service.loop", "shuffler.service.client",
+                  "shuffler.service.listening", "shuffler.service.connections",
+                  "shuffler.service.protocol", "shuffler.service.systemd", "shuffler.service.hub",
                   "shuffler.faces.web",
                   "shuffler.faces.web_limits", "shuffler.faces.pairing",
                   "shuffler.faces.telemetry", "shuffler.gpio.backend", "shuffler.schemas",
@@ -294,12 +296,12 @@ def test_constants_kept_in_step_with_the_core():
     from shuffler import backends
     from shuffler.core import cards
     from shuffler.service import client as client_mod
-    from shuffler.service import loop as service
+    from shuffler.service import protocol
     from shuffler_cli import commands, options
 
     assert options.DEFAULT_SIM_SPEED == backends.DEFAULT_SIM_SPEED
     assert commands.MAX_CARDS == cards.MAX_CARDS
-    assert client_mod.PROTOCOL == service.PROTOCOL
+    assert client_mod.PROTOCOL == protocol.PROTOCOL
 
 
 def test_the_lock_names_the_command_that_holds_it(env, tmp_path, monkeypatch):

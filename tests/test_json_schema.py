@@ -14,7 +14,7 @@ from shuffler import schemas
 from shuffler.device.contract import FaultKind
 from shuffler.errors import LowBatteryError
 from shuffler.schemas import SchemaMismatch, load, names, validate
-from shuffler.service import loop as service
+from shuffler.service import protocol
 from shuffler_cli import app as cli_app
 from shuffler_cli.main import COMMANDS
 
@@ -37,7 +37,7 @@ def test_the_reference_page_is_rendered_from_the_schemas():
 
 
 def test_one_version_everywhere():
-    assert cli_app.SCHEMA == schemas.SCHEMA_VERSION == service.SCHEMA
+    assert cli_app.SCHEMA == schemas.SCHEMA_VERSION == protocol.SCHEMA
     assert load("defs")["$defs"]["schema"]["const"] == schemas.SCHEMA_VERSION
 
 

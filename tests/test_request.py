@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 
 from shuffler.schemas import load
 from shuffler.service import request
-from shuffler.service.loop import parse_request
+from shuffler.service.protocol import parse_request
 from shuffler.service.request import RequestError
 
 SCHEMA = Draft202012Validator(load("request"))

@@ -31,7 +31,7 @@ def running(tmp_path, monkeypatch):
         loop = threading.Thread(target=service.run, daemon=True)
         loop.start()
         deadline = time.monotonic() + 20
-        while service._server is None:
+        while service.listener.server is None:
             assert time.monotonic() < deadline and loop.is_alive(), "the service did not start"
             time.sleep(0.01)
         started.append((service, loop))
@@ -117,7 +117,7 @@ def test_a_newcomer_is_refused_only_when_every_place_is_busy_answering():
 
 def test_a_burst_of_every_client_at_once_waits_in_the_backlog(tmp_path):
     service = serve(tmp_path, sim(SimDevice, VirtualClock()), VirtualClock(), max_clients=32)
-    service._bind()  # listening, but nobody accepts yet: every connection must queue
+    service.listener.bind()  # listening, but nobody accepts yet: every connection must queue
     socks = []
     try:
         for _ in range(32):
@@ -128,8 +128,8 @@ def test_a_burst_of_every_client_at_once_waits_in_the_backlog(tmp_path):
     finally:
         for sock in socks:
             sock.close()
-        assert service._server is not None
-        service._server.server_close()
+        assert service.listener.server is not None
+        service.listener.server.server_close()
 
 
 @pytest.mark.parametrize("line", [b"[" * 50_000 + b"\n",
@@ -204,7 +204,8 @@ def test_a_second_service_on_the_same_socket_says_one_is_running(tmp_path, runni
 
 
 def test_a_number_of_thousands_of_digits_is_named_as_such():
-    from shuffler.service.loop import RequestError, parse_request
+    from shuffler.service.protocol import parse_request
+    from shuffler.service.request import RequestError
 
     with pytest.raises(RequestError, match="thousands of digits") as info:
         parse_request(b'{"cmd": "pass", "cards": ' + b"9" * 5000 + b"}\n")

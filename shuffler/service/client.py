@@ -29,7 +29,8 @@ from typing import Any
 
 from shuffler.errors import DeviceError, ShufflerError
 
-#: the socket protocol this client speaks (shuffler.service.loop.PROTOCOL; a test keeps them equal)
+#: the socket protocol this client speaks (shuffler.service.protocol.PROTOCOL; a test keeps
+#: them equal)
 PROTOCOL = 1
 CONNECT_TIMEOUT = 2.0
 #: the schema of a request's result, where it is not the command's own name

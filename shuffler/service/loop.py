@@ -1,23 +1,12 @@
-"""``shuffler serve``: the service that owns the machine all evening.
+"""``shuffler serve``: the service that owns the machine all evening, and its deciding
+loop.
 
 One loop (the main thread) decides: it runs what clients ask and what the dealer's
 touch starts, one pass at a time. Clients talk JSON lines over a Unix socket
-(mode 0660); each connection gets its own thread, which only parses, validates and
-hands work to the loop, so a bad or slow client never stops the machine.
-
-Protocol (version 1), one JSON object per line each way::
-
-    <- {"shuffler": "0.1.0", "protocol": 1, "device": "sim"}        greeting
-    -> {"cmd": "status"} | {"cmd": "battery", "cards": 24}
-       {"cmd": "pass", "cards": 24, "mode": "planned"}
-       {"cmd": "hand", "passes": 5, "cards": 24, "mode": "coin"}
-       {"cmd": "clear"} | {"cmd": "stop"}
-       {"cmd": "score"} | {"cmd": "score", "makers": 0, "tricks": 5, "alone": true}
-       {"cmd": "score", "version": 7, "makers": 1, "tricks": 3, "renege": 0, "hand": 2}
-       {"cmd": "undo", "version": 8} | {"cmd": "redo", "version": 9}
-       {"cmd": "new_game", "first_dealer": "East", "target": 11, "version": 10}
-    <- {"event": "card", "counted": 3, "expected": 24}               while a pass runs
-    <- {"ok": true, "result": {...}}  or  {"ok": false, "error": {"kind": "busy", ...}}
+(:mod:`~shuffler.service.protocol`; listening: :mod:`~shuffler.service.listening`); each
+connection gets its own thread (:mod:`~shuffler.service.connections`), which only
+parses, validates and hands work to the loop, so a bad or slow client never stops the
+machine. systemd hears it through :mod:`~shuffler.service.systemd`.
 
 Limits, each answered with an error reply and never a traceback: ``[service]
 max_clients`` connections at once (the listen backlog holds that many arriving together);
@@ -25,28 +14,21 @@ a connection that sends no request within
 :data:`~shuffler.service.connections.FIRST_REQUEST_SECONDS` (5 s), or none for
 :data:`IDLE_SECONDS` after its last, is told ``idle`` and closed; at the limit the
 connection idle the longest is closed to make room (told ``idle``), and a newcomer is
-told ``too_many_clients`` (exit 3) only when every place is busy answering
-(:mod:`shuffler.service.connections`); a line longer than :data:`MAX_LINE` bytes is
-``too_long`` (then
-closed), nesting deeper than :data:`MAX_DEPTH` is ``too_deep``. A second service on the
-same socket is refused (``already_running``, exit 2); an existing path is replaced only
-when it is a socket nobody answers on.
+told ``too_many_clients`` (exit 3) only when every place is busy answering; a line longer
+than :data:`~shuffler.service.protocol.MAX_LINE` bytes is ``too_long`` (then closed),
+nesting deeper than :data:`~shuffler.service.protocol.MAX_DEPTH` is ``too_deep``. A second
+service on the same socket is refused (``already_running``, exit 2); an existing path is
+replaced only when it is a socket nobody answers on.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import grp
 import json
 import math
-import os
 import queue
 import signal
-import socket
-import socketserver
-import stat
-import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -60,94 +42,24 @@ from shuffler.control.session import Session
 from shuffler.control.signals import ENDINGS, SUSPEND, suspend_after
 from shuffler.device.clock import Clock, EventClock, RealClock
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
-from shuffler.errors import BadInputError, ShufflerError, error_kind
-from shuffler.files import make_folder
+from shuffler.errors import ShufflerError, error_kind
 from shuffler.logs import get_logger
-from shuffler.service.connections import FIRST_REQUEST_SECONDS, Places
-from shuffler.service.events import Event, Translator
-from shuffler.service.hub import Face, Hub, NoFaces
+from shuffler.service.connections import FIRST_REQUEST_SECONDS, Conversation, Places
+from shuffler.service.hub import Face, Hub, NoFaces, Publisher
+from shuffler.service.listening import Listener
+from shuffler.service.protocol import PROTOCOL, SCHEMA, error_reply, parse_request
 from shuffler.service.request import RequestError
-from shuffler.service.request import check as check_request
+from shuffler.service.systemd import sd_notify, watchdog_interval
 from shuffler.store.lock import MachineLock
 
-PROTOCOL = 1
-SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
 SCORE_COMMANDS = ("score", "undo", "redo", "new_game")
 #: requests that run in the deciding loop, one at a time
 CLAIMED = ("pass", "hand", "clear", *SCORE_COMMANDS)
 #: requests that may turn the motor: a stop while one is accepted or running stops it
 MOVING = ("pass", "hand")
 TOUCH_WAIT_S = 5.0  # how long a touch waits for a client's short job to end
-MAX_LINE = 64 * 1024  # bytes in one request line
-MAX_DEPTH = 4  # nesting of a request: a flat object is 1; deeper is never a request
 IDLE_SECONDS = 60.0  # a connection that sends nothing for this long is closed
 log = get_logger("shuffler.service")
-
-
-# -- systemd ------------------------------------------------------------------------
-
-def sd_notify(message: str) -> bool:
-    """Tell systemd (Type=notify) something; a no-op outside systemd."""
-    path = os.environ.get("NOTIFY_SOCKET")
-    if not path:
-        return False
-    if path.startswith("@"):
-        path = "\0" + path[1:]
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-            s.connect(path)
-            s.sendall(message.encode())
-        return True
-    except OSError:
-        return False
-
-
-def watchdog_interval() -> float | None:
-    """Half of WATCHDOG_USEC, if systemd asked for a watchdog for this process."""
-    usec, pid = os.environ.get("WATCHDOG_USEC"), os.environ.get("WATCHDOG_PID")
-    if not usec or (pid and int(pid) != os.getpid()):
-        return None
-    return int(usec) / 2e6
-
-
-# -- requests (declared in shuffler.service.request) ------------------------------------------
-
-def _depth(line: bytes) -> int:
-    """The deepest nesting of brackets and braces outside strings, without parsing
-    (the parser recurses: a deep enough line would exhaust the stack)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for byte in line:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif byte == 0x5C:  # backslash
-                escaped = True
-            elif byte == 0x22:  # quote
-                in_string = False
-        elif byte == 0x22:
-            in_string = True
-        elif byte in (0x5B, 0x7B):  # [ {
-            depth += 1
-            deepest = max(deepest, depth)
-        elif byte in (0x5D, 0x7D):
-            depth -= 1
-    return deepest
-
-
-def parse_request(line: bytes) -> dict[str, Any]:
-    """Check one request line; the error says what is wrong with it."""
-    if _depth(line) > MAX_DEPTH:
-        raise RequestError(f"nested deeper than {MAX_DEPTH} levels: a request is one flat "
-                           "JSON object", "too_deep")
-    try:
-        req = json.loads(line)
-    except (ValueError, UnicodeDecodeError) as e:
-        if "integer string conversion" in str(e):  # Python's digit limit (4300)
-            raise RequestError("a number with thousands of digits: no value a request "
-                               "takes is that long") from None
-        raise RequestError("not a JSON object: send one JSON object per line") from None
-    return check_request(req)
 
 
 def score_read(req: dict[str, Any]) -> bool:
@@ -164,8 +76,8 @@ class Job:
 
 # -- the service ---------------------------------------------------------------------
 
-class Service:
-    """Owns the device; see the module notes for the protocol."""
+class Service(Publisher):
+    """Owns the device; see the module notes."""
 
     SNAPSHOT_EVERY = 2.0  # seconds between status refreshes while idle
 
@@ -174,6 +86,7 @@ class Service:
                  clock: Clock | None = None, watchdog: float | None = None,
                  idle_seconds: float = IDLE_SECONDS,
                  faces: Callable[[Hub], Face] = NoFaces) -> None:
+        super().__init__()
         self.session = session
         self.clock = clock or RealClock()
         #: seconds between watchdog pings (half of systemd's WatchdogSec); None: no watchdog
@@ -183,14 +96,16 @@ class Service:
         session.controller.guard = self.lock.verify  # checked again before every pass
         self.socket_path = Path(socket_path)
         self.group = group
-        self.places = Places(max_clients)
-        self.clients_max = max_clients
         self.idle_seconds = idle_seconds
         self.jobs: queue.Queue[Job] = queue.Queue()
         self.claim = threading.Lock()  # held while a pass, hand or clear runs
         self.stopping = threading.Event()
         self.snapshot: dict[str, Any] = {}
-        self._server: socketserver.UnixStreamServer | None = None
+        converse = Conversation(Places(max_clients), idle_seconds, self.greeting, self._answer,
+                                self.stopping)
+        #: the socket (bound by :meth:`run`), a thread per connection running ``converse``
+        self.listener = Listener(self.socket_path, converse, group=group, backlog=max_clients,
+                                 first_timeout=min(FIRST_REQUEST_SECONDS, idle_seconds))
         self._last_snapshot = -1e9
         self._last_ping = -1e9
         self._pinged_at_device = -math.inf  # the device's time at the last ping
@@ -199,32 +114,11 @@ class Service:
         self._lifts: list[InputEvent] = []  # piles lifted since (hand.too_soon)
         self.notice: str | None = None  # why the last touch started nothing
         self._touch_at: float | None = None  # a touch waiting for a client's short job
-        self.listeners: list[Callable[[str, Any], None]] = []
         session.controller.on_show = self._shown_to_dealer
         #: the page and telemetry (shuffler.faces.router, built by the CLI), subscribed to us
         self.faces = faces(self)
         #: called once listening with :meth:`where` (the CLI prints it on a terminal)
         self.announce: Callable[[dict[str, str]], None] | None = None
-
-    # -- what the service publishes to its faces (page, telemetry) ----------------------
-    def subscribe(self, callback: Callable[[str, Any], None]) -> None:
-        """``callback(kind, body)`` for everything the service does, from its own
-        threads: ``signal`` (a :class:`~shuffler.device.contract.Status`), ``event`` (pass
-        progress), ``result`` (a pass, hand or score result), ``status`` (the snapshot),
-        ``score``, ``battery``. Never a plan. A callback must not block; one that raises
-        is logged."""
-        self.listeners.append(callback)
-
-    def subscribe_events(self, callback: Callable[[Event], None]) -> None:
-        """``callback(event)`` with the typed events of :mod:`shuffler.service.events`: pass
-        started, card counted, pass report, hand summary, state, fault and battery."""
-        translate = Translator()
-
-        def typed(kind: str, body: Any) -> None:
-            for event in translate(kind, body):
-                callback(event)
-
-        self.subscribe(typed)
 
     def _shown_to_dealer(self, status: Status) -> None:
         """Each light and beep shown to the dealer (the controller's ``on_show``), to the
@@ -232,13 +126,6 @@ class Service:
         if not status.told:
             self._shown = status
         self.publish("signal", status)
-
-    def publish(self, kind: str, body: Any) -> None:
-        for callback in self.listeners:
-            try:
-                callback(kind, body)
-            except Exception:
-                log.exception("a listener failed", kind=kind)
 
     def where(self) -> dict[str, str]:
         """What a builder needs at start: the device, the socket, the page, the state."""
@@ -254,7 +141,7 @@ class Service:
             log.warning("settled a pass left in flight", id=settled.get("id"),
                         interrupted=bool(settled.get("interrupted")))
         self.refresh()
-        self._listen()
+        self.listener.start()
         self.faces.start()
         sd_notify("READY=1\nSTATUS=waiting for a touch")
         where = self.where()
@@ -500,104 +387,10 @@ class Service:
             self.publish("battery", self.snapshot["battery"])
         self._last_snapshot = self.clock.now()
 
-    # -- the socket ---------------------------------------------------------------------
-    def _listen(self) -> None:
-        self._bind()
-        assert self._server is not None
-        threading.Thread(target=self._server.serve_forever, name="socket", daemon=True).start()
-
-    def _bind(self) -> None:
-        """Make the listening socket. An existing path is removed only when it is a socket
-        nobody answers on (left by a crash); anything else is refused and left alone."""
-        path = self.socket_path
-        try:
-            make_folder(path.parent)
-        except OSError as e:
-            raise BadInputError(f"{path.parent}: cannot create the socket's folder: "
-                                f"{e.strerror or e}") from None
-        _remove_stale_socket(path)
-        service = self
-
-        class Handler(socketserver.StreamRequestHandler):
-            # the first request must come soon; later ones within the idle limit
-            timeout = min(FIRST_REQUEST_SECONDS, service.idle_seconds)
-
-            def handle(self) -> None:
-                service._client(self.rfile, self.wfile, self.request)
-
-        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-            daemon_threads = True
-            # a burst of every client at once waits to be accepted, not refused
-            request_queue_size = self.clients_max
-
-            def handle_error(self, request, client_address) -> None:
-                log.error("a client connection failed", error=repr(sys.exc_info()[1]))
-
-        old = os.umask(0o117)  # the socket is born 0660
-        try:
-            self._server = Server(str(path), Handler)
-            os.chmod(path, 0o660)
-            if self.group:
-                os.chown(path, -1, grp.getgrnam(self.group).gr_gid)
-        except KeyError:
-            raise BadInputError(f"[service] group: no group called {self.group!r}") from None
-        except OSError as e:
-            raise BadInputError(f"{path}: cannot listen there: {e.strerror or e}") from None
-        finally:
-            os.umask(old)
-
-    def _client(self, rfile, wfile, sock: socket.socket) -> None:
-        def send(obj: dict[str, Any]) -> None:
-            wfile.write((json.dumps(obj) + "\n").encode())
-            wfile.flush()
-
-        place = self.places.admit(sock)
-        if place is None:
-            with contextlib.suppress(OSError):
-                send({"ok": False, "error": {
-                    "kind": "too_many_clients", "exit": 3,
-                    "message": f"too many clients: all {self.clients_max} places are busy "
-                               "answering; try again"}})
-            return
-        try:
-            send({"shuffler": __version__, "protocol": PROTOCOL, "schema": SCHEMA,
-                  "device": self.session.device.info.kind})
-            waited = min(FIRST_REQUEST_SECONDS, self.idle_seconds)
-            while not self.stopping.is_set():
-                try:
-                    line = rfile.readline(MAX_LINE + 1)
-                except TimeoutError:
-                    send(error_reply(RequestError(
-                        f"no request for {waited:g} s: closing the connection", "idle")))
-                    return
-                if not line:
-                    if place.evicted:
-                        send(error_reply(RequestError(
-                            f"closed to make room: all {self.clients_max} places were taken "
-                            "and this connection was idle the longest", "idle")))
-                    return  # the client went away (half a line is simply dropped)
-                if len(line) > MAX_LINE:
-                    send(error_reply(RequestError(f"request longer than {MAX_LINE} bytes",
-                                                  "too_long")))
-                    return  # the rest of the line cannot be trusted: close
-                if not line.strip():
-                    continue
-                sock.settimeout(self.idle_seconds)
-                waited = self.idle_seconds
-                try:
-                    req = parse_request(line)
-                except RequestError as e:
-                    send(error_reply(e))
-                    continue
-                self.places.busy(place, True)
-                try:
-                    self._answer(req, send)
-                finally:
-                    self.places.busy(place, False)
-        except OSError:  # the client went away mid-reply, or timed out on a write
-            return
-        finally:
-            self.places.leave(place)
+    def greeting(self) -> dict[str, Any]:
+        """What a new connection hears first."""
+        return {"shuffler": __version__, "protocol": PROTOCOL, "schema": SCHEMA,
+                "device": self.session.device.info.kind}
 
     def _answer(self, req: dict[str, Any], send) -> None:
         cmd = req["cmd"]
@@ -637,45 +430,8 @@ class Service:
         sd_notify("STOPPING=1")
         self.session.device.stop()
         self.faces.close()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-            self.socket_path.unlink(missing_ok=True)
+        self.listener.close()
         self.lock.release()
-
-
-def _remove_stale_socket(path: Path) -> None:
-    try:
-        mode = path.lstat().st_mode
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise BadInputError(f"{path}: cannot use it as the socket: {e.strerror or e}") from None
-    if not stat.S_ISSOCK(mode):
-        raise BadInputError(f"{path}: exists and is not a socket; not touching it (choose "
-                            "another --socket, or remove it yourself)")
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(2)
-    try:
-        probe.connect(str(path))
-    except OSError:
-        path.unlink(missing_ok=True)  # a socket nobody answers on: left by a crash
-        return
-    finally:
-        probe.close()
-    raise ServiceRunningError(f"{path}: a shuffler service is already running there")
-
-
-class ServiceRunningError(BadInputError):
-    """A second ``serve`` on the same socket (exit 2: it is the command that is wrong)."""
-
-    kind = "already_running"
-
-
-def error_reply(error: ShufflerError, exit_code: int | None = None) -> dict[str, Any]:
-    return {"ok": False, "error": {"kind": error_kind(error), "message": str(error),
-                                   "exit": error.exit_code if exit_code is None else exit_code}}
 
 
 def install_signal_handlers(service: Service) -> None:
