@@ -177,7 +177,7 @@ class PassController:
         est = self.battery_estimate(cards)
         if est.monitor is not None and est.monitor.blocks:
             # nothing is known of the battery: not "low battery", and not the battery's fix
-            self.device.show(Status(Signal.FAULT))
+            self.show(Status(Signal.FAULT))
             raise BatteryMonitorError(f"{est.monitor.message} This pass was not started.")
         why = batt.refusal(est, passes)
         if why is None:
