@@ -15,15 +15,29 @@ A missing file is fine (defaults apply) unless it was named explicitly.
 from __future__ import annotations
 
 import copy
-import math
 import os
 import re
-import reprlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from shuffler.config_table import (
+    FLAG,
+    Kind,
+    Reader,
+    Readers,
+    choice,
+    group,
+    key,
+    num,
+    path,
+    read,
+    section,
+    sub,
+    text,
+    whole,
+    whole_or_false,
+)
 from shuffler.core.battery import CURVES
 from shuffler.core.cards import MAX_CARDS
 from shuffler.core.mechanics import Feed
@@ -43,7 +57,7 @@ from shuffler.pinmap import (
     PIN_ROLES,
     SERVO_FRAME_S,
     SPI0_PINS,
-    default_pins,
+    WIRES,
     divider_ratio,
     motor_duty_cap,
 )
@@ -53,18 +67,71 @@ from shuffler.pinmap import (
 #: what fits in a Unix socket address (sun_path less its final NUL)
 SOCKET_PATH_BYTES = 107
 
-_short = reprlib.Repr()  # values in messages: short, and safe however deep
-_short.maxlevel, _short.maxstring, _short.maxother = 3, 60, 60
+#: a fresh block at rest, by chemistry (shuffler.core.battery's curves at full charge): the
+#: most the motor can see
+FRESH_VOLTS = {name: curve.volts(1.0, under_load=False) for name, curve in CURVES.items()}
+#: the PWM a driver input takes, by factory: PWM timed in software (lgpio), or by the
+#: pigpio daemon at its default 5 µs sampling; the drivers themselves take 50 kHz
+PWM_LIMIT_HZ = {"lgpio": 10_000, "pigpio": 8_000}
+MAX_PWM_HZ = 50_000
+#: pins the kernel's PWM overlays can drive (channel 0: GPIO12/18, channel 1: GPIO13/19)
+HARDWARE_PWM = {12: 0, 18: 0, 13: 1, 19: 1}
+#: the MCP3008 on SPI0 (SPI0_PINS, from shuffler.pinmap) takes four pins when fitted
+OPTIONAL_PINS = tuple(role for role in PIN_ROLES if WIRES[role].optional)
 
+# The keys: each field made by key() is one, declared once (shuffler/config_table.py);
+# docs/config.md is written from them by docs/render_config.py.
+
+
+def _device_names() -> str:
+    from shuffler.device import registry  # the registry's names, read when the docs are
+
+    return " | ".join(b.usage if not b.argument else f'"{b.usage}"' for b in registry.backends())
+
+
+@dataclass(frozen=True)
+class MechanismConfig:
+    feed: Feed = key(Feed.TOP, choice({f.value: f for f in Feed}),
+                     "which card the roller takes first: top | bottom")
+    card_rate: float = key(5.0, num(0.5, 1000), "cards a second (simulator)")
+    limits: FaultLimits = group(
+        FaultLimits,
+        jam_seconds=sub(num(0.05, 10), "beam blocked longer than this: a jam",
+                        name="jam_limit_s"),
+        misfeed_seconds=sub(num(0.05, 10), "no card for this long while the tray holds "
+                            "cards: a misfeed", name="misfeed_limit_s"),
+        retries=sub(whole(0, 10), "reverse-and-refeed attempts before a jam latches"),
+        reverse_seconds=sub(num(0.0, 5), "how long the motor backs a jammed card out",
+                            name="reverse_s"),
+        stall_volts=sub(num(3.0, 9.0), "a stop with the battery under this (under load) is "
+                        "low battery"),
+        max_pass_seconds=sub(num(1, 600), "the motor never runs longer than this in one pass",
+                             name="max_pass_s"),
+    )
+    both_window_s: float = key(0.15, num(0.0, 5), 'both piles lifted closer together than '
+                               'this: "could not tell"')
+    #: an SG90 at 5 V turns 60 degrees in about 0.1 s; it must fit between two cards
+    flap_travel_s: float = key(0.1, num(0.0, 2.0), "the diverter flap's side-to-side time; "
+                               "must be under 1/card_rate")
+
+    @property
+    def card_interval(self) -> float:
+        return 1.0 / self.card_rate
 
 
 @dataclass(frozen=True)
 class HandConfig:
     #: passes a hand as configured; None: ``default_passes`` of the load
-    passes_setting: int | None = None
-    cards: int = 24
-    mode: Mode = Mode.PLANNED
-    touch_timeout_s: float = 300.0  # between passes, how long to wait for the dealer
+    passes_setting: int | None = key(
+        None, whole(1, 30), "passes a hand; leave it out to follow the load: "
+        "default_passes(cards), the fewest k with 2^k >= cards (5 for 24; "
+        "shuffler.core.planning.default_passes, docs/mixing.md)",
+        name="passes", example=5, default_doc="default_passes(cards)")
+    cards: int = key(24, whole(1, MAX_CARDS), "cards in the load")
+    mode: Mode = key(Mode.PLANNED, choice({md.value: md for md in Mode}),
+                     "planned (reaches the physical limit) | coin (the plain machine)")
+    touch_timeout_s: float = key(300.0, num(1, 86400),
+                                 "how long to wait for the touch between passes")
 
     @property
     def passes(self) -> int:
@@ -76,101 +143,107 @@ class HandConfig:
         return self.passes_setting or default_passes(cards)
 
 
+_SEATS = Kind("a list of 2 to 8 distinct seat names",
+              lambda v: (isinstance(v, list) and 2 <= len(v) <= 8
+                         and all(isinstance(s, str) and s for s in v) and len(set(v)) == len(v)),
+              tuple)
+
+
 @dataclass(frozen=True)
 class TableConfig:
-    #: seats in clockwise order, so each seat's left-hand neighbour follows it
-    seats: tuple[str, ...] = ("North", "East", "South", "West")
-    first_dealer: str = "North"
-    #: 2: two packs in turn; the machine shuffles the idle one while the other is played
-    decks: int = 1
-    game_to: int = 10  # the score that wins a game
+    seats: tuple[str, ...] = key(("North", "East", "South", "West"), _SEATS,
+                                 "clockwise: each seat's left neighbour follows it")
+    #: checked against the seats once they are read (shuffler.config._checked)
+    first_dealer: str = key("North", Kind("one of the seats", lambda v: True),
+                            "who deals the first hand (default: the first seat)",
+                            default_doc="the first seat")
+    decks: int = key(1, whole(1, 2), "2: two packs in turn, the idle one shuffled while "
+                     "the other is played")
+    game_to: int = key(10, whole(1, 100), "the first game's target (after that each game "
+                       "keeps the one chosen on the page)")
 
 
 @dataclass(frozen=True)
 class BatteryConfig:
-    chemistry: str = "alkaline"
-    low_volts: float = 7.2  # at rest, warn
-    critical_volts: float = 6.6  # at rest, refuse to start
-    cutoff_load_volts: float = 5.8  # under load: the estimate counts passes down to this
+    chemistry: str = key("alkaline", choice({c: c for c in CURVES}),
+                         " | ".join(CURVES) + ": the block's discharge curve")
+    low_volts: float = key(7.2, num(4.0, 10.0),
+                           "at rest: below it `battery`, `status`, the page say low")
+    critical_volts: float = key(6.6, num(4.0, 10.0), "at rest: at or below it critical, no "
+                                "pass starts (exit 4); at most low_volts")
+    cutoff_load_volts: float = key(5.8, num(3.0, 9.0),
+                                   "under load: passes left are counted down to this")
 
 
-@dataclass(frozen=True)
-class MechanismConfig:
-    feed: Feed = Feed.TOP
-    card_rate: float = 5.0
-    both_window_s: float = 0.15  # pile lifts closer than this: "both at once"
-    limits: FaultLimits = field(default_factory=FaultLimits)
-    #: seconds the diverter flap takes from one side to the other (an SG90 at 5 V
-    #: turns 60 degrees in about 0.1 s); it must fit between two cards
-    flap_travel_s: float = 0.1
-
-    @property
-    def card_interval(self) -> float:
-        return 1.0 / self.card_rate
-
-
-#: a fresh block at rest, by chemistry (shuffler.core.battery's curves at full charge): the
-#: most the motor can see
-FRESH_VOLTS = {name: curve.volts(1.0, under_load=False) for name, curve in CURVES.items()}
-#: the PWM a driver input takes, by factory: PWM timed in software (lgpio), or by the
-#: pigpio daemon at its default 5 µs sampling; the drivers themselves take 50 kHz
-PWM_LIMIT_HZ = {"lgpio": 10_000, "pigpio": 8_000}
-MAX_PWM_HZ = 50_000
-
-#: the MCP3008 on SPI0 (SPI0_PINS, from shuffler.pinmap) takes four pins when fitted
-_PIN = default_pins()  # the defaults below come from the one pin map
-#: pins the kernel's PWM overlays can drive (channel 0: GPIO12/18, channel 1: GPIO13/19)
-HARDWARE_PWM = {12: 0, 18: 0, 13: 1, 19: 1}
-OPTIONAL_PINS = ("motor_backward", "led_red", "led_green", "led_blue", "buzzer")
+def _pin(role: str, doc: str = "") -> Any:
+    """A ``[pins]`` key: the pin map's wire (shuffler.pinmap.WIRES) and its default."""
+    wire = WIRES[role]
+    expected = "a BCM pin number from 2 to 27"
+    kind = (whole_or_false(2, 27, expected + " or false (not fitted)") if wire.optional
+            else Kind(expected, lambda v: type(v) is int and 2 <= v <= 27))
+    return key(wire.bcm, kind, doc or wire.part, table="pins")
 
 
 @dataclass(frozen=True)
 class GpioConfig:
     """Pins (BCM numbers) and parts for the gpiozero backend; see docs/hardware.md."""
 
-    touch: int = _PIN["touch"]
-    motor: int = _PIN["motor"]  # the motor driver's forward input (or its only input)
-    motor_backward: int | None = _PIN["motor_backward"]  # the H-bridge's reverse input
-    diverter: int = _PIN["diverter"]  # servo signal or solenoid driver
-    beam: int = _PIN["beam"]  # IR beam receiver: low while a card blocks it
-    tray: int = _PIN["tray"]  # low while cards sit in the tray
-    pile_left: int = _PIN["pile_left"]  # low while a pile sits on the left
-    pile_right: int = _PIN["pile_right"]
-    led_red: int | None = _PIN["led_red"]
-    led_green: int | None = _PIN["led_green"]
-    led_blue: int | None = _PIN["led_blue"]
-    buzzer: int | None = _PIN["buzzer"]
-    motor_kind: str = "motor"  # "motor": H-bridge, can reverse; "pwm": one pin, cannot
-    motor_pwm_hz: int = 10_000  # the driver's PWM input (DRV8833/TB6612 take up to 50 kHz+)
-    motor_volts: float = MOTOR_RATED_VOLTS  # the feed motor's rated voltage
+    touch: int = _pin("touch")
+    motor: int = _pin("motor")  # the motor driver's forward input (or its only input)
+    motor_backward: int | None = _pin("motor_backward", 'only with [gpio] motor = "motor"')
+    diverter: int = _pin("diverter")  # servo signal or solenoid driver
+    beam: int = _pin("beam")  # IR beam receiver: low while a card blocks it
+    tray: int = _pin("tray")  # low while cards sit in the tray
+    pile_left: int = _pin("pile_left")  # low while a pile sits on the left
+    pile_right: int = _pin("pile_right")
+    led_red: int | None = _pin("led_red")
+    led_green: int | None = _pin("led_green")
+    led_blue: int | None = _pin("led_blue")
+    buzzer: int | None = _pin("buzzer")
+    motor_kind: str = key("motor", choice({"motor": "motor", "pwm": "pwm"}),
+                          '"motor": H-bridge (can reverse) | "pwm": one pin', name="motor")
+    motor_pwm_hz: int = key(10_000, whole(100, MAX_PWM_HZ), "PWM frequency on the driver's "
+                            "inputs (lgpio: 10000 at most, pigpio: 8000)")
+    motor_volts: float = key(MOTOR_RATED_VOLTS, num(1.5, 24.0),
+                             "the feed motor's rated volts: caps the motor's PWM duty")
     #: the largest duty the motor pins ever get, from motor_volts over a fresh block of the
-    #: [battery] chemistry (made by load_config_text; the default: the BOM's 6 V motor on
-    #: a fresh alkaline block)
+    #: [battery] chemistry (derived: made by the loader; the default: the BOM's 6 V motor
+    #: on a fresh alkaline block)
     motor_max_duty: float = motor_duty_cap(MOTOR_RATED_VOLTS, FRESH_VOLTS["alkaline"])
-    #: "servo" (pulses from the pin factory), "hardware_servo" (kernel PWM through
-    #: rpi-hardware-pwm on GPIO12/13/18/19: no jitter) or "solenoid"
-    diverter_kind: str = "servo"
-    servo_angle: float = 30.0  # degrees either side of centre
-    servo_min_pulse_ms: float = 0.5  # the servo's pulse at -90 degrees
-    servo_max_pulse_ms: float = 2.5  # and at +90 degrees (SG90: 0.5 to 2.5 ms)
-    adc_channel: int | None = 0  # MCP3008 channel of the battery divider; None: no monitor
-    divider_ratio: float = round(divider_ratio(), 2)  # (R_top + R_bottom) / R_bottom
-    adc_vref: float = 3.3
-    touch_debounce_s: float = 0.3
-    long_press_s: float = 2.0  # a touch held this long clears a latched fault
-    soft_start_s: float = 0.1
-    #: beam glitch filter: a level counts once it has held this long (an IR slot
-    #: gate switches in tens of microseconds; a card blocks it for tens of ms)
-    beam_glitch_s: float = 0.001
-    beam_min_blocked_s: float = 0.005  # shorter than this blocked is not a card
-    #: a card counts once the beam then stayed clear this long: a drop-out inside
-    #: one card (a hole, a bent corner, a dirty lens) is the same card
-    beam_min_gap_s: float = 0.01
-    # which level means "active" (beam blocked, tray or pile covered, touched)
-    touch_active_high: bool = True  # TTP223: high while touched
-    beam_active_high: bool = False  # open-drain receiver: low while blocked
-    tray_active_high: bool = False  # TCRT5000 board: low while covered
-    piles_active_high: bool = False
+    diverter_kind: str = key("servo", choice({k: k for k in ("servo", "hardware_servo",
+                                                             "solenoid")}),
+                             '"servo" | "hardware_servo" (kernel PWM on GPIO12/13/18/19: no '
+                             'jitter) | "solenoid"', name="diverter")
+    servo_angle: float = key(30.0, num(5, 90), "degrees either side of centre: the pulse "
+                             "widths follow it")
+    servo_min_pulse_ms: float = key(0.5, num(0.3, 1.5), "the servo's pulse at -90 degrees")
+    servo_max_pulse_ms: float = key(2.5, num(1.5, 3.0),
+                                    "and at +90 degrees (SG90: 0.5 to 2.5 ms)")
+    adc_channel: int | None = key(
+        0, whole_or_false(0, 7, "an MCP3008 channel from 0 to 7, or false (no monitor)"),
+        "MCP3008 channel of the battery divider; false: no monitor")
+    divider_ratio: float = key(round(divider_ratio(), 2), num(1.0, 20.0),
+                               "(R_top + R_bottom) / R_bottom")
+    adc_vref: float = key(3.3, num(1.0, 5.5), "the MCP3008's reference volts")
+    touch_debounce_s: float = key(0.3, num(0.0, 5.0), "a touch counts once released this "
+                                  "long (bounce on both edges is one touch)")
+    long_press_s: float = key(2.0, num(0.5, 10.0),
+                              "a touch held this long clears a latched fault (see guide.md)")
+    soft_start_s: float = key(0.1, num(0.0, 2.0), "the motor ramps up to full duty over this")
+    #: an IR slot gate switches in tens of microseconds; a card blocks it for tens of ms
+    beam_glitch_s: float = key(0.001, num(0.0, 0.05),
+                               "a beam level counts once it has held this long")
+    beam_min_blocked_s: float = key(0.005, num(0.0, 0.5),
+                                    "blocked for less than this is not a card")
+    #: a drop-out inside one card (a hole, a bent corner, a dirty lens) is the same card
+    beam_min_gap_s: float = key(0.01, num(0.0, 0.5),
+                                "a card counts once the beam then stayed clear this long")
+    touch_active_high: bool = key(True, FLAG, "true: high while touched (a TTP223)")
+    beam_active_high: bool = key(False, FLAG, "true: high while a card blocks the beam "
+                                 "(an open-drain receiver is low)")
+    tray_active_high: bool = key(False, FLAG, "true: high while cards sit in the tray "
+                                 "(a TCRT5000 board is low)")
+    piles_active_high: bool = key(False, FLAG, "true: high while a pile is present")
 
     def servo_pulse_ms(self, angle: float) -> float:
         """The pulse width for ``angle`` degrees (-90..90) on this servo."""
@@ -185,112 +258,89 @@ class GpioConfig:
         return {role: pin for role, pin in used.items() if pin is not None}
 
 
-def _pin_ok(optional: bool) -> Callable[[Any], bool]:
-    """A BCM pin number from 2 to 27, or false for a pin that is ``optional``."""
-    def ok(v: Any) -> bool:
-        return (type(v) is int and 2 <= v <= 27) or (optional and v is False)
-    return ok
-
-
-def _gpio_config(p: _Reader, g: _Reader, chemistry: str = "alkaline") -> GpioConfig:
-    d = GpioConfig()
-    values: dict[str, Any] = {}
-    for role in d.pins():
-        default = getattr(d, role)
-        optional = role in OPTIONAL_PINS
-        expected = "a BCM pin number from 2 to 27" + (" or false (not fitted)" if optional else "")
-        values[role] = p.get(role, default, expected, _pin_ok(optional),
-                             lambda v: None if v is False else v)
-    p.done()
-    values["motor_kind"] = g.choice("motor", d.motor_kind, {"motor": "motor", "pwm": "pwm"})
-    values["motor_pwm_hz"] = g.whole("motor_pwm_hz", d.motor_pwm_hz, 100, MAX_PWM_HZ)
-    values["motor_volts"] = g.num("motor_volts", d.motor_volts, 1.5, 24.0)
-    values["motor_max_duty"] = motor_duty_cap(values["motor_volts"], FRESH_VOLTS[chemistry])
-    values["diverter_kind"] = g.choice("diverter", d.diverter_kind,
-                                       {k: k for k in ("servo", "hardware_servo", "solenoid")})
-    values["servo_angle"] = g.num("servo_angle", d.servo_angle, 5, 90)
-    values["servo_min_pulse_ms"] = g.num("servo_min_pulse_ms", d.servo_min_pulse_ms, 0.3, 1.5)
-    values["servo_max_pulse_ms"] = g.num("servo_max_pulse_ms", d.servo_max_pulse_ms, 1.5, 3.0)
-    values["adc_channel"] = g.get("adc_channel", d.adc_channel,
-                                  "an MCP3008 channel from 0 to 7, or false (no monitor)",
-                                  lambda v: (type(v) is int and 0 <= v <= 7) or v is False,
-                                  lambda v: None if v is False else v)
-    values["divider_ratio"] = g.num("divider_ratio", d.divider_ratio, 1.0, 20.0)
-    values["adc_vref"] = g.num("adc_vref", d.adc_vref, 1.0, 5.5)
-    values["touch_debounce_s"] = g.num("touch_debounce_s", d.touch_debounce_s, 0.0, 5.0)
-    values["long_press_s"] = g.num("long_press_s", d.long_press_s, 0.5, 10.0)
-    values["soft_start_s"] = g.num("soft_start_s", d.soft_start_s, 0.0, 2.0)
-    values["beam_glitch_s"] = g.num("beam_glitch_s", d.beam_glitch_s, 0.0, 0.05)
-    values["beam_min_blocked_s"] = g.num("beam_min_blocked_s", d.beam_min_blocked_s, 0.0, 0.5)
-    values["beam_min_gap_s"] = g.num("beam_min_gap_s", d.beam_min_gap_s, 0.0, 0.5)
-    for sensor in ("touch", "beam", "tray", "piles"):
-        key = f"{sensor}_active_high"
-        values[key] = g.flag(key, getattr(d, key))
-    g.done()
-    if values["diverter_kind"] == "hardware_servo" and values["diverter"] not in HARDWARE_PWM:
-        p.fail("diverter", "a PWM-capable pin (GPIO12, 13, 18 or 19) for "
-               '[gpio] diverter = "hardware_servo"', values["diverter"])
-    cfg = GpioConfig(**values)
-    seen: dict[int, str] = {}
-    for role, pin in cfg.pins().items():
-        if pin in seen:
-            raise ConfigError(f"{p.source}: [pins] {role}: GPIO{pin} is already used by "
-                              f"[pins] {seen[pin]}")
-        if cfg.adc_channel is not None and pin in SPI0_PINS:
-            raise ConfigError(f"{p.source}: [pins] {role}: GPIO{pin} is the battery monitor's "
-                              f"{SPI0_PINS[pin]}")
-        seen[pin] = role
-    return cfg
-
-
 @dataclass(frozen=True)
 class ServiceConfig:
-    socket: Path | None = None  # None: default_socket_path()
-    group: str | None = None  # the socket's group (mode 0660); None: the service's own
-    max_clients: int = 32
-    #: the account the service runs as: the CLI trusts a socket whose owner is root,
-    #: the CLI's own user or this one (a name or a uid), and refuses any other
-    user: str | None = None
+    socket: Path | None = key(
+        None, path("a socket path", most=SOCKET_PATH_BYTES),
+        "where the service listens (default: $XDG_RUNTIME_DIR/shuffler.sock, or without "
+        "XDG_RUNTIME_DIR shuffler.sock in the default state folder, $XDG_STATE_HOME/shuffler, "
+        "0750): never a bare name in /tmp", example="/run/shuffler/shuffler.sock",
+        default_doc="$XDG_RUNTIME_DIR/shuffler.sock")
+    group: str | None = key(None, text("a group name", most=32), "the socket's group (mode "
+                            "0660; default: the service's own)", example="shuffler")
+    max_clients: int = key(32, whole(1, 1024), "connections answered at once")
+    user: str | None = key(
+        None, text("a user name or uid", most=32), "the service's account: the CLI trusts "
+        "a socket (its file and the process listening) owned by root, by the CLI's own "
+        "user or by this one (a name or a uid); any other owner is refused, exit 3",
+        example="shuffler")
 
     @property
     def socket_path(self) -> Path:
         return self.socket or default_socket_path()
 
 
+_HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})")
+_HOSTS = Kind("a list of host names (letters, digits, '-' and '.')",
+              lambda v: isinstance(v, list) and len(v) <= 16
+              and all(isinstance(h, str) and _HOST_NAME.fullmatch(h) for h in v),
+              lambda v: tuple(h.lower() for h in v))
+
+
 @dataclass(frozen=True)
 class WebConfig:
     """``[web]``: the dealer's page (docs/guide.md); off unless enabled."""
 
-    enabled: bool = False
-    lan: bool = False  # false: loopback only; true: every address (actions need pairing)
-    port: int = 8080
-    #: names the page may be reached by besides the machine's own name and addresses
-    hosts: tuple[str, ...] = ()
+    enabled: bool = key(False, FLAG, "true: shuffler serve also serves the dealer's page")
+    lan: bool = key(False, FLAG, "false: loopback only; true: the LAN (actions need a phone "
+                    "paired with `shuffler pair`)")
+    port: int = key(8080, whole(1, 65535), "the page's TCP port")
+    hosts: tuple[str, ...] = key((), _HOSTS, "other names the page is reached by (the host "
+                                 "name, its .local, its addresses and localhost always work)")
 
     @property
     def bind(self) -> str:
         return "0.0.0.0" if self.lan else "127.0.0.1"
 
 
+#: one MQTT topic level: no wildcards, no separators
+_TOPIC_LEVEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_LEVEL = Kind("letters, digits, - and _ (1 to 64)",
+              lambda v: isinstance(v, str) and _TOPIC_LEVEL.fullmatch(v) is not None)
+
+
 @dataclass(frozen=True)
 class MqttConfig:
     """``[mqtt]``: telemetry to a broker (see docs/mqtt.md); no ``host``: off."""
 
-    host: str | None = None
-    port: int = 1883
-    table: str = "table"
-    prefix: str = "shuffler"
-    tls: bool = False
-    ca_file: Path | None = None
-    cert_file: Path | None = None
-    key_file: Path | None = None
-    username: str | None = None
-    password_file: Path | None = None  # never on the command line or in the config itself
-    keepalive: int = 30
-    queue_limit: int = 1000
-    remote_actions: bool = False  # accept clear and new_game over MQTT
-    discovery: bool = True
-    discovery_prefix: str = "homeassistant"
+    host: str | None = key(None, text("a host name or address", most=253),
+                           "the broker; unset: telemetry off", example="broker.local")
+    port: int = key(1883, whole(1, 65535), "8883 is the usual port with TLS")
+    table: str = key("table", _LEVEL, "this machine's name on the broker (default: the host name)",
+                     example="table-7",
+                     default_doc="the host name")
+    prefix: str = key("shuffler", _LEVEL, "topics live under <prefix>/<table>/")
+    tls: bool = key(False, FLAG, "TLS to the broker")
+    ca_file: Path | None = key(None, path(), "the CA certificate the broker's is checked "
+                               "against", example="/etc/shuffler/ca.crt")
+    cert_file: Path | None = key(None, path(), "a TLS client certificate",
+                                 example="/etc/shuffler/table-7.crt")
+    key_file: Path | None = key(None, path(), "its key (needs cert_file)",
+                                example="/etc/shuffler/table-7.key")
+    username: str | None = key(None, Kind("a user name", lambda v: isinstance(v, str)
+                                          and 0 < len(v) <= 128),
+                               "the broker's user", example="table-7")
+    password_file: Path | None = key(None, path(), "the password, from a file (never on the "
+                                     "command line or in the config); needs username",
+                                     example="/etc/shuffler/mqtt-password")
+    keepalive: int = key(30, whole(5, 3600), "the broker declares the table offline 1.5 x "
+                         "this after it goes silent", name="keepalive_s")
+    queue_limit: int = key(1000, whole(10, 100_000), "messages kept while the broker is "
+                           "away (oldest dropped first)")
+    remote_actions: bool = key(False, FLAG, "accept clear and new_game over MQTT (never a "
+                               "pass)")
+    discovery: bool = key(True, FLAG, "Home Assistant discovery topics")
+    discovery_prefix: str = key("homeassistant", _LEVEL, "Home Assistant's discovery topic")
 
     @property
     def enabled(self) -> bool:
@@ -299,16 +349,20 @@ class MqttConfig:
 
 @dataclass(frozen=True)
 class Config:
-    device: str = "sim"
-    state_dir: Path | None = None
-    mechanism: MechanismConfig = field(default_factory=MechanismConfig)
-    hand: HandConfig = field(default_factory=HandConfig)
-    table: TableConfig = field(default_factory=TableConfig)
-    battery: BatteryConfig = field(default_factory=BatteryConfig)
-    gpio: GpioConfig = field(default_factory=lambda: GpioConfig())
-    service: ServiceConfig = field(default_factory=ServiceConfig)
-    mqtt: MqttConfig = field(default_factory=MqttConfig)
-    web: WebConfig = field(default_factory=WebConfig)
+    device: str = key("sim", Kind("a device name", lambda v: isinstance(v, str)),
+                      _device_names)
+    state_dir: Path | None = key(None, path("a folder path"),
+                                 "counters and latched faults (default: $XDG_STATE_HOME/shuffler)",
+                                 example="/var/lib/shuffler",
+                                 default_doc="$XDG_STATE_HOME/shuffler")
+    mechanism: MechanismConfig = section(MechanismConfig, "mechanism")
+    hand: HandConfig = section(HandConfig, "hand")
+    table: TableConfig = section(TableConfig, "table")
+    battery: BatteryConfig = section(BatteryConfig, "battery")
+    gpio: GpioConfig = section(GpioConfig, "gpio")  # and [pins]
+    service: ServiceConfig = section(ServiceConfig, "service")
+    mqtt: MqttConfig = section(MqttConfig, "mqtt")
+    web: WebConfig = section(WebConfig, "web")
     source: str = "(defaults)"
 
 
@@ -335,17 +389,17 @@ def load_configs(paths: list[Path]) -> Config:
     system's config, then the user's (:func:`discovered_config_paths`)."""
     merged: dict[str, Any] = {}
     sources = []
-    for path in paths:
-        doc = _read_doc(path, explicit=False)
+    for file in paths:
+        doc = _read_doc(file, explicit=False)
         if doc is None:
             continue
-        _config_from_doc(copy.deepcopy(doc), str(path))
-        sources.append(str(path))
-        for key, value in doc.items():
-            if isinstance(value, dict) and isinstance(merged.get(key), dict):
-                merged[key] = {**merged[key], **value}
+        _config_from_doc(copy.deepcopy(doc), str(file))
+        sources.append(str(file))
+        for table, value in doc.items():
+            if isinstance(value, dict) and isinstance(merged.get(table), dict):
+                merged[table] = {**merged[table], **value}
             else:
-                merged[key] = value
+                merged[table] = value
     if not sources:
         return Config()
     return _config_from_doc(merged, " + ".join(sources))
@@ -376,94 +430,6 @@ def _depth(doc: Any) -> int:
     return deepest
 
 
-# -- validation ---------------------------------------------------------------
-
-
-_HOST_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})")
-
-
-class _Reader:
-    """Reads one table of the TOML document, checking each key once."""
-
-    def __init__(self, source: str, table: str, data: Any) -> None:
-        self.source, self.table = source, table
-        if not isinstance(data, dict):
-            self.fail(None, "a table", data)
-        self.data = dict(data)
-
-    def fail(self, key: str | None, expected: str, got: Any) -> NoReturn:
-        raise ConfigError(f"{self.source}: {self.where(key)}: expected {expected}, "
-                          f"got {_short.repr(got)}")
-
-    def where(self, key: str | None) -> str:
-        table = "" if self.table == "top level" else f"[{self.table}]"
-        return " ".join(p for p in (table, key) if p) or "top level"
-
-    def get(
-        self,
-        key: str,
-        default: Any,
-        expected: str,
-        ok: Callable[[Any], bool],
-        convert: Callable[[Any], Any] = lambda v: v,
-    ) -> Any:
-        if key not in self.data:
-            return default
-        value = self.data.pop(key)
-        try:
-            good = ok(value)
-        except Exception:
-            good = False
-        if not good:
-            self.fail(key, expected, value)
-        return convert(value)
-
-    def whole(self, key: str, default: int, lo: int, hi: int) -> int:
-        return self.get(
-            key,
-            default,
-            f"a whole number from {lo} to {hi}",
-            lambda v: type(v) is int and lo <= v <= hi,
-        )
-
-    def num(self, key: str, default: float, lo: float, hi: float) -> float:
-        """A number from ``lo`` to ``hi``: never NaN or an infinity."""
-        return self.get(
-            key,
-            default,
-            f"a number from {lo} to {hi}",
-            lambda v: type(v) in (int, float) and math.isfinite(v) and lo <= v <= hi,
-            float,
-        )
-
-    def flag(self, key: str, default: bool) -> bool:
-        return self.get(key, default, "true or false", lambda v: type(v) is bool)
-
-    def text(self, key: str, default: Any, expected: str, *, most: int = 256,
-             pattern: re.Pattern[str] | None = None) -> Any:
-        """A printable text of 1 to ``most`` characters (matching ``pattern`` if given)."""
-        def ok(v: Any) -> bool:
-            return (isinstance(v, str) and 0 < len(v) <= most and v.isprintable()
-                    and (pattern is None or pattern.fullmatch(v) is not None))
-        return self.get(key, default, expected, ok)
-
-    def path(self, key: str, default: Path | None = None, expected: str = "a file path", *,
-             most: int = 4095) -> Path | None:
-        """A path: no NUL byte, at most ``most`` bytes (107 for a Unix socket)."""
-        def ok(v: Any) -> bool:
-            return isinstance(v, str) and "\0" not in v and 0 < len(os.fsencode(v)) <= most
-        return self.get(key, default, f"{expected} (1 to {most} bytes, no NUL)", ok, Path)
-
-    def choice(self, key: str, default: Any, options: dict[str, Any]) -> Any:
-        names = " or ".join(repr(o) for o in options)
-        return self.get(key, default, names, lambda v: v in options, options.__getitem__)
-
-    def done(self) -> None:
-        for key in self.data:
-            raise ConfigError(f"{self.source}: {self.where(_short.repr(key).strip(chr(39)))}: "
-                              "unknown key (misspelt?)")
-
-
 def load_config_text(text: str, source: str = "<config>") -> Config:
     return _config_from_doc(_parse(text, source), source)
 
@@ -483,127 +449,61 @@ def _parse(text: str, source: str) -> dict[str, Any]:
 
 
 def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
-    top = _Reader(source, "top level", doc)
-    device = top.get("device", "sim", "a device name", lambda v: isinstance(v, str))
-    if device != "sim":  # the registry's names (shuffler.devices); imported only when asked
+    readers = Readers(Reader(source, "top level", doc))
+    cfg = read(Config, readers)  # every key, each checked
+    readers.done()  # no key left unknown
+    return _checked(cfg, readers, source)
+
+
+def _checked(cfg: Config, r: Readers, source: str) -> Config:
+    """``cfg`` checked across keys, its derived values filled in."""
+    if cfg.device != "sim":  # the registry's names (shuffler.devices); imported only when asked
         from shuffler.device import registry
 
-        if not (len(device) <= 4095 and device.isprintable() and registry.usable(device)):
-            top.fail("device", registry.usage(), device)
-    state_dir = top.path("state_dir", None, "a folder path")
-
-    def sub(name: str) -> _Reader:
-        return _Reader(source, name, top.data.pop(name, {}))
-
-    m = sub("mechanism")
-    defaults = FaultLimits()
-    limits = FaultLimits(
-        jam_seconds=m.num("jam_limit_s", defaults.jam_seconds, 0.05, 10),
-        misfeed_seconds=m.num("misfeed_limit_s", defaults.misfeed_seconds, 0.05, 10),
-        retries=m.whole("retries", defaults.retries, 0, 10),
-        reverse_seconds=m.num("reverse_s", defaults.reverse_seconds, 0.0, 5),
-        stall_volts=m.num("stall_volts", defaults.stall_volts, 3.0, 9.0),
-        max_pass_seconds=m.num("max_pass_s", defaults.max_pass_seconds, 1, 600),
-    )
-    mechanism = MechanismConfig(
-        feed=m.choice("feed", Feed.TOP, {f.value: f for f in Feed}),
-        card_rate=m.num("card_rate", 5.0, 0.5, 1000),
-        both_window_s=m.num("both_window_s", 0.15, 0.0, 5),
-        limits=limits,
-        flap_travel_s=m.num("flap_travel_s", MechanismConfig.flap_travel_s, 0.0, 2.0),
-    )
-    m.done()
-    if mechanism.flap_travel_s >= mechanism.card_interval:
+        if not (len(cfg.device) <= 4095 and cfg.device.isprintable()
+                and registry.usable(cfg.device)):
+            r[""].fail("device", registry.usage(), cfg.device)
+    m, t, b = cfg.mechanism, cfg.table, cfg.battery
+    if m.flap_travel_s >= m.card_interval:
         raise ConfigError(
             f"{source}: [mechanism] flap_travel_s: the diverter flap takes "
-            f"{mechanism.flap_travel_s * 1000:.0f} ms to switch, but at card_rate "
-            f"{mechanism.card_rate:g} a card comes every {mechanism.card_interval * 1000:.0f} ms:"
+            f"{m.flap_travel_s * 1000:.0f} ms to switch, but at card_rate "
+            f"{m.card_rate:g} a card comes every {m.card_interval * 1000:.0f} ms:"
             " it cannot switch between two cards (lower card_rate or fit a faster flap)")
-
-    h = sub("hand")
-    hand = HandConfig(
-        passes_setting=h.get("passes", None, "a whole number from 1 to 30",
-                             lambda v: type(v) is int and 1 <= v <= 30),
-        cards=h.whole("cards", 24, 1, MAX_CARDS),
-        mode=h.choice("mode", Mode.PLANNED, {md.value: md for md in Mode}),
-        touch_timeout_s=h.num("touch_timeout_s", 300.0, 1, 86400),
-    )
-    h.done()
-
-    t = sub("table")
-    seats = t.get(
-        "seats",
-        TableConfig.seats,
-        "a list of 2 to 8 distinct seat names",
-        lambda v: (
-            isinstance(v, list)
-            and 2 <= len(v) <= 8
-            and all(isinstance(s, str) and s for s in v)
-            and len(set(v)) == len(v)
-        ),
-        tuple,
-    )
-    first = t.get("first_dealer", seats[0], f"one of the seats {list(seats)}", lambda v: v in seats)
-    decks = t.whole("decks", 1, 1, 2)
-    game_to = t.whole("game_to", 10, 1, 100)
-    t.done()
-
-    b = sub("battery")
-    chemistry = b.choice("chemistry", "alkaline", {c: c for c in ("alkaline", "lithium", "nimh")})
-    low = b.num("low_volts", 7.2, 4.0, 10.0)
-    critical = b.num("critical_volts", 6.6, 4.0, 10.0)
-    if critical > low:
-        b.fail("critical_volts", f"at most low_volts ({low})", critical)
-    cutoff = b.num("cutoff_load_volts", 5.8, 3.0, 9.0)
-    b.done()
-
-    gpio = _gpio_config(sub("pins"), sub("gpio"), chemistry)
+    if "first_dealer" not in r["table"].given:
+        t = replace(t, first_dealer=t.seats[0])
+    elif t.first_dealer not in t.seats:
+        r["table"].fail("first_dealer", f"one of the seats {list(t.seats)}", t.first_dealer)
+    if b.critical_volts > b.low_volts:
+        r["battery"].fail("critical_volts", f"at most low_volts ({b.low_volts})",
+                          b.critical_volts)
+    gpio = _checked_gpio(cfg.gpio, r["pins"], b.chemistry)
     if gpio.diverter_kind != "solenoid" and \
-            mechanism.flap_travel_s + SERVO_FRAME_S >= mechanism.card_interval:
+            m.flap_travel_s + SERVO_FRAME_S >= m.card_interval:
         raise ConfigError(
             f"{source}: [mechanism] flap_travel_s: the servo's next pulse comes up to "
             f"{SERVO_FRAME_S * 1000:.0f} ms after the command and the flap then takes "
-            f"{mechanism.flap_travel_s * 1000:.0f} ms, but at card_rate {mechanism.card_rate:g}"
-            f" a card comes every {mechanism.card_interval * 1000:.0f} ms (lower card_rate, "
+            f"{m.flap_travel_s * 1000:.0f} ms, but at card_rate {m.card_rate:g}"
+            f" a card comes every {m.card_interval * 1000:.0f} ms (lower card_rate, "
             "fit a faster flap, or a solenoid)")
-    sv = sub("service")
-    service = ServiceConfig(
-        socket=sv.path("socket", None, "a socket path", most=SOCKET_PATH_BYTES),
-        group=sv.text("group", None, "a group name", most=32),
-        max_clients=sv.whole("max_clients", 32, 1, 1024),
-        user=sv.text("user", None, "a user name or uid", most=32),
-    )
-    sv.done()
-    mqtt = _mqtt_config(sub("mqtt"))
-    w = sub("web")
-    web = WebConfig(
-        enabled=w.flag("enabled", False),
-        lan=w.flag("lan", False),
-        port=w.whole("port", 8080, 1, 65535),
-        hosts=w.get("hosts", (), "a list of host names (letters, digits, '-' and '.')",
-                    lambda v: isinstance(v, list) and len(v) <= 16
-                    and all(isinstance(h, str) and _HOST_NAME.fullmatch(h) for h in v),
-                    lambda v: tuple(h.lower() for h in v)),
-    )
-    w.done()
-    top.done()
-    return Config(
-        device,
-        state_dir,
-        mechanism,
-        hand,
-        TableConfig(seats, first, decks, game_to),
-        BatteryConfig(chemistry, low, critical, cutoff),
-        gpio,
-        service,
-        source=source,
-        mqtt=mqtt,
-        web=web,
-    )
+    return replace(cfg, table=t, gpio=gpio, mqtt=_checked_mqtt(cfg.mqtt, r["mqtt"]),
+                   source=source)
 
 
-#: one MQTT topic level: no wildcards, no separators
-_TOPIC_LEVEL = re.compile(r"[A-Za-z0-9_-]{1,64}")
+def _checked_gpio(cfg: GpioConfig, p: Reader, chemistry: str) -> GpioConfig:
+    if cfg.diverter_kind == "hardware_servo" and cfg.diverter not in HARDWARE_PWM:
+        p.fail("diverter", "a PWM-capable pin (GPIO12, 13, 18 or 19) for "
+               '[gpio] diverter = "hardware_servo"', cfg.diverter)
+    seen: dict[int, str] = {}
+    for role, pin in cfg.pins().items():
+        if pin in seen:
+            raise ConfigError(f"{p.source}: [pins] {role}: GPIO{pin} is already used by "
+                              f"[pins] {seen[pin]}")
+        if cfg.adc_channel is not None and pin in SPI0_PINS:
+            raise ConfigError(f"{p.source}: [pins] {role}: GPIO{pin} is the battery monitor's "
+                              f"{SPI0_PINS[pin]}")
+        seen[pin] = role
+    return replace(cfg, motor_max_duty=motor_duty_cap(cfg.motor_volts, FRESH_VOLTS[chemistry]))
 
 
 def _default_table() -> str:
@@ -614,38 +514,9 @@ def _default_table() -> str:
     return name if _TOPIC_LEVEL.fullmatch(name) else MqttConfig.table
 
 
-def _mqtt_config(q: _Reader) -> MqttConfig:
-    d = MqttConfig()
-
-    def path(key: str) -> Path | None:
-        return q.path(key)
-
-    def level(key: str, default: str) -> str:
-        return q.get(key, default, "letters, digits, - and _ (1 to 64)",
-                     lambda v: isinstance(v, str) and _TOPIC_LEVEL.fullmatch(v) is not None)
-
-    cfg = MqttConfig(
-        host=q.get("host", None, "a host name or address",
-                   lambda v: isinstance(v, str) and 0 < len(v) <= 253 and v.isprintable()),
-        port=q.whole("port", d.port, 1, 65535),
-        table=level("table", _default_table()),
-        prefix=level("prefix", d.prefix),
-        tls=q.flag("tls", d.tls),
-        ca_file=path("ca_file"),
-        cert_file=path("cert_file"),
-        key_file=path("key_file"),
-        username=q.get("username", None, "a user name",
-                       lambda v: isinstance(v, str) and 0 < len(v) <= 128),
-        password_file=path("password_file"),
-        keepalive=q.whole("keepalive_s", d.keepalive, 5, 3600),
-        queue_limit=q.whole("queue_limit", d.queue_limit, 10, 100_000),
-        remote_actions=q.flag("remote_actions", d.remote_actions),
-        discovery=q.flag("discovery", d.discovery),
-        discovery_prefix=level("discovery_prefix", d.discovery_prefix),
-    )
+def _checked_mqtt(cfg: MqttConfig, q: Reader) -> MqttConfig:
     if cfg.password_file is not None and cfg.username is None:
         q.fail("username", "a user name to go with password_file", None)
     if cfg.key_file is not None and cfg.cert_file is None:
         q.fail("cert_file", "a client certificate to go with key_file", None)
-    q.done()
-    return cfg
+    return cfg if "table" in q.given else replace(cfg, table=_default_table())

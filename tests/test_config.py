@@ -152,16 +152,15 @@ def test_a_bad_value_gets_a_short_message(text):
     assert len(str(err.value)) < 300 and str(err.value).startswith("f.toml: ")
 
 
-def test_the_shared_readers_check_paths_texts_and_flags():
-    """The helpers a section's author uses ([web], [mqtt], ...) refuse the same way."""
-    from shuffler.config import _Reader
+def test_the_shared_kinds_check_paths_texts_and_flags():
+    """The kinds a key is declared with ([web], [mqtt], ...) refuse the same way."""
+    from shuffler.config_table import FLAG, Reader, path, text
 
-    r = _Reader("f.toml", "demo", {"p": "a\0b", "t": "bad\nname", "f": 1, "ok": "/x"})
-    for call, key in ((lambda: r.path("p"), "p"), (lambda: r.text("t", None, "a name"), "t"),
-                      (lambda: r.flag("f", False), "f")):
+    r = Reader("f.toml", "demo", {"p": "a\0b", "t": "bad\nname", "f": 1, "ok": "/x"})
+    for kind, key in ((path(), "p"), (text("a name"), "t"), (FLAG, "f")):
         with pytest.raises(ConfigError, match=rf"\[demo\] {key}: expected"):
-            call()
-    assert r.path("ok") == Path("/x")
+            r.get(key, None, kind)
+    assert r.get("ok", None, path()) == Path("/x")
 
 
 @pytest.mark.parametrize("hosts, ok", [
@@ -178,3 +177,88 @@ def test_web_hosts_is_a_list_of_host_names(hosts, ok):
             load_config_text(text, "f.toml")
     else:
         assert load_config_text(text, "f.toml").web.hosts == ok
+
+
+# -- one table: the reader, the defaults and docs/config.md come from the keys -----------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def render_config():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("render_config",
+                                                  ROOT / "docs" / "render_config.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_reference_page_is_rendered_from_the_keys():
+    proc = subprocess.run([sys.executable, str(ROOT / "docs" / "render_config.py"), "--check"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_key_missing_from_the_page_or_a_page_edited_by_hand_fails_the_check(
+        tmp_path, monkeypatch):
+    import dataclasses
+
+    from shuffler.config_table import rows, whole
+
+    page = render_config()
+    text = page.render()
+    # a new key in the table: the page rendered now names it, so the stored one is stale
+    extra = dataclasses.replace(rows(Config)[-1], name="sparkle_level", kind=whole(1, 3))
+    monkeypatch.setattr(page, "rows", lambda cls: [*rows(cls), extra])
+    assert "sparkle_level" in page.render() and page.render() != text
+    monkeypatch.undo()
+    # a page edited by hand
+    edited = tmp_path / "config.md"
+    edited.write_text(text.replace("cards in the load", "cards in the tray"), encoding="utf-8")
+    monkeypatch.setattr(page, "PAGE", edited)
+    monkeypatch.setattr(sys, "argv", ["render_config.py", "--check"])
+    assert page.main() == 1
+    edited.write_text(text, encoding="utf-8")
+    assert page.main() == 0
+
+
+def test_every_field_of_the_config_is_a_key_or_derived():
+    """A field added with a plain default would be silently unread: only these are derived."""
+    import dataclasses
+
+    from shuffler.config_table import rows
+
+    def plain(cls: type) -> set[str]:
+        found = set()
+        for f in dataclasses.fields(cls):
+            if not f.metadata:
+                found.add(f"{cls.__name__}.{f.name}")
+            elif "shuffler.section" in f.metadata:
+                found |= plain(f.default_factory)
+        return found
+
+    assert plain(Config) == {"Config.source", "GpioConfig.motor_max_duty"}
+    names = [r.where for r in rows(Config)]
+    assert len(names) == len(set(names))
+    for row in rows(Config):  # the page shows an example of a key with no default
+        assert row.doc and (row.default is not None or row.decl.example is not None), row.where
+
+
+def test_every_key_of_the_examples_is_in_the_table():
+    import re
+    import tomllib
+
+    from shuffler.config_table import rows
+
+    known = {(r.table, r.name) for r in rows(Config)}
+    deployed = tomllib.loads((ROOT / "docs" / "deploy" / "config.toml").read_text())
+    used = {("", k) if not isinstance(v, dict) else None for k, v in deployed.items()} - {None}
+    used |= {(t, k) for t, v in deployed.items() if isinstance(v, dict) for k in v}
+    assert used and used <= known, used - known
+    # each example block of docs/config.md is a config that loads
+    blocks = re.findall(r"```toml\n(.*?)```", (ROOT / "docs" / "config.md").read_text(), re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        load_config_text(block, "docs/config.md")

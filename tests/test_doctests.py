@@ -7,7 +7,8 @@ import pytest
 
 MODULES = ["shuffler.core.cards", "shuffler.core.mechanics", "shuffler.core.planning",
            "shuffler.device.clock",
-           "shuffler.errors", "shuffler.config", "shuffler.core.mixing", "hardware_sim",
+           "shuffler.errors", "shuffler.config", "shuffler.config_table", "shuffler.core.mixing",
+           "hardware_sim",
            "hardware_sim.faults", "shuffler.core.score", "shuffler.service.request"]
 
 
