@@ -179,15 +179,10 @@ def render() -> str:
 
 
 def main() -> int:
-    text = render()
-    if "--check" in sys.argv[1:]:
-        if PAGE.read_text(encoding="utf-8") != text:
-            print(f"{PAGE} is stale: run .venv/bin/python docs/render_config.py",
-                  file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text, encoding="utf-8")
-    return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from render_json import publish  # docs/render_json.py: write the page, or --check it
+
+    return publish(PAGE, render(), "docs/render_config.py", sys.argv[1:])
 
 
 if __name__ == "__main__":

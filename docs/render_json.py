@@ -173,15 +173,20 @@ def render() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def main() -> int:
-    text = render()
-    if "--check" in sys.argv[1:]:
-        if PAGE.read_text(encoding="utf-8") != text:
-            print(f"{PAGE} is stale: run .venv/bin/python docs/render_json.py", file=sys.stderr)
+def publish(page: Path, text: str, script: str, argv: list[str]) -> int:
+    """Write ``text`` to ``page``; with ``--check`` in ``argv`` only compare (1: stale).
+    docs/render_config.py writes its page so too."""
+    if "--check" in argv:
+        if page.read_text(encoding="utf-8") != text:
+            print(f"{page} is stale: run .venv/bin/python {script}", file=sys.stderr)
             return 1
         return 0
-    PAGE.write_text(text, encoding="utf-8")
+    page.write_text(text, encoding="utf-8")
     return 0
+
+
+def main() -> int:
+    return publish(PAGE, render(), "docs/render_json.py", sys.argv[1:])
 
 
 if __name__ == "__main__":
