@@ -45,14 +45,16 @@ def _same(v: Any) -> Any:
     return v
 
 
-@dataclass(frozen=True)
 class Kind:
     """What a key accepts: ``expected`` is what an error says it expected and the docs
     say it accepts, ``ok`` the check, ``convert`` what the checked value becomes."""
 
-    expected: str
-    ok: Callable[[Any], bool]
-    convert: Callable[[Any], Any] = _same
+    # a plain class, not a dataclass: made at import, where a dataclass costs start-up
+    __slots__ = ("convert", "expected", "ok")
+
+    def __init__(self, expected: str, ok: Callable[[Any], bool],
+                 convert: Callable[[Any], Any] = _same) -> None:
+        self.expected, self.ok, self.convert = expected, ok, convert
 
 
 def whole(lo: int, hi: int) -> Kind:
@@ -92,15 +94,19 @@ def path(expected: str = "a file path", *, most: int = 4095) -> Kind:
                 Path)
 
 
-@dataclass(frozen=True)
 class _Decl:
-    kind: Kind
-    #: a callable for a doc made when the docs are (the device names, from the registry)
-    doc: str | Callable[[], str]
-    name: str | None = None
-    table: str | None = None
-    example: Any = None  # what the docs show, where the default is not worth showing
-    default_doc: str | None = None  # the default in words, where it is not one value
+    """A key's declaration beside its field: what it accepts, its doc (a callable for a
+    doc made when the docs are: the device names, from the registry), its TOML name and
+    table if not its field's and its section's, what the docs show where the default is
+    not worth showing, and the default in words where it is not one value."""
+
+    __slots__ = ("default_doc", "doc", "example", "kind", "name", "table")
+
+    def __init__(self, kind: Kind, doc: str | Callable[[], str], name: str | None = None,
+                 table: str | None = None, example: Any = None,
+                 default_doc: str | None = None) -> None:
+        self.kind, self.doc, self.name, self.table = kind, doc, name, table
+        self.example, self.default_doc = example, default_doc
 
 
 _KEY, _SECTION, _GROUP = "shuffler.key", "shuffler.section", "shuffler.group"
