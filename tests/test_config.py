@@ -246,19 +246,27 @@ def test_every_field_of_the_config_is_a_key_or_derived():
         assert row.doc and (row.default is not None or row.decl.example is not None), row.where
 
 
-def test_every_key_of_the_examples_is_in_the_table():
-    import re
+@pytest.mark.parametrize("example", ["docs/deploy/config.toml", "tests/vm/config.toml"])
+def test_every_key_of_the_shipped_configs_is_in_the_table(example):
     import tomllib
 
     from shuffler.config_table import rows
 
     known = {(r.table, r.name) for r in rows(Config)}
-    deployed = tomllib.loads((ROOT / "docs" / "deploy" / "config.toml").read_text())
-    used = {("", k) if not isinstance(v, dict) else None for k, v in deployed.items()} - {None}
-    used |= {(t, k) for t, v in deployed.items() if isinstance(v, dict) for k in v}
+    doc = tomllib.loads((ROOT / example).read_text())
+    used = {("", k) for k, v in doc.items() if not isinstance(v, dict)}
+    used |= {(t, k) for t, v in doc.items() if isinstance(v, dict) for k in v}
     assert used and used <= known, used - known
-    # each example block of docs/config.md is a config that loads
-    blocks = re.findall(r"```toml\n(.*?)```", (ROOT / "docs" / "config.md").read_text(), re.S)
-    assert len(blocks) == 2
-    for block in blocks:
-        load_config_text(block, "docs/config.md")
+    load_config(ROOT / example)
+
+
+@pytest.mark.parametrize(("page", "blocks"), [("config.md", 2), ("guide.md", 1),
+                                              ("mqtt.md", 1)])
+def test_every_config_example_in_the_docs_loads(page, blocks):
+    """What the pages show a user to write is a config the reader takes."""
+    import re
+
+    found = re.findall(r"```toml\n(.*?)```", (ROOT / "docs" / page).read_text(), re.S)
+    assert len(found) == blocks
+    for block in found:
+        load_config_text(block, f"docs/{page}")
