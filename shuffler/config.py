@@ -10,6 +10,11 @@ and nothing is half-applied::
     shuffler.toml: [hand] passes: expected a whole number from 1 to 30, got 0
 
 A missing file is fine (defaults apply) unless it was named explicitly.
+
+Each key is declared once, as a field of its section's dataclass made by
+:func:`~shuffler.config_table.key` (its default, what it accepts, its doc): the reader,
+the defaults, the checks and docs/config.md (docs/render_config.py) come from it; the
+rules across keys are in :func:`_checked`.
 """
 
 from __future__ import annotations
@@ -76,8 +81,6 @@ PWM_LIMIT_HZ = {"lgpio": 10_000, "pigpio": 8_000}
 MAX_PWM_HZ = 50_000
 #: pins the kernel's PWM overlays can drive (channel 0: GPIO12/18, channel 1: GPIO13/19)
 HARDWARE_PWM = {12: 0, 18: 0, 13: 1, 19: 1}
-#: the MCP3008 on SPI0 (SPI0_PINS, from shuffler.pinmap) takes four pins when fitted
-OPTIONAL_PINS = tuple(role for role in PIN_ROLES if WIRES[role].optional)
 
 # The keys: each field made by key() is one, declared once (shuffler/config_table.py);
 # docs/config.md is written from them by docs/render_config.py.
