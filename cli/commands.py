@@ -1,4 +1,4 @@
-"""The machine's commands: hand, pass, status, battery, clear, serve."""
+"""The machine's commands: hand, pass, status, battery, clear, stop, serve."""
 
 from __future__ import annotations
 
@@ -120,6 +120,34 @@ def battery(app: App, cards: int | None) -> None:
         result = app.read("battery", lambda c, config: battery_dict(
             c, config, cards or config.hand.cards), load=cards, cards=cards)
         app.emit(result, render.battery_text(result))
+        return EXIT_OK
+
+    run_guarded(app, body)
+
+
+@click.command()
+@click.pass_obj
+def stop(app: App) -> None:
+    """Stop the pass or hand the service is running: the motor off at once.
+
+    The stop is the service's (its socket's ``stop``): it answers once the motor is off.
+    A pass stopped latches nothing; the hand ends. Exit 0 whether or not anything ran.
+
+    \b
+    Example, from a second terminal while the service deals:
+      shuffler stop
+    """
+    from shuffler.service.client import ServiceUnreachableError
+
+    def body() -> int:
+        client = app.service()
+        if client is None:
+            raise ServiceUnreachableError(
+                "no service is running here, so no pass of its to stop (a pass or hand "
+                "run in a terminal stops with Ctrl-C)", "service_not_running")
+        result = client.request("stop", None)
+        app.emit(result, "stopped: the motor is off" if result["stopped"] else
+                 "nothing to stop: no pass or hand was running (the motor is off)")
         return EXIT_OK
 
     run_guarded(app, body)
