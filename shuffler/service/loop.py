@@ -26,7 +26,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import json
-import math
 import queue
 import signal
 import threading
@@ -49,7 +48,7 @@ from shuffler.service.hub import Face, Hub, NoFaces, Publisher
 from shuffler.service.listening import Listener
 from shuffler.service.protocol import PROTOCOL, SCHEMA, error_reply, parse_request
 from shuffler.service.request import RequestError
-from shuffler.service.systemd import sd_notify, watchdog_interval
+from shuffler.service.systemd import Watchdog, sd_notify, watchdog_interval
 from shuffler.store.lock import MachineLock
 
 SCORE_COMMANDS = ("score", "undo", "redo", "new_game")
@@ -89,8 +88,10 @@ class Service(Publisher):
         super().__init__()
         self.session = session
         self.clock = clock or RealClock()
-        #: seconds between watchdog pings (half of systemd's WatchdogSec); None: no watchdog
-        self.watchdog = watchdog if watchdog is not None else watchdog_interval()
+        #: pinged between jobs and through ``on_tick`` while one runs; ``watchdog``: seconds
+        #: between pings (half of systemd's WatchdogSec, its default); None: no watchdog
+        self.watchdog = Watchdog(watchdog if watchdog is not None else watchdog_interval(),
+                                 self.clock, session.device)
         # one owner of the machine: the CLI passes the lock it took before opening the device
         self.lock = lock or MachineLock(session.controller.store.folder)
         session.controller.guard = self.lock.verify  # checked again before every pass
@@ -107,8 +108,6 @@ class Service(Publisher):
         self.listener = Listener(self.socket_path, converse, group=group, backlog=max_clients,
                                  first_timeout=min(FIRST_REQUEST_SECONDS, idle_seconds))
         self._last_snapshot = -1e9
-        self._last_ping = -1e9
-        self._pinged_at_device = -math.inf  # the device's time at the last ping
         self._shown = Status(Signal.READY)  # the light the device shows (told again)
         self._job_ended = -1e9  # when the last pass or hand ended (the touch lock-out)
         self._lifts: list[InputEvent] = []  # piles lifted since (hand.too_soon)
@@ -169,7 +168,7 @@ class Service(Publisher):
             job = None
         if job is not None:
             self._run_job(job)
-        self.tick(health=True)
+        self.watchdog.tick(health=True)
 
     @property
     def touch_waiting(self) -> bool:
@@ -283,30 +282,6 @@ class Service(Publisher):
                 light = Status(Signal.READY, told=True)  # the hand is over: no pile to ask for
         self.session.controller.show(light)
 
-    def tick(self, health: bool = False) -> None:
-        """Pet systemd's watchdog when it is due, from the deciding loop only: between
-        jobs (and only while the device answers its health check, so a hung device gets
-        restarted), and from inside a pass or a hand's wait for a touch through
-        ``on_tick``. A loop wedged anywhere stops the pings, and so does one that spins
-        without getting anywhere: inside a job a ping needs the device's clock to have
-        moved since the last one (a pass or a wait that goes on calling ``on_tick`` while
-        its machine's time stands still proves nothing); between jobs the loop's turn and
-        the device's health check are the progress (an idle simulator's clock rests)."""
-        if not self.watchdog or self.clock.now() - self._last_ping < self.watchdog:
-            return
-        moved = device_now(self.session.device)
-        if not health and moved <= self._pinged_at_device:  # inside a job: on_tick
-            log.error("no progress since the last watchdog ping: not pinging", device_time=moved)
-            return
-        if health:
-            try:
-                self.session.device.health()
-            except Exception:
-                log.error("device health check failed: not pinging the watchdog")
-                return
-        sd_notify("WATCHDOG=1")
-        self._last_ping, self._pinged_at_device = self.clock.now(), moved
-
     def _run_job(self, job: Job) -> None:
         cmd = job.request["cmd"]
         # what the client hears if the service stops (SIGTERM, a restart) in the middle
@@ -356,10 +331,10 @@ class Service(Publisher):
     def _run(self, req: dict[str, Any], put: Callable[[dict[str, Any]], None]) -> dict:
         cmd, s = req["cmd"], self.session
         if cmd == "pass":
-            return s.do_pass(req["cards"], req["mode"], on_event=put, on_tick=self.tick)
+            return s.do_pass(req["cards"], req["mode"], on_event=put, on_tick=self.watchdog.tick)
         if cmd == "hand":
             return s.do_hand(req["passes"], req["cards"], req["mode"], on_event=put,
-                             on_tick=self.tick)
+                             on_tick=self.watchdog.tick)
         if cmd in SCORE_COMMANDS:
             return score_request(s.scores, req)
         return s.do_clear()
