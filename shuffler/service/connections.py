@@ -30,6 +30,8 @@ from shuffler.service.request import RequestError
 
 #: seconds a new connection has to send its first request
 FIRST_REQUEST_SECONDS = 5.0
+#: seconds a connection may then send nothing before it is closed (``Service`` default)
+IDLE_SECONDS = 60.0
 #: how long a newcomer waits for an idle connection to give up its place
 ROOM_WAIT_SECONDS = 2.0
 

@@ -9,16 +9,17 @@ parses, validates and hands work to the loop, so a bad or slow client never stop
 machine. systemd hears it through :mod:`~shuffler.service.systemd`.
 
 Limits, each answered with an error reply and never a traceback: ``[service]
-max_clients`` connections at once (the listen backlog holds that many arriving together);
-a connection that sends no request within
+max_clients`` connections at once (the listen backlog holds that many arriving
+together); a connection that sends no request within
 :data:`~shuffler.service.connections.FIRST_REQUEST_SECONDS` (5 s), or none for
-:data:`IDLE_SECONDS` after its last, is told ``idle`` and closed; at the limit the
-connection idle the longest is closed to make room (told ``idle``), and a newcomer is
-told ``too_many_clients`` (exit 3) only when every place is busy answering; a line longer
-than :data:`~shuffler.service.protocol.MAX_LINE` bytes is ``too_long`` (then closed),
-nesting deeper than :data:`~shuffler.service.protocol.MAX_DEPTH` is ``too_deep``. A second
-service on the same socket is refused (``already_running``, exit 2); an existing path is
-replaced only when it is a socket nobody answers on.
+:data:`~shuffler.service.connections.IDLE_SECONDS` after its last, is told ``idle`` and
+closed; at the limit the connection idle the longest is closed to make room (told
+``idle``), and a newcomer is told ``too_many_clients`` (exit 3) only when every place is
+busy answering; a line longer than :data:`~shuffler.service.protocol.MAX_LINE` bytes is
+``too_long`` (then closed), nesting deeper than
+:data:`~shuffler.service.protocol.MAX_DEPTH` is ``too_deep``. A second service on the
+same socket is refused (``already_running``, exit 2); an existing path is replaced only
+when it is a socket nobody answers on.
 """
 
 from __future__ import annotations
@@ -43,7 +44,12 @@ from shuffler.device.clock import Clock, EventClock, RealClock
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.errors import ShufflerError, error_kind
 from shuffler.logs import get_logger
-from shuffler.service.connections import FIRST_REQUEST_SECONDS, Conversation, Places
+from shuffler.service.connections import (
+    FIRST_REQUEST_SECONDS,
+    IDLE_SECONDS,
+    Conversation,
+    Places,
+)
 from shuffler.service.hub import Face, Hub, NoFaces, Publisher
 from shuffler.service.listening import Listener
 from shuffler.service.protocol import PROTOCOL, SCHEMA, error_reply, parse_request
@@ -57,7 +63,6 @@ CLAIMED = ("pass", "hand", "clear", *SCORE_COMMANDS)
 #: requests that may turn the motor: a stop while one is accepted or running stops it
 MOVING = ("pass", "hand")
 TOUCH_WAIT_S = 5.0  # how long a touch waits for a client's short job to end
-IDLE_SECONDS = 60.0  # a connection that sends nothing for this long is closed
 log = get_logger("shuffler.service")
 
 
@@ -96,8 +101,6 @@ class Service(Publisher):
         self.lock = lock or MachineLock(session.controller.store.folder)
         session.controller.guard = self.lock.verify  # checked again before every pass
         self.socket_path = Path(socket_path)
-        self.group = group
-        self.idle_seconds = idle_seconds
         self.jobs: queue.Queue[Job] = queue.Queue()
         self.claim = threading.Lock()  # held while a pass, hand or clear runs
         self.stopping = threading.Event()
