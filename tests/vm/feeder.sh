@@ -1,0 +1,38 @@
+#!/bin/sh
+# The machine's cards, on the simulated chip's lines, run in the guest beside the service
+# (tests/vm/machine.py copies it to /usr/local/bin/shuffler-vm-feeder): while the motor
+# line reads high, CARDS cards cross the beam, each blocking it BLOCK seconds and then
+# leaving it clear GAP seconds, as the IR beam sees a card go by; then the tray reads
+# empty. Levels as docs/hardware.md wires them: the beam and the tray pull up (clear,
+# empty) and a card or a loaded tray pulls them down.
+#   shuffler-vm-feeder MOTOR BEAM TRAY CARDS BLOCK GAP [WAIT_S]
+set -eu
+motor=$1 beam=$2 tray=$3 cards=$4 block=$5 gap=$6 wait_s=${7:-120}
+line() { echo /sys/devices/platform/gpio-sim.0/gpiochip*/sim_gpio"$1"; }
+motor_value=$(line "$motor")/value
+beam_pull=$(line "$beam")/pull
+tray_pull=$(line "$tray")/pull
+# the roller moves a card only while it turns forward: before each card, wait for the
+# motor line to read high (a PWM'd line is high part of each period: reads 50 ms apart
+# catch it); while the motor is stopped or backing a card out, no card comes
+tries=$((wait_s * 20))
+forward() {
+    until [ "$(cat "$motor_value")" = 1 ]; do
+        tries=$((tries - 1))
+        if [ "$tries" -le 0 ]; then echo "feeder: the motor line stayed low" >&2; exit 1; fi
+        sleep 0.05
+    done
+}
+forward
+echo "feeder: motor high, feeding $cards cards"
+i=0
+while [ "$i" -lt "$cards" ]; do
+    forward
+    echo pull-down > "$beam_pull"
+    sleep "$block"
+    echo pull-up > "$beam_pull"
+    i=$((i + 1))
+    if [ "$i" -eq "$cards" ]; then echo pull-up > "$tray_pull"; fi
+    sleep "$gap"
+done
+echo "feeder: fed $cards cards, tray empty"

@@ -1,0 +1,59 @@
+"""The VM tier's build (tests/vm/image.py, tests/vm/kmod.py): the guest boots the pinned
+kernel, the simulator modules are built for that kernel with the ``keep_released``
+option, and an edit that no longer finds its anchor in the kernel's source fails the
+build rather than building something else."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.vm.conftest import Built
+from tests.vm.image import KERNEL_ABI
+from tests.vm.kmod import EDITS, apply_edits
+
+
+def modinfo(path: Path) -> dict[str, list[str]]:
+    """A module's ``.modinfo`` strings (``key=value``, NUL-separated), by key."""
+    info: dict[str, list[str]] = {}
+    for key, value in re.findall(rb"\0(vermagic|parm|parmtype|license|depends|name)=([^\0]*)",
+                                 path.read_bytes()):
+        info.setdefault(key.decode(), []).append(value.decode())
+    return info
+
+
+def test_the_image_boots_the_pinned_kernel(built: Built) -> None:
+    image = built.image
+    assert image.disk.stat().st_size > 512 * 1024 * 1024
+    # a bzImage names its version in its header (at the offset the header gives)
+    kernel = image.kernel.read_bytes()
+    offset = int.from_bytes(kernel[0x20E:0x210], "little") + 0x200
+    assert kernel[offset:offset + len(KERNEL_ABI)].decode() == KERNEL_ABI
+    assert image.initrd.stat().st_size > 1024 * 1024
+
+
+def test_the_modules_are_built_for_the_pinned_kernel_with_keep_released(built: Built) -> None:
+    irq_sim, gpio_sim = built.modules.paths
+    for module in (irq_sim, gpio_sim):
+        info = modinfo(module)
+        assert info["vermagic"][0].split()[0] == KERNEL_ABI, info
+        assert info["license"] == ["GPL"], info
+    info = modinfo(gpio_sim)
+    assert "irq_sim" in info["depends"][0].split(","), info
+    assert "keep_released:bool" in info["parmtype"], info
+    assert any(parm.startswith("keep_released:a released line keeps its level")
+               for parm in info["parm"]), info
+
+
+@pytest.mark.parametrize("edit", range(len(EDITS)))
+def test_an_edit_whose_anchor_is_gone_fails_the_build_naming_it(tmp_path: Path,
+                                                                edit: int) -> None:
+    name, anchor, _ = EDITS[edit]
+    for other, *_ in EDITS:
+        (tmp_path / other).write_text("/* a source with every anchor */\n" + "\n".join(
+            old for file, old, _ in EDITS if file == other))
+    (tmp_path / name).write_text((tmp_path / name).read_text().replace(anchor, "/* moved */"))
+    with pytest.raises(RuntimeError, match=rf"{re.escape(name)}: expected exactly one"):
+        apply_edits(tmp_path)
