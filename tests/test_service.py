@@ -18,6 +18,7 @@ from shuffler.service.client import ServiceError
 from shuffler.store.audit import AuditLog
 
 from .served import Service
+from .waiting import wait_for
 
 
 @pytest.fixture
@@ -123,6 +124,9 @@ def test_one_pass_at_a_time_and_twenty_clients_polling_status(served):
 
     runner = threading.Thread(target=run_hand)
     runner.start()
+    # the hand accepted (its claim is taken just after this log line) however late a loaded
+    # machine runs the thread: a fixed sleep alone lost that race beside busy cores
+    wait_for(lambda: '"cmd": "hand"' in served.log.read_text(), 60, "the hand's request")
     time.sleep(0.3)
     with pytest.raises(ServiceError) as busy:
         served.client().request("pass")
