@@ -2,8 +2,8 @@
 # The machine's cards, on the simulated chip's lines, run in the guest beside the service
 # (tests/vm/machine.py copies it to /usr/local/bin/shuffler-vm-feeder): while the motor
 # line reads high, CARDS cards cross the beam, each blocking it BLOCK seconds and then
-# leaving it clear GAP seconds, as the IR beam sees a card go by; then the tray reads
-# empty. Levels as docs/hardware.md wires them: the beam and the tray pull up (clear,
+# leaving it clear GAP seconds, as the IR beam sees a card go by; the tray reads empty
+# once the last card is in the beam. Levels as docs/hardware.md wires them: the beam and the tray pull up (clear,
 # empty) and a card or a loaded tray pulls them down.
 #   shuffler-vm-feeder MOTOR BEAM TRAY CARDS BLOCK GAP [WAIT_S]
 set -eu
@@ -29,10 +29,11 @@ i=0
 while [ "$i" -lt "$cards" ]; do
     forward
     echo pull-down > "$beam_pull"
+    i=$((i + 1))
+    # the last card has left the tray by the time it blocks the beam
+    if [ "$i" -eq "$cards" ]; then echo pull-up > "$tray_pull"; fi
     sleep "$block"
     echo pull-up > "$beam_pull"
-    i=$((i + 1))
-    if [ "$i" -eq "$cards" ]; then echo pull-up > "$tray_pull"; fi
     sleep "$gap"
 done
 echo "feeder: fed $cards cards, tray empty"
