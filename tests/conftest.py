@@ -216,22 +216,30 @@ SLOW_TESTS = frozenset({
      "test_a_stop_at_any_moment_after_pass_start_keeps_the_motor_off_after_its_answer"),
     ("test_cli_options.py", "test_two_clis_never_drive_one_device_at_once"),
     ("test_packaging.py", "test_every_package_folder_is_in_the_wheel"),
+    # a lint, not a behaviour (ten seconds of CPU without mypy's cache): `mypy` before landing
+    ("test_packaging.py", "test_mypy_is_clean_on_the_whole_installed_tree"),
     ("test_cli_fuzz.py", "test_generated_arguments_never_give_a_traceback"),
     ("test_battery.py", "test_battery_and_pass_agree_at_every_voltage"),
     ("test_failure_shape.py", "test_a_clean_hand_reads_the_same_on_every_backend"),
     ("test_service.py", "test_killed_mid_pass_then_restarted_loses_nothing"),
     ("test_service.py", "test_sigterm_stops_cleanly_and_nothing_anywhere_holds_a_plan"),
 })
-#: backends of the contract suite that are slow (the firmware in simavr)
-SLOW_BACKENDS = frozenset({"sim-avr"})
+#: parameters that run the firmware in simavr (the contract suite's ``harness``, the
+#: ``name``/``backend`` of the per-backend tests, test_mcu_parity's ``chip_path``): slow
+SLOW_BACKENDS = frozenset({"sim-avr", "simavr"})
+
+
+def _on_a_slow_backend(item: pytest.Item) -> bool:
+    params = getattr(item, "callspec", None)
+    return params is not None and any(
+        isinstance(value, str) and value in SLOW_BACKENDS for value in params.params.values())
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        params = getattr(item, "callspec", None)
         name = getattr(item, "originalname", item.name)
         if item.path.name in SLOW_FILES or (item.path.name, name) in SLOW_TESTS or (
-                params is not None and params.params.get("harness") in SLOW_BACKENDS):
+                _on_a_slow_backend(item)):
             item.add_marker(pytest.mark.slow)
 
 

@@ -61,6 +61,7 @@ from shuffler.faces.web_limits import (
     own_names,
 )
 from shuffler.logs import Burst, get_logger
+from shuffler.service.listening import STOP_POLL_SECONDS
 
 log = get_logger("shuffler.web")
 
@@ -114,8 +115,8 @@ class WebServer:
         self.stopping = threading.Event()
         self._page = page or _default_page
         self.httpd = _Server((host, port), self)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, name="web",
-                                       daemon=True)
+        self.thread = threading.Thread(target=self.httpd.serve_forever,
+                                       args=(STOP_POLL_SECONDS,), name="web", daemon=True)
 
     @property
     def address(self) -> tuple[str, int]:

@@ -23,6 +23,10 @@ from shuffler.errors import BadInputError
 from shuffler.files import make_folder
 from shuffler.logs import get_logger
 
+#: how often a server's accept loop looks whether it is asked to stop: ``close()`` (the
+#: service's stop, SIGTERM's) returns within it (socketserver's default is half a second)
+STOP_POLL_SECONDS = 0.05
+
 #: ``converse(rfile, wfile, sock)``: one connection, from its accepting to its end
 Converse = Callable[[Any, Any, socket.socket], None]
 log = get_logger("shuffler.service")
@@ -71,7 +75,8 @@ class Listener:
     def start(self) -> None:
         self.bind()
         assert self.server is not None
-        threading.Thread(target=self.server.serve_forever, name="socket", daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, args=(STOP_POLL_SECONDS,),
+                         name="socket", daemon=True).start()
 
     def bind(self) -> None:
         """Make the listening socket (see the module notes for an existing path)."""
