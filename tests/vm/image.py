@@ -43,10 +43,10 @@ MIRRORS = (
 )
 #: what the guest needs: systemd as init, udev for /dev/gpiochip*, python3 and venv for
 #: the project, the agent the host drives it through, the pinned kernel and kmod to load
-#: the simulator; nothing from the network at test time
+#: the simulator, git for the README's clone; nothing from the network at test time
 GUEST_PACKAGES = (
     "systemd-sysv", "udev", "dbus", "kmod", "procps", "python3", "python3-venv",
-    "qemu-guest-agent", f"linux-image-{KERNEL_ABI}", "initramfs-tools", "zstd",
+    "qemu-guest-agent", f"linux-image-{KERNEL_ABI}", "initramfs-tools", "zstd", "git",
 )
 #: docs, manuals and translations are left out of the image (smaller, quicker to build)
 DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*",

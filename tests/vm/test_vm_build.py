@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.vm import deploy
 from tests.vm.conftest import Built
 from tests.vm.image import KERNEL_ABI
 from tests.vm.kmod import EDITS, apply_edits
@@ -57,3 +58,16 @@ def test_an_edit_whose_anchor_is_gone_fails_the_build_naming_it(tmp_path: Path,
     (tmp_path / name).write_text((tmp_path / name).read_text().replace(anchor, "/* moved */"))
     with pytest.raises(RuntimeError, match=rf"{re.escape(name)}: expected exactly one"):
         apply_edits(tmp_path)
+
+
+def test_the_guest_is_installed_by_the_readme_debian_block_every_edit_matching_one_line(
+        ) -> None:
+    readme = Path(__file__).resolve().parents[2] / "docs/deploy/README.md"
+    lines = deploy.block(readme)
+    assert lines, "docs/deploy/README.md has no sh deploy-debian block"
+    out = deploy.edited(lines)
+    changed = [(old, new) for old, new in zip(lines, out, strict=True) if old != new]
+    assert len(changed) == len(deploy.EDITS), changed
+    assert not any(line.startswith("apt ") or "~/" in line for line in out), out
+    with pytest.raises(AssertionError, match=re.escape('"the host\'s checkout" matches 0 lines')):
+        deploy.edited([line for line in lines if not line.startswith("git clone")])

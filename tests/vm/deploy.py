@@ -1,0 +1,88 @@
+"""docs/deploy/README.md's Debian install (the ``sh deploy-debian`` block), run line by
+line in the guest as root, so the VM tier installs the project exactly as a builder
+does. The guest has no network and no terminal, so a few lines are changed, each by a
+named edit that must match exactly one line (a README that moved fails the setup, naming
+the edit, rather than installing something else):
+
+- ``apt install``: the image already carries the packages (tests/vm/image.py); the line
+  checks that they are installed.
+- ``git clone ~/shuffler``: the checkout is the host's, handed in as a git repository on
+  the data disk (tests/vm/machine.py).
+- ``pip install '.[pi]'``: from the wheels the host fetched (``pip wheel '.[pi]'``).
+- the config: the scenario's (tests/vm/config.toml: the shipped one with emulation's
+  timings).
+- ``selftest``: it asks the builder to touch each part; the scenarios drive the parts.
+- before ``daemon-reload``, the one test-only drop-in: the unit sees a Pi's /proc/cpuinfo
+  (gpiozero refuses to run off a Pi).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.vm.guest import DATA, Guest
+from tests.vm.image import Steps
+
+FENCE = "```sh deploy-debian"
+#: the drop-in's path in the guest; its text is machine.CPUINFO_DROPIN
+DROPIN = "/etc/systemd/system/shuffler.service.d/vm-pi.conf"
+
+
+def block(readme: Path) -> list[str] | None:
+    """The block's commands (no comments, no blank lines, no ``sudo``), None if the
+    README has no such block."""
+    text = readme.read_text()
+    if FENCE not in text:
+        return None
+    body = text.split(FENCE, 1)[1].split("\n```", 1)[0]
+    lines = [line.strip() for line in body.splitlines()]
+    return [re.sub(r"^sudo ", "", line) for line in lines if line and not line.startswith("#")]
+
+
+#: (what the edit is for, the line it matches, what the line becomes: a function of it)
+EDITS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
+    ("the image carries the packages", r"^apt install ",
+     lambda line: "dpkg-query -W " + line.split(" ", 2)[2] + " >/dev/null"),
+    ("the host's checkout", r"^git clone ~/shuffler ",
+     lambda line: line.replace("~/shuffler", f"{DATA}/src", 1)),
+    ("the host's wheels", r"^\.venv/bin/pip install ",
+     lambda line: line + f" --no-index --find-links {DATA}/wheels"),
+    ("the scenario's config", r"^install .* docs/deploy/config\.toml /etc/shuffler/config\.toml$",
+     lambda line: line.replace("docs/deploy/config.toml", "tests/vm/config.toml")),
+    ("selftest asks the builder to touch each part", r"^shuffler .*selftest$",
+     lambda line: "true"),
+    ("the test-only drop-in: a Pi's /proc/cpuinfo", r"^systemctl daemon-reload$",
+     lambda line: f"test -f {DROPIN} && {line}"),
+)
+
+
+def edited(lines: list[str]) -> list[str]:
+    """The block with :data:`EDITS` applied; an edit that matches no line, or more than
+    one, is an error naming it."""
+    out = list(lines)
+    for what, pattern, change in EDITS:
+        hits = [i for i, line in enumerate(lines) if re.search(pattern, line)]
+        if len(hits) != 1:
+            raise AssertionError(f"docs/deploy/README.md's {FENCE[6:]} block: the edit for "
+                                 f"{what!r} matches {len(hits)} lines, not one")
+        out[hits[0]] = change(lines[hits[0]])
+    return out
+
+
+def run(guest: Guest, readme: Path, steps: Steps, before_reload: Callable[[], None]) -> None:
+    """Each line in a shell of its own, in the folder the block's ``cd`` lines left;
+    ``before_reload()`` puts the test-only files in place before ``daemon-reload``."""
+    lines = block(readme)
+    assert lines is not None, f"{readme} has no {FENCE[6:]} block"
+    cwd = "/"
+    for line in edited(lines):
+        if line.startswith("cd "):
+            cwd = line[3:].strip()
+            continue
+        if line.startswith(f"test -f {DROPIN}"):
+            before_reload()
+        with steps.step(f"deploy: {line[:70]}"):
+            guest.run(f"cd {shlex.quote(cwd)} && {line}", timeout=900)
