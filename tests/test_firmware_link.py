@@ -10,6 +10,7 @@ import queue
 import random
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 import serial
@@ -19,8 +20,10 @@ from firmware_bridge.framing import Frame, FrameDecoder, encode_frame
 from firmware_bridge.messages import (
     PROTOCOL_MAJOR,
     PROTOCOL_MINOR,
+    Ack,
     FaultCode,
     Hello,
+    HelloReply,
     Message,
     Msg,
     Pass,
@@ -128,16 +131,21 @@ class RawHost:
     def beat(self) -> None:
         self.port.write(encode_frame(Frame(0, Msg.HEARTBEAT)))
 
-    def pump(self, seconds: float) -> None:
-        """Read (acknowledging if ``acking``) and beat for ``seconds``."""
+    def pump(self, seconds: float, until: Callable[[], bool] | None = None) -> bool:
+        """Read (acknowledging if ``acking``) and beat for ``seconds``, or only until
+        ``until()`` holds (a bound for a wait on something that must come): whether it
+        held. A wait for something that must *not* come gives no ``until``."""
         end = time.monotonic() + seconds
         while time.monotonic() < end:
+            if until is not None and until():
+                return True
             self.beat()
             for frame in self.decoder.feed(self.port.read(512)):
                 msg = decode_payload(frame.type, frame.payload)
                 self.got.append((frame.seq, msg))
                 if frame.seq and self.acking:
                     self.port.write(encode_frame(Frame(0, Msg.ACK, bytes([frame.seq]))))
+        return until is None or until()
 
     def done(self) -> list[PassDone]:
         """Every PASS_DONE heard, each copy counted once (the chip repeats until an ACK)."""
@@ -147,11 +155,14 @@ class RawHost:
                 seen[seq] = msg
         return list(seen.values())
 
+    def acked(self, seq: int) -> bool:
+        return any(isinstance(msg, Ack) and msg.seq == seq for _, msg in self.got)
+
     def open_session(self) -> None:
         self.send(Hello(PROTOCOL_MAJOR, PROTOCOL_MINOR))
-        self.pump(0.3)
-        self.send(config_message(FaultLimits(), 5.0))
-        self.pump(0.3)
+        assert self.pump(10.0, lambda: any(isinstance(m, HelloReply) for _, m in self.got))
+        config = self.send(config_message(FaultLimits(), 5.0))
+        assert self.pump(10.0, lambda: self.acked(config))
 
 
 def test_a_full_reply_queue_never_loses_the_pass_done():

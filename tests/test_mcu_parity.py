@@ -112,14 +112,15 @@ def test_a_full_reply_queue_leaves_requests_unacknowledged_and_keeps_the_pass_do
         assert 1 <= len(taken) <= QUEUE_SLOTS and taken == asks[:len(taken)], taken
         assert not [d for d in host.done() if d.pass_id == 77]
         host.acking = True
-        host.pump(3.0)
+        host.pump(10.0, lambda: any(d.pass_id == 77 for d in host.done()))
         done = [d for d in host.done() if d.pass_id == 77]
         assert len(done) == 1 and done[0].counted == 24 and done[0].fault is FaultCode.NONE
         # the host repeats one left unacknowledged: now there is room, it is taken
         left = asks[len(taken)]
         before = sum(isinstance(m, StatusReply) for _, m in host.got)
         host.send(StatusAsk(), left)
-        host.pump(0.5)
+        host.pump(10.0, lambda: acked(host, [left]) == [left] and sum(
+            isinstance(m, StatusReply) for _, m in host.got) > before)
         assert acked(host, [left]) == [left]
         assert sum(isinstance(m, StatusReply) for _, m in host.got) == before + 1
     finally:
@@ -134,7 +135,8 @@ def test_a_pass_while_the_last_pass_done_waits_for_its_ack_is_left_unacknowledge
         host.send(Pass(1, 24, labels))
         host.pump(0.1)
         host.acking = False
-        host.pump(1.5)  # the pass ends: its PASS_DONE is repeated, not acknowledged
+        # the pass ends: its PASS_DONE comes (it is repeated, not acknowledged)
+        host.pump(10.0, lambda: bool(host.done()))
         assert [d.pass_id for d in host.done()] == [1]
         second = host.send(Pass(2, 24, labels))
         host.pump(0.3)
@@ -142,7 +144,7 @@ def test_a_pass_while_the_last_pass_done_waits_for_its_ack_is_left_unacknowledge
         host.acking = True
         host.pump(0.5)  # PASS_DONE 1 acknowledged at its next repeat
         host.send(Pass(2, 24, labels), second)  # the host repeats it: now it runs
-        host.pump(1.5)
+        host.pump(10.0, lambda: acked(host, [second]) == [second] and len(host.done()) == 2)
         assert acked(host, [second]) == [second]
         assert [(d.pass_id, d.counted, d.fault) for d in host.done()] == [
             (1, 24, FaultCode.NONE), (2, 24, FaultCode.NONE)]

@@ -26,7 +26,9 @@ JAM = {"kind": "jam", "message": "Jam at card 13 of 24: free the throat.", "card
 
 
 def shuffler(state_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """The installed command, as a dealer runs it (fast simulator, no service)."""
+    """The installed command, as a dealer runs it (fast simulator, no service): for the
+    test whose promise a process's timeout checks; the others run the CLI in-process
+    (conftest's ``run``, the same command line)."""
     env = {**os.environ, "SHUFFLER_CONFIG": ""}
     return subprocess.run([SHUFFLER, "--no-service", "--sim-speed", "1000000", "--state-dir",
                            str(state_dir), *args],
@@ -132,17 +134,17 @@ def test_a_fresh_state_never_reuses_a_pass_id_of_the_audit_log(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [{}, False, 0, ""])
-def test_a_falsy_fault_never_drops_a_latched_jam(tmp_path, bad):
+def test_a_falsy_fault_never_drops_a_latched_jam(run, tmp_path, bad):
     """Before: `fault: {}` read as "no fault" and the next pass ran."""
     state_dir = tmp_path / "s"
     write(state_dir, latched_state(fault=bad))
-    first = shuffler(state_dir, "pass")
-    assert first.returncode == 2 and "Traceback" not in first.stderr
+    first = run("pass", state=str(state_dir))
+    assert first.exit_code == 2 and "Traceback" not in first.stderr
     assert f"{state_dir / 'state.json'}: fault" in first.stderr
-    again = shuffler(state_dir, "pass")
-    assert again.returncode == 3 and "state_damaged" in again.stderr
-    assert shuffler(state_dir, "clear").returncode == 0
-    assert shuffler(state_dir, "pass").returncode == 0
+    again = run("pass", state=str(state_dir))
+    assert again.exit_code == 3 and "state_damaged" in again.stderr
+    assert run("clear", state=str(state_dir)).exit_code == 0
+    assert run("pass", state=str(state_dir)).exit_code == 0
 
 
 @pytest.mark.parametrize(("command", "content"), [
@@ -153,51 +155,52 @@ def test_a_falsy_fault_never_drops_a_latched_jam(tmp_path, bad):
     ("status", b"\xff\xfe{}"),
     ("clear", b"[" * 5000),
 ], ids=["fault", "in_flight", "battery", "hand", "bytes", "nesting"])
-def test_no_command_crashes_on_a_damaged_state_file(tmp_path, command, content):
+def test_no_command_crashes_on_a_damaged_state_file(run, tmp_path, command, content):
     """Before: 179 of 921 such runs exited 1 with a traceback, status and clear included."""
     write(tmp_path, content)
-    result = shuffler(tmp_path, command)
-    assert result.returncode == 2, result.stderr
+    result = run(command, state=str(tmp_path))
+    assert result.exit_code == 2, result.stderr
     assert "Traceback" not in result.stderr and str(tmp_path / "state.json") in result.stderr
     assert "set aside" in result.stderr
 
 
-def test_a_pass_never_starts_when_its_audit_record_cannot_be_written(tmp_path):
+def test_a_pass_never_starts_when_its_audit_record_cannot_be_written(run, tmp_path):
     """Before: the pass dealt its cards, exited 1 and left a pass in flight that broke
     every later command."""
     (tmp_path / "audit.jsonl").mkdir()  # not a file: no record can be appended
-    result = shuffler(tmp_path, "--json", "pass")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+    result = run("--json", "pass", state=str(tmp_path))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
     message = json.loads(result.stdout)["error"]["message"]  # --json: on stdout only
     assert f"{tmp_path / 'audit.jsonl'}: cannot write the audit log" in message
     assert "nothing was started" in message and result.stderr == ""
     assert StateStore(tmp_path).load().in_flight is None
     assert StateStore(tmp_path).load().passes == 0
-    status = shuffler(tmp_path, "status")  # nothing left broken behind
-    assert status.returncode == 0, status.stderr
+    status = run("status", state=str(tmp_path))  # nothing left broken behind
+    assert status.exit_code == 0, status.stderr
 
 
 @pytest.mark.parametrize(("make", "says"), [
     (lambda p: os.mkfifo(p), "a FIFO, not a regular file"),
     (lambda p: p.symlink_to("/dev/full"), "a symbolic link, which is never followed")])
-def test_an_audit_log_that_is_not_a_file_stops_the_pass_before_the_motor(tmp_path, make, says):
+def test_an_audit_log_that_is_not_a_file_stops_the_pass_before_the_motor(run, tmp_path, make,
+                                                                        says):
     make(tmp_path / "audit.jsonl")
-    result = shuffler(tmp_path, "hand", "--passes", "2")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+    result = run("hand", "--passes", "2", state=str(tmp_path))
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert "audit.jsonl: cannot write the audit log" in result.stderr and says in result.stderr
     assert StateStore(tmp_path).load().passes == 0
 
 
 @pytest.mark.parametrize("where", ["file-as-folder", "proc"])
-def test_a_state_folder_that_cannot_be_made_is_exit_2_with_the_path(tmp_path, where):
+def test_a_state_folder_that_cannot_be_made_is_exit_2_with_the_path(run, tmp_path, where):
     if where == "file-as-folder":
         (tmp_path / "plain").write_text("x")
         state_dir = tmp_path / "plain" / "state"
     else:
         state_dir = Path("/proc/shuffler-state")
     for command in ("pass", "clear"):  # status only reads: a missing folder is no state
-        result = shuffler(state_dir, command)
-        assert result.returncode == 2, result.stderr
+        result = run(command, state=str(state_dir))
+        assert result.exit_code == 2, result.stderr
         assert str(state_dir) in result.stderr and "Traceback" not in result.stderr
 
 
@@ -239,14 +242,15 @@ def small_disk(tmp_path: Path, size: str) -> Iterator[Path]:
         subprocess.run(["umount", str(mnt)], check=False)
 
 
-def test_a_full_disk_under_the_state_is_exit_2(tmp_path):
+def test_a_full_disk_under_the_state_is_exit_2(run, tmp_path):
     with small_disk(tmp_path, "16k") as mnt:
         (mnt / "filler").write_bytes(b"\0" * 12288)  # leaves less than a state file needs
         store = StateStore(mnt)
         with pytest.raises(FileAccessError, match=f"{mnt}.*No space left"):
             store.save(State(battery=[[24, 8.0]] * 500))
-        result = shuffler(mnt, "pass")  # the audit log's disk is full: the motor never starts
-        assert result.returncode == 2 and "Traceback" not in result.stderr
+        # the audit log's disk is full: the motor never starts
+        result = run("pass", state=str(mnt))
+        assert result.exit_code == 2 and "Traceback" not in result.stderr
         assert "the disk is full; nothing was started" in result.stderr
         assert StateStore(mnt).load().passes == 0
 
