@@ -1,6 +1,7 @@
 """The VM tier's build (tests/vm/image.py, tests/vm/kmod.py): the guest boots the pinned
 kernel, the simulator modules are built for that kernel with the ``keep_released``
-option, and an edit that no longer finds its anchor in the kernel's source fails the
+option and, loaded in the guest, keep a released line's level; an edit that no longer
+finds its anchor in the kernel's source (or in the README's Debian block) fails the
 build rather than building something else."""
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from shuffler.pinmap import WIRES
 from tests.vm import deploy
 from tests.vm.conftest import Built
+from tests.vm.guest import Guest
 from tests.vm.image import KERNEL_ABI
 from tests.vm.kmod import EDITS, apply_edits
 
@@ -71,3 +74,19 @@ def test_the_guest_is_installed_by_the_readme_debian_block_every_edit_matching_o
     assert not any(line.startswith("apt ") or "~/" in line for line in out), out
     with pytest.raises(AssertionError, match=re.escape('"the host\'s checkout" matches 0 lines')):
         deploy.edited([line for line in lines if not line.startswith("git clone")])
+
+
+def test_the_loaded_simulator_keeps_a_released_output_at_its_level(guest: Guest) -> None:
+    """keep_released=1 in the guest's kernel: an output that lgpio drove high and then
+    released stays high, as on a Pi (upstream gpio-sim would drop it to its pull)."""
+    spare = 40  # on the chip, in no pin map role
+    assert spare not in {wire.bcm for wire in WIRES.values()}
+    guest.pull(spare, up=False)
+    guest.run("cd /tmp && /opt/shuffler/.venv/bin/python -c 'import lgpio; "
+              f"h = lgpio.gpiochip_open(0); lgpio.gpio_claim_output(h, {spare}, 1); "
+              "lgpio.gpiochip_close(h)'")
+    assert guest.line(spare) == 1
+    guest.run(f"cd /tmp && /opt/shuffler/.venv/bin/python -c 'import lgpio; "
+              f"h = lgpio.gpiochip_open(0); lgpio.gpio_claim_output(h, {spare}, 0); "
+              "lgpio.gpiochip_close(h)'")
+    assert guest.line(spare) == 0
