@@ -390,3 +390,41 @@ def test_after_a_reconnect_online_goes_first_then_discovery_then_state_whatever_
         t._closing = True
         t._wake.notify()
     t._sender.join(5)
+
+
+def test_a_flood_of_passes_with_a_slow_sender_drops_passes_never_a_command_reply():
+    from types import SimpleNamespace
+
+    warned = []
+
+    class Logger:
+        def warning(self, what, **fields):
+            warned.append((what, fields))
+    fake = FakeClient(None)
+    slow = fake.publish
+
+    def publish(topic, payload, qos=0, retain=False):
+        time.sleep(0.002)  # a starved machine: the sender falls far behind
+        return slow(topic, payload, qos, retain)
+    fake.publish = publish
+    t = Telemetry(MqttConfig(host="h", table="t1", queue_limit=50, remote_actions=False),
+                  client_factory=lambda config: fake)
+    t._drops.logger = Logger()
+    t._on_connect(fake, None, None, Reason())
+    t._sender.start()
+    for i in range(40):  # each refused (actions off), between floods of passes
+        t._on_message(fake, None, SimpleNamespace(
+            topic="shuffler/t1/command", payload=json.dumps({"cmd": "clear", "id": f"c{i}"})
+            .encode()))
+        for n in range(20):
+            t.publish("pass", {"n": n})
+    wait_for(lambda: not (t._replies or t._queue), 30, "the queues drained")
+    assert fake.sent.count("shuffler/t1/command/reply") == 40  # every reply
+    assert t.dropped > 0  # passes went, counted
+    drops = [f for w, f in warned if w.startswith("telemetry messages dropped")]
+    assert drops and drops[0]["topic"] == "shuffler/t1/pass"
+    assert len(drops) < 5  # once a burst, not once each
+    with t._wake:
+        t._closing = True
+        t._wake.notify()
+    t._sender.join(5)

@@ -17,10 +17,12 @@ order: the payloads are built from the reports the CLI prints.
 The deciding loop never waits on the broker: it hands messages to a bounded queue
 (:meth:`Telemetry.publish`), and one sender thread feeds the MQTT client, whose own
 bounded store keeps QoS 1 messages while the broker is away and resends them when it is
-back. When the queue is full the oldest message goes, and the drop is counted. Retained
-messages (availability, discovery, state, fault, score) travel in a lane of their own,
-one per topic and ahead of everything else, so no flood can drop them; after every
-reconnect ``online`` goes first, then discovery, then each retained message.
+back. When the queue is full the oldest message goes, and the drop is counted and logged
+once per burst. Retained messages (availability, discovery, state, fault, score) travel
+in a lane of their own, one per topic and ahead of everything else, so no flood can drop
+them; after every reconnect ``online`` goes first, then discovery, then each retained
+message. Command replies have a lane of their own too (``queue_limit`` deep), after the
+retained ones and ahead of passes and hands: a flood of telemetry never drops a reply.
 
 MQTT's network thread (paho's) never runs a command: it checks it and puts it in a
 bounded queue (:data:`COMMAND_QUEUE`); one worker hands each to the service, whose
@@ -140,6 +142,8 @@ class Telemetry:
         self.connected = threading.Event()
         self.commands: queue.Queue[dict[str, Any] | None] = queue.Queue(COMMAND_QUEUE)
         self._queue: collections.deque[_Message] = collections.deque()
+        self._replies: collections.deque[_Message] = collections.deque()  # command replies
+        self._drops = Burst(log, "telemetry messages dropped (the queue was full)")
         self._control: dict[str, _Message] = {}  # retained, by topic, sent first
         self._wake = threading.Condition()
         self._closing = False
@@ -175,10 +179,12 @@ class Telemetry:
             if retain:
                 self._retained[msg.topic] = self._control[msg.topic] = msg
             else:
-                if len(self._queue) >= self.config.queue_limit:
-                    self._queue.popleft()
+                lane = self._replies if name == "command_reply" else self._queue
+                if len(lane) >= self.config.queue_limit:
+                    gone = lane.popleft()
                     self.dropped += 1
-                self._queue.append(msg)
+                    self._drops.note(topic=gone.topic, dropped=self.dropped)
+                lane.append(msg)
             self._wake.notify()
 
     def state(self, status: dict[str, Any]) -> None:
@@ -205,10 +211,12 @@ class Telemetry:
     def _next(self) -> _Message | None:
         """The next message to send (retained ones first), or None when closing."""
         with self._wake:
-            while not (self._control or self._queue or self._closing):
+            while not (self._control or self._replies or self._queue or self._closing):
                 self._wake.wait()
             if self._control:
                 return self._control.pop(next(iter(self._control)))
+            if self._replies:
+                return self._replies.popleft()
             return self._queue.popleft() if self._queue else None
 
     def _send_loop(self) -> None:
