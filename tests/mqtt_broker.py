@@ -29,7 +29,8 @@ def free_port() -> int:
 
 class Broker:
     def __init__(self, folder: Path, *, users: dict[str, str] | None = None,
-                 acl: str | None = None, persistent: bool = False) -> None:
+                 acl: str | None = None, persistent: bool = False,
+                 queue: int | None = None) -> None:
         self.folder = folder
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
@@ -37,10 +38,13 @@ class Broker:
         # a room's broker: sessions on disk, and a deep queue for a slow organiser
         keep = ["persistence true", f"persistence_location {folder}/", "autosave_interval 1",
                 "max_queued_messages 1000000"]
+        # queue: the messages held per connected client beyond those in flight (Mosquitto's
+        # default is 1000; past it the broker drops that client's QoS 1 messages)
+        deep = [] if queue is None else [f"max_queued_messages {queue}"]
         lines = [f"listener {self.port} 127.0.0.1",
-                 *(keep if persistent else ["persistence false"]),
+                 *(keep if persistent else ["persistence false", *deep]),
                  f"user {getpass.getuser()}",
-                 "log_dest stderr", "log_type error", "log_type warning"]
+                 "log_dest stderr", "log_type error", "log_type warning", "log_type notice"]
         if users:
             pw = folder / "passwd"
             pw.write_text("".join(f"{u}:{p}\n" for u, p in users.items()))
