@@ -242,9 +242,9 @@ def view_latency(tmp: Path, tables: int = 50, rounds: int = 20) -> list[float]:
 
 def telemetry_rate(tmp: Path, seconds: float = 3.0) -> tuple[float, float, float]:
     """(messages/s delivered from one table, a pass's wall seconds alone, with flooding)."""
-    from shuffler.backends import open_device
     from shuffler.config import Config, MqttConfig
     from shuffler.core.planning import Mode, PackTracker, make_planner, system_random
+    from shuffler.device.registry import open_device
     from shuffler.faces.telemetry import Telemetry, connect_client
 
     broker = Broker(tmp).start()

@@ -62,8 +62,9 @@ def main() -> int:
     shuffler = str(Path(py).with_name("shuffler"))
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "SHUFFLER_STATE_DIR": str(Path(tmp) / "state"),
-               "SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(Path(tmp) / "none.sock")}
+               "SHUFFLER_CONFIG": "", "XDG_RUNTIME_DIR": str(Path(tmp) / "run")}
         env.pop("SHUFFLER_CHECK_SCHEMAS", None)
+        env.pop("SHUFFLER_SOCKET", None)  # no service at the default socket: status in-process
         env.pop("PYTHONDONTWRITEBYTECODE", None)  # the warm-up run writes our bytecode
         cases = {
             "baseline: python -c 'import click, structlog'":

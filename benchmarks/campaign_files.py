@@ -278,7 +278,7 @@ def judge(state: Path, scenario: str, reports: bytes, code: int, before: int,
     if whole < before + reports.count(b"A"):
         return "lost record", (f"{before} records before, {reports.count(b'A')} appended, "
                                f"{whole} whole afterwards")
-    env = {"SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(state / "none.sock")}
+    env = {"SHUFFLER_CONFIG": "", "SHUFFLER_NO_SERVICE": "1"}
     status, out = invoke_cli(_cli_args(state, ["--json", "status"]), env)
     if status not in ("ok", "clean error"):
         return status, f"status after the run: {out[-300:]}"
@@ -298,7 +298,7 @@ def _prepare(state: Path, scenario: str) -> int:
     for old in state.iterdir():
         old.unlink()
     if scenario == "clear":
-        env = {"SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(state / "none.sock")}
+        env = {"SHUFFLER_CONFIG": "", "SHUFFLER_NO_SERVICE": "1"}
         invoke_cli(_cli_args(state, ["--sim-fault", "jam:13", "pass"]), env)
     return len(_records(state))
 
@@ -334,7 +334,7 @@ def run_files(scenario: str, full: bool) -> Section:
 def run_torn(full: bool) -> Section:
     section = Section("torn audit")
     folder = scratch("campaign-torn-")
-    env = {"SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(folder / "none.sock")}
+    env = {"SHUFFLER_CONFIG": "", "SHUFFLER_NO_SERVICE": "1"}
     record = json.dumps({"id": 1, "counted": 24, "expected": 24, "fault": None}).encode()
     cuts = range(1, len(record)) if full else (1, len(record) // 2, len(record) - 1)
     for cut in cuts:
@@ -415,7 +415,7 @@ def _full_disk_case(mnt: Path, fault: list[str], delay: float) -> tuple[str, str
 def run_symlinks(full: bool) -> Section:
     section = Section("symlinks")
     folder = scratch("campaign-links-")
-    env = {"SHUFFLER_CONFIG": "", "SHUFFLER_SOCKET": str(folder / "none.sock")}
+    env = {"SHUFFLER_CONFIG": "", "SHUFFLER_NO_SERVICE": "1"}
     commands = (["status"], ["pass"], ["clear"], ["hand", "--passes", "2"]) if full else (
         ["pass"],)
     for name in ("state.json", "audit.jsonl", "machine.lock", ".reserve"):

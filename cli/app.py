@@ -6,12 +6,13 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from . import options
 from .options import GlobalOptions, wants_json
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from shuffler.device.contract import ShufflerDevice
     from shuffler.errors import ShufflerError
     from shuffler.service.client import ServiceClient
-    from shuffler.store.lock import MachineLock
+    from shuffler.store.lock import DeviceLock, MachineLock
 
 #: the version of every JSON object we print (docs/json.md); bump on a breaking change
 SCHEMA = 1
@@ -54,14 +55,30 @@ class App:
     devices: list[ShufflerDevice] = field(default_factory=list)
     clients: list[ServiceClient] = field(default_factory=list)
     locks: list[MachineLock] = field(default_factory=list)
+    #: the device's own lock (:class:`~shuffler.store.lock.DeviceLock`), when it has one
+    device_locks: list[DeviceLock] = field(default_factory=list)
     #: the passes a command has seen end, kept for the report if it fails half-way
     pass_reports: list[dict[str, Any]] = field(default_factory=list)
     warned_sim: bool = False
+    #: the config's error when it did not load for a command that asks the service first
+    #: (stop, status): raised only if the command needs the config after all
+    config_error: ShufflerError | None = None
+    #: ``[service] user`` as written, for a config that did not load
+    service_user: str | None = None
+    #: how the socket was named (``--socket``, ``SHUFFLER_SOCKET``, ``[service] socket in
+    #: FILE``), None when it is the default: a named socket that is missing is an error
+    socket_named: str | None = None
+    #: the simulator's options given (as spelled: ``--sim-fault``, ``SHUFFLER_SIM_SPEED``):
+    #: for a simulator run here, refused beside a service (:meth:`service`)
+    sim_given: tuple[str, ...] = ()
 
     @property
     def config(self) -> Config:
         """The config: read by make_app when a file exists; else the defaults, made only
-        when a command needs them (one that asks a service never does)."""
+        when a command needs them (one that asks a service never does). A config that did
+        not load is its error here, exit 2."""
+        if self.config_error is not None:
+            raise self.config_error
         if self.loaded is None:
             from shuffler.config import Config
 
@@ -70,21 +87,27 @@ class App:
 
     @property
     def sim(self):
-        from shuffler.backends import SimOptions
+        from shuffler.device.registry import SimOptions
 
         o = self.options
         return SimOptions(o.sim_speed, o.sim_seed, tuple(o.sim_faults), o.sim_dealer,
-                          o.sim_uptime)
+                          o.sim_uptime, o.sim_ignores)
 
     def lock(self, holder: str | None = None, *, reading: bool = False) -> None:
         """Take the machine: exit 3 naming the holder if someone else drives it. With
         ``reading`` a state folder that cannot be written is a look, not an error."""
-        from shuffler.store.lock import MachineLock
+        from shuffler.device.registry import device_identity
+        from shuffler.store.lock import DeviceLock, MachineLock
 
         if not self.locks:
             lock = MachineLock(self.state_dir)
             lock.acquire(holder or command_path(), reading=reading)
             self.locks.append(lock)
+            # and the machine itself, whatever the state folder (a second --state-dir)
+            if (identity := device_identity(self.device_name)) is not None:
+                path, create = identity
+                self.device_locks.append(
+                    DeviceLock(path, self.device_name, create=create).acquire())
 
     @property
     def read_only(self) -> bool:
@@ -92,20 +115,22 @@ class App:
         return bool(self.locks) and self.locks[0].read_only
 
     def open(self, cards: int, *, reading: bool = False) -> ShufflerDevice:
-        from shuffler.backends import open_device
         from shuffler.control.signals import leave_if_pending
+        from shuffler.device.registry import open_device
 
         self.check_fault_specs(cards)
         first_run = not self.json and not self.state_dir.exists()
         leave_if_pending()  # a signal whose exit was swallowed while we imported
         self.lock(reading=reading)
-        device = open_device(self.device_name, self.config, cards=cards, sim=self.sim)
+        # the state folder this command uses, for what a backend keeps there (driven pins)
+        config = replace(self.config, state_dir=self.state_dir)
+        device = open_device(self.device_name, config, cards=cards, sim=self.sim)
         self.devices.append(device)
         leave_if_pending()
         if first_run:  # said once the machine opened: a failure stays one line naming its cause
-            click.echo(f"shuffler: first run here: the counters, a latched fault and a hand "
-                       f"left unfinished are kept in {self.state_dir} (--state-dir, or "
-                       "state_dir in the config, to keep them elsewhere)", err=True)
+            self.say(f"first run here: the counters, a latched fault and a hand left "
+                     f"unfinished are kept in {self.state_dir} (--state-dir, or state_dir in "
+                     "the config, to keep them elsewhere)")
         return device
 
     def check_fault_specs(self, cards: int) -> None:
@@ -145,9 +170,8 @@ class App:
             return controller
         settled = controller.recover()
         if settled and settled.get("interrupted"):
-            click.echo(f"shuffler: pass {settled.get('pass', '?')} of hand "
-                       f"{settled.get('hand', '?')} was interrupted (recorded in the audit "
-                       "log); the motor is off", err=True)
+            self.say(f"pass {settled.get('pass', '?')} of hand {settled.get('hand', '?')} was "
+                     "interrupted (recorded in the audit log); the motor is off")
         return controller
 
     def service(self) -> ServiceClient | None:
@@ -156,16 +180,58 @@ class App:
         so is a missing one on a machine whose service drives a real device."""
         if not self.use_service:
             return None
-        if not os.path.lexists(self.socket):  # no socket: no service
-            self.no_service_here()
+        if self.sim_given:
+            self.no_service_for_sim()
+            if self.config_error is None:
+                self.no_service_here()
             return None
-        from shuffler.service.client import ServiceClient, trusted_uids
+        if not something_at(self.socket):  # no socket: no service
+            if self.socket_named is not None:
+                from shuffler.service.client import NO_SERVICE_HINT, ServiceUnreachableError
 
-        user = self.loaded.service.user if self.loaded is not None else None
-        client = ServiceClient.reach(self.socket, trusted=trusted_uids(user))
+                raise ServiceUnreachableError(
+                    f"{self.socket}: no such socket ({self.socket_named} names it), so no "
+                    "service answers there: start the service (sudo systemctl start "
+                    f"shuffler, or shuffler --socket {self.socket} serve), name the socket "
+                    f"it listens on, {NO_SERVICE_HINT}", "service_not_running")
+            if self.config_error is None:
+                self.no_service_here()
+            return None
+        client = self.reach()
         if client is not None:
             self.clients.append(client)
         return client
+
+    def reach(self) -> ServiceClient | None:
+        from shuffler.service.client import ServiceClient, trusted_uids
+
+        user = self.loaded.service.user if self.loaded is not None else self.service_user
+        return ServiceClient.reach(self.socket, trusted=trusted_uids(user))
+
+    def no_service_for_sim(self) -> None:
+        """The simulator's options are for a simulator this command runs itself: beside a
+        named socket or a service that answers they would never reach the machine that
+        deals, so they are refused (exit 2), saying why."""
+        from shuffler.service.client import ServiceUnreachableError, SimBesideServiceError
+
+        given = " and ".join(self.sim_given)
+        where = None
+        if self.socket_named is not None:
+            where = f"{self.socket_named} names the service's socket {self.socket}"
+        elif something_at(self.socket):
+            try:
+                client = self.reach()
+            except ServiceUnreachableError:  # none answers: nothing else deals
+                client = None
+            if client is not None:
+                client.close()
+                where = f"a service answers at {self.socket}"
+        if where is not None:
+            raise SimBesideServiceError(
+                f"{given}: for a simulator this command runs itself, but {where}, and "
+                "the service's machine would not get it: pass --no-service to run the "
+                f"simulator here (state in {self.state_dir}), or give it to a service "
+                "as it starts (they are options of `shuffler serve` too)")
 
     def no_service_here(self) -> None:
         """No service answers: on a machine with one installed, a real device is the
@@ -208,8 +274,8 @@ class App:
         return local(self.controller(device), self.config)
 
     def session(self, cards: int) -> Session:
-        from shuffler.backends import plan_source
         from shuffler.control.session import Session
+        from shuffler.device.registry import plan_source
 
         device = self.open(cards)
         return Session(self.controller(device), self.config, plan_source(device, self.sim.seed))
@@ -221,9 +287,12 @@ class App:
             device.close()
         for lock in self.locks:
             lock.release()
+        for device_lock in self.device_locks:
+            device_lock.release()
         self.clients.clear()
         self.devices.clear()
         self.locks.clear()
+        self.device_locks.clear()
 
     def emit(self, obj: dict[str, Any], text: str | None = None) -> None:
         """The command's result: JSON (checked against the command's schema when
@@ -241,6 +310,10 @@ class App:
         from its fault, the passes that ran as ``pass_reports``, its report beside them."""
         code = int(result.pop("exit"))
         report = result[key]
+        if key == "pass" and self.clients:  # as a hand's pass events are (Progress)
+            from shuffler.control.reports import pass_log
+
+            log_line("pass", "info", **pass_log(report))
         if code and self.json and report["fault"]:
             fault = report["fault"]
             passes = report["pass_reports"] if key == "hand" else [report]
@@ -253,9 +326,39 @@ class App:
         return code
 
     def warn(self, message: str) -> None:
-        """A line for the dealer on stderr, ``shuffler:`` in red when colour is on."""
-        click.echo(click.style("shuffler:", fg="red", bold=True) + " " + message, err=True,
-                   color=self.color)
+        """A line for the dealer on stderr, ``shuffler:`` in red when colour is on (with
+        --log-json a JSON log line: every line on stderr is JSON then)."""
+        if self.options.log_json:
+            log_line(message)
+        else:
+            click.echo(click.style("shuffler:", fg="red", bold=True) + " " + message,
+                       err=True, color=self.color)
+
+    def say(self, message: str) -> None:
+        """A note on stderr, ``shuffler:`` before it (a JSON log line with --log-json)."""
+        if self.options.log_json:
+            log_line(message)
+        else:
+            click.echo(f"shuffler: {message}", err=True)
+
+
+def log_line(message: str, level: str = "warning", **fields: Any) -> None:
+    """A line for stderr as the JSON log says it (--log-json): the message its event."""
+    from shuffler.logs import get_logger
+
+    getattr(get_logger("shuffler.cli"), level)(message, **fields)
+
+
+def something_at(path: Path) -> bool:
+    """Whether anything is at ``path``, without loading the client: a folder on the way
+    that cannot be entered counts as there, so the client says why (the group to join)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def top_command() -> str:
@@ -292,15 +395,20 @@ def error_object(kind: str, message: str, code: int, **partial: Any) -> dict[str
     return obj
 
 
-def fail(app: App | None, error: ShufflerError, *, as_json: bool = False) -> NoReturn:
+def fail(app: App | None, error: ShufflerError, *, as_json: bool = False,
+         log_json: bool = False) -> NoReturn:
     from shuffler.errors import error_kind
 
     code = error.exit_code
     if (app is not None and app.json) or as_json:  # stdout only: stderr says nothing twice
         partial = {"pass_reports": app.pass_reports} if app and app.pass_reports else {}
         click.echo(json.dumps(error_object(error_kind(error), str(error), code, **partial)))
+    elif app is not None and app.options.log_json:
+        log_line(str(error), "error")
     elif app is not None:
         app.warn(str(error))
+    elif log_json:
+        log_line(str(error), "error")
     else:
         click.echo(f"shuffler: {error}", err=True)
     sys.exit(code)
@@ -339,6 +447,28 @@ def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:
     sys.exit(EXIT_USAGE)
 
 
+#: commands that ask the service first, so reach it whatever the config on disk holds:
+#: a config that does not load is a warning for them, an error only if it is needed
+ASK_FIRST = frozenset({"stop", "status"})
+
+
+def read_config(o: GlobalOptions) -> Config | None:
+    """The config the options name (``--config``), else the files found (the machine's
+    in /etc/shuffler, the user's over it); None when there is none. Raises its error."""
+    if o.config_path is not None:
+        from shuffler.config import load_config
+
+        return load_config(o.config_path)
+    from shuffler.paths import discovered_config_paths
+
+    found = discovered_config_paths()
+    if any(os.path.lexists(p) for p in found):
+        from shuffler.config import load_configs
+
+        return load_configs(found)
+    return None
+
+
 def make_app(ctx: click.Context, o: GlobalOptions) -> App:
     from shuffler.errors import ShufflerError
     from shuffler.files import default_state_dir
@@ -348,50 +478,99 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
     color = use_color(o.color)
     ctx.color = color
     configure(o.verbose, o.log_json, colors=use_color(o.color, sys.stderr))
+    # an explicit device is for an in-process run (the simulator's options too: they are
+    # refused beside a service, App.no_service_for_sim)
+    use_service = not (o.no_service or o.device_name)
     config: Config | None = None  # no file: the defaults, made when a command needs them
-    found = discovered_config_paths()
+    config_error: ShufflerError | None = None
+    found = [Path(o.config_path)] if o.config_path is not None else discovered_config_paths()
     try:
-        if o.config_path is not None:
-            from shuffler.config import load_config
-
-            config = load_config(o.config_path)
-        elif any(os.path.lexists(p) for p in found):
-            from shuffler.config import load_configs
-
-            config = load_configs(found)  # the machine's (/etc/shuffler), the user's over it
+        config = read_config(o)
     except ShufflerError as e:
-        fail(None, e, as_json=o.as_json)
-    sim_given = (o.sim_seed is not None or bool(o.sim_faults) or o.sim_dealer != "instructed"
-                 or o.sim_uptime > 0)
+        if not (use_service and ctx.invoked_subcommand in ASK_FIRST):
+            fail(None, e, as_json=o.as_json, log_json=o.log_json)
+        config_error = e  # stop and status still reach the service
+    written = written_service_keys(found) if config_error is not None else {}
     app = App(config, o, o.as_json, color,
               o.device_name or (config.device if config is not None else "sim"),
               Path(o.state_dir) if o.state_dir else (
                   (config.state_dir if config is not None else None) or default_state_dir()),
-              Path(o.socket_path) if o.socket_path else client_socket(config),
-              # simulator options and an explicit device are for an in-process run
-              use_service=not (o.no_service or sim_given or o.device_name))
+              Path(o.socket_path) if o.socket_path else client_socket(
+                  config, written.get("socket")),
+              use_service=use_service, config_error=config_error,
+              service_user=written.get("user"),
+              socket_named=socket_named(ctx, o, config, found),
+              sim_given=options.given(ctx, options.SIM_OPTIONS))
+    if config_error is not None:
+        app.warn(f"the config does not load ({config_error}); asking the service at "
+                 f"{app.socket} without it")
     ctx.call_on_close(app.close)
     if o.verbose >= 2:  # -vv: where everything comes from (logging loads only when asked)
         from shuffler.logs import get_logger
 
         get_logger("shuffler.cli").debug(
-            "resolved", config=app.config.source, device=app.device_name,
+            "resolved", config=app.config.source if config_error is None else "(broken)",
+            device=app.device_name,
             state=str(app.state_dir), socket=str(app.socket), service=app.use_service)
     return app
 
 
-def client_socket(config: Config | None) -> Path:
+def socket_named(ctx: click.Context, o: GlobalOptions, config: Config | None,
+                 found: list[Path]) -> str | None:
+    """How the socket was named, if it was: ``--socket`` (or its ``SHUFFLER_SOCKET``),
+    else ``[service] socket`` in the user's config (``--config``'s file, or the user's own
+    under ~/.config). The machine's config (/etc/shuffler) names the deployed service's
+    socket: that one missing is :meth:`App.no_service_here`'s."""
+    if o.socket_path is not None:
+        return options.given(ctx, ("socket_path",))[0]
+    users = [p for p in found[-1:] if os.path.lexists(p)]
+    if users and (config is None or config.service.socket is not None) and (
+            written_service_keys(users).get("socket") is not None):
+        return f"[service] socket in {users[0]}"
+    return None
+
+
+def client_socket(config: Config | None, written: str | None = None) -> Path:
     """Where a command asks the service, given no --socket: the config's ``[service]
-    socket``, else the deployed service's (/run/shuffler/shuffler.sock) when it is there or
-    a service is installed, else the user's own service's."""
+    socket`` (``written``: as a config that does not load writes it), else the deployed
+    service's (/run/shuffler/shuffler.sock) when it is there or a service is installed,
+    else the user's own service's."""
     from shuffler.paths import default_socket_path, service_installed, service_socket_path
 
     if config is not None and config.service.socket is not None:
         return config.service.socket
+    if written is not None:
+        return Path(written)
     deployed = service_socket_path()
     if os.path.lexists(deployed) or service_installed():
         return deployed
     return default_socket_path()
+
+
+def written_service_keys(paths: list[Path]) -> dict[str, str]:
+    """``[service] socket`` and ``user`` as the config files that still parse as TOML
+    write them (the later file's over the earlier's), without checking the rest: where
+    the service listens when a pin clash or an unknown key stops the config loading."""
+    import tomllib
+
+    from shuffler.errors import ShufflerError
+    from shuffler.files import read_limited
+
+    keys: dict[str, str] = {}
+    for path in paths:
+        try:
+            raw = read_limited(path, "config file")
+            doc = tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
+        except (ShufflerError, ValueError, RecursionError):  # unreadable or not TOML
+            continue
+        table = doc.get("service")
+        if not isinstance(table, dict):
+            continue
+        for key in ("socket", "user"):
+            value = table.get(key)
+            if isinstance(value, str) and value and "\0" not in value and len(value) < 108:
+                keys[key] = value
+    return keys
 
 
 class Progress:
@@ -405,6 +584,7 @@ class Progress:
         self.render = render
         self.bar = render.Progress()
         self.announced = False
+        self.said: set[int] = set()  # the passes whose line is out (before their prompt)
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
@@ -415,15 +595,25 @@ class Progress:
         elif kind == "pass":
             self.bar.end()
             self.app.pass_reports.append(event["pass"])
-            if not self.app.json:
+            if self.app.clients:  # the service logged it in its own journal: -v here too
+                from shuffler.control.reports import pass_log
+
+                log_line("pass", "info", **pass_log(event["pass"]))
+            if not self.app.json and event["pass"]["number"] not in self.said:
                 click.echo(self.render.pass_line(event["pass"], event["of"]))
         elif kind == "stack" and not self.app.json:
             self.bar.end()
+            if (dealt := event.get("pass")) is not None:  # the pass's report, then the prompt
+                self.said.add(dealt["number"])
+                click.echo(self.render.pass_line(dealt, event["of"]))
             if not self.announced and self.app.device_name.startswith("sim"):
                 self.announced = True
                 click.echo("(the simulator plays the dealer: piles restacked, touched)",
                            err=True)
-            click.echo(click.style(event["prompt"], bold=True), err=True, color=self.app.color)
+            # the other pile lifted first: the warning, in red as the LED flashes it
+            colour = "red" if event.get("warning") else None
+            click.echo(click.style(event["prompt"], bold=True, fg=colour), err=True,
+                       color=self.app.color)
         elif kind == "resume" and not self.app.json:
             click.echo(f"resuming hand {event['number']} at pass {event['at_pass']} of "
                        f"{event['of']}", err=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from .app import EXIT_OK, App, Progress, run_guarded
+from .app import EXIT_OK, App, Progress, read_config, run_guarded
 
 #: cards in a load (shuffler.core.cards.MAX_CARDS; a test keeps them equal)
 MAX_CARDS = 104
@@ -139,12 +139,19 @@ def stop(app: App) -> None:
     """
     from shuffler.service.client import ServiceUnreachableError
 
+    in_terminal = "a pass or hand run in a terminal stops with Ctrl-C"
+
     def body() -> int:
-        client = app.service()
+        try:
+            client = app.service()
+        except ServiceUnreachableError as e:
+            if e.kind != "service_not_running":
+                raise
+            raise ServiceUnreachableError(f"{e} ({in_terminal})", e.kind) from None
         if client is None:
             raise ServiceUnreachableError(
-                "no service is running here, so no pass of its to stop (a pass or hand "
-                "run in a terminal stops with Ctrl-C)", "service_not_running")
+                f"no service is running here, so no pass of its to stop ({in_terminal})",
+                "service_not_running")
         result = client.request("stop", None)
         app.emit(result, "stopped: the motor is off" if result["stopped"] else
                  "nothing to stop: no pass or hand was running (the motor is off)")
@@ -167,7 +174,8 @@ def clear(app: App) -> None:
         result = app.ask("clear", load=None, local=lambda s: s.do_clear())
         code = result.pop("exit")
         if not result["cleared"]:
-            text = "the machine still reports a fault: see `shuffler status`"
+            text = ("not cleared: " + result["still"]["message"] if result.get("still")
+                    else "the machine still reports a fault: see `shuffler status`")
         elif result["cleared_fault"]:
             text = f"cleared: {result['cleared_fault']['kind']}"
         else:
@@ -192,7 +200,7 @@ def serve(app: App, cards: int | None) -> None:
     from shuffler.faces.router import Faces
     from shuffler.logs import under_journal
     from shuffler.service.listening import ServiceRunningError
-    from shuffler.service.loop import Service, install_signal_handlers
+    from shuffler.service.loop import Service, install_signal_handlers, restart_in_place
     from shuffler.store.lock import MachineBusyError
 
     def body() -> int:
@@ -208,8 +216,15 @@ def serve(app: App, cards: int | None) -> None:
             service.announce = lambda w: app.warn(
                 f"serving the {w['device']} machine on {w['socket']}; page: {w['page']}; "
                 f"state in {w['state']}")
+        service.reload_check = lambda: read_config(app.options)  # SIGHUP: the config loads?
         install_signal_handlers(service)
-        service.run()
+        try:
+            service.run()
+        finally:  # a start that failed half-way (a face that would not start) leaves no socket
+            service.listener.close()
+        if service.reloading:  # SIGHUP and the config loads: the same command, started again
+            app.close()
+            restart_in_place()
         return EXIT_OK
 
     app.use_service = False

@@ -151,46 +151,59 @@ class LazyGroup(click.Group):
     def hoist_global_options(self, ctx: click.Context, args: list[str]) -> list[str]:
         """Move global options written after the command name in front of it."""
         takes_value, flags = options.global_option_names(self)
-        head: list[str] = []
-        i = 0
-        while i < len(args):  # the global part, up to the command's name
-            tok = args[i]
-            if tok == "--" or not tok.startswith("-") or tok == "-":
-                break
-            head.append(tok)
-            if tok in takes_value:
-                i += 1
-                if i < len(args):
-                    head.append(args[i])
-            i += 1
+        i = _command_index(args, takes_value)
         if i >= len(args) or args[i] == "--":
             return args
         name, rest = args[i], args[i + 1:]
         command = self.get_command(ctx, name) if name in self.commands_map else None
         own_value = options.value_option_names(command) if command is not None else set()
-        moved: list[str] = []
-        kept: list[str] = []
-        j = 0
-        while j < len(rest):
-            tok = rest[j]
-            if tok == "--":
-                kept.extend(rest[j:])
-                break
-            key = tok.split("=", 1)[0] if tok.startswith("--") else tok
-            if key in takes_value and key not in own_value:
-                moved.append(tok)
-                if "=" not in tok and j + 1 < len(rest):
-                    moved.append(rest[j + 1])
-                    j += 1
-            elif (key in flags or options.is_verbose_flag(key)) and key not in own_value:
-                moved.append(tok)
-            else:
-                kept.append(tok)
-                if key in own_value and "=" not in tok and j + 1 < len(rest):
-                    kept.append(rest[j + 1])
-                    j += 1
-            j += 1
-        return head + moved + [name] + kept
+        moved, kept = _hoisted(rest, takes_value - own_value, flags, own_value)
+        return args[:i] + moved + [name] + kept
+
+
+def _command_index(args: list[str], takes_value: set[str]) -> int:
+    """Where the command's name is: past the global options (and their values) in front
+    of it; at a ``--``, a lone ``-`` or the first word that is no option."""
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        if tok == "--" or not tok.startswith("-") or tok == "-":
+            break
+        i += 2 if tok in takes_value else 1
+    return min(i, len(args))
+
+
+def _hoisted(rest: list[str], global_value: set[str], flags: set[str],
+             own_value: set[str]) -> tuple[list[str], list[str]]:
+    """The command's arguments split: the global options among them (with their values)
+    to move in front of its name, and the command's own, kept in order; everything
+    after ``--`` stays the command's."""
+    moved: list[str] = []
+    kept: list[str] = []
+    j = 0
+    while j < len(rest):
+        tok = rest[j]
+        if tok == "--":
+            kept.extend(rest[j:])
+            break
+        key = tok.split("=", 1)[0] if tok.startswith("--") else tok
+        own = key not in global_value and (key in own_value or not _is_flag(key, flags))
+        taken = _with_value(rest, j, key in (own_value if own else global_value))
+        (kept if own else moved).extend(taken)
+        j += len(taken)
+    return moved, kept
+
+
+def _is_flag(key: str, flags: set[str]) -> bool:
+    return key in flags or options.is_verbose_flag(key)
+
+
+def _with_value(rest: list[str], j: int, takes_value: bool) -> list[str]:
+    """The option at ``rest[j]``, and the word after it when it takes a value not given
+    with ``=``."""
+    if takes_value and "=" not in rest[j] and j + 1 < len(rest):
+        return rest[j:j + 2]
+    return rest[j:j + 1]
 
 
 def _version() -> str:
@@ -235,14 +248,25 @@ def main(argv: list[str] | None = None) -> None:
 
     from .streams import finish, guard
 
-    install()  # every terminal signal: motor off on the way out (shuffler/control/signals.py)
     out, err = guard()  # a full or closed stdout/stderr: a clean exit (cli/streams.py)
     code: Any = 0
     try:
+        # every terminal signal: motor off on the way out (shuffler/control/signals.py);
+        # inside the try, as one landing while it installs raises at once
+        install()
         cli.main(args=argv, prog_name="shuffler")
     except KeyboardInterrupt:
         click.echo("shuffler: interrupted; the motor is off", err=True)
         code = 130
     except SystemExit as e:
         code = e.code
+    except RuntimeError as e:  # Python 3.11 wraps what a handler raised in __set_name__
+        cause = e.__cause__
+        if isinstance(cause, KeyboardInterrupt):
+            click.echo("shuffler: interrupted; the motor is off", err=True)
+            code = 130
+        elif isinstance(cause, SystemExit):
+            code = cause.code
+        else:
+            raise
     finish(code if isinstance(code, int) else (0 if code is None else 1), out, err)

@@ -40,6 +40,7 @@ class GlobalOptions:
     sim_faults: tuple[str, ...] = ()
     sim_dealer: str = "instructed"
     sim_uptime: float = 0.0
+    sim_ignores: bool = False
 
 
 class FiniteFloat(click.ParamType):
@@ -82,9 +83,30 @@ class SafePath(click.ParamType):
         return text
 
 
-#: --device's help: the registry's names (shuffler.device.registry, from the shuffler.devices
-#: entry points) as shuffler.device.registry.usage() says them (tests/test_registry.py)
+#: --device's help: the built-in backends (shuffler.device.registry.builtin(), from our
+#: shuffler.devices entry points) as registry.usage() says them (tests/test_registry.py);
+#: a backend another package registers is added when the help is shown (DeviceOption)
 DEVICE_HELP = "sim (default), sim-avr, sim-gpio, sim-serial, gpio or serial:PORT"
+
+
+def device_help() -> str:
+    """:data:`DEVICE_HELP` and, after it, every backend another package (or a test)
+    registers: only theirs are imported, and only when the help is shown."""
+    from shuffler.device import registry
+
+    extra = [b.usage for b in registry.others()]
+    if not extra:
+        return DEVICE_HELP
+    head, _, last = DEVICE_HELP.rpartition(" or ")
+    return ", ".join([head, last, *extra[:-1]]) + f" or {extra[-1]}"
+
+
+class DeviceOption(click.Option):
+    """``--device``: its help names the backends installed beside ours too."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = device_help()
+        return super().get_help_record(ctx)
 
 
 def _devices(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
@@ -104,7 +126,7 @@ def _devices(ctx: click.Context, param: click.Parameter, incomplete: str) -> lis
 
 def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
-        click.option("--device", "device_name", metavar="NAME", default=None,
+        click.option("--device", "device_name", cls=DeviceOption, metavar="NAME", default=None,
                      envvar="SHUFFLER_DEVICE", show_envvar=True, shell_complete=_devices,
                      help=DEVICE_HELP),
         click.option("--config", "config_path", type=SafePath(), default=None,
@@ -130,7 +152,7 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("-v", "--verbose", count=True, envvar="SHUFFLER_VERBOSE", show_envvar=True,
                      help="log more (-v info, -vv debug) on stderr"),
         click.option("--log-json", is_flag=True, envvar="SHUFFLER_LOG_JSON", show_envvar=True,
-                     help="log JSON lines on stderr"),
+                     help="log JSON lines on stderr: every line, its notes and errors too"),
         click.option("--sim-speed", type=FiniteFloat(0.01, 1e6), default=DEFAULT_SIM_SPEED,
                      envvar="SHUFFLER_SIM_SPEED", show_envvar=True,
                      help="simulated seconds per real second (1 = real time)"),
@@ -140,7 +162,9 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--sim-fault", "sim_faults", multiple=True, metavar="SPEC",
                      envvar="SHUFFLER_SIM_FAULT", show_envvar=True,
                      help="inject a fault (repeatable): jam:CARD[:FREES_AFTER], "
-                          "misfeed:CARD[:FREES_AFTER], double:CARD, battery:VOLTS"),
+                          "jam:CARD:stuck (the first clear still finds the card), "
+                          "misfeed:CARD[:FREES_AFTER], double:CARD, battery:VOLTS, "
+                          "dropout:MS (the beam clears MS ms inside every card)"),
         click.option("--sim-uptime", type=FiniteFloat(0, 4e9), default=0.0,
                      envvar="SHUFFLER_SIM_UPTIME", show_envvar=True,
                      help="the simulated device starts as if powered this many seconds "
@@ -151,10 +175,39 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
                           "pile on top, both piles at once, as the LED says but for the "
                           "last pass, the taller pile on top, the pile the last (or first) "
                           "card fell on"),
+        click.option("--sim-ignores", is_flag=True, default=False,
+                     envvar="SHUFFLER_SIM_IGNORES", show_envvar=True,
+                     help="the simulated dealer ignores the machine's warning of the other "
+                          "pile lifted first and keeps its stack with a long press "
+                          "[default: it puts the pile back and lifts the right one]"),
     ]
     for opt in reversed(opts):
         f = opt(f)
     return f
+
+
+#: the simulator's options (their parameter names): for a simulator run in-process
+SIM_OPTIONS = ("sim_speed", "sim_seed", "sim_faults", "sim_dealer", "sim_uptime",
+               "sim_ignores")
+
+
+def given(ctx: click.Context, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of the parameters ``names`` that were given, as the user spelled them: the
+    option (``--sim-fault``) from the command line, its variable (``SHUFFLER_SIM_FAULT``)
+    from the environment."""
+    spelled: list[str] = []
+    by_name = {p.name: p for p in ctx.command.params if isinstance(p, click.Option)}
+    for name in names:
+        source = ctx.get_parameter_source(name)
+        param = by_name.get(name)
+        if param is None or source is None:
+            continue
+        if source is click.core.ParameterSource.COMMANDLINE:
+            spelled.append(max(param.opts, key=len))
+        elif source is click.core.ParameterSource.ENVIRONMENT:
+            envvar = param.envvar if isinstance(param.envvar, str) else None
+            spelled.append(envvar or max(param.opts, key=len))
+    return tuple(spelled)
 
 
 def _names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:

@@ -7,6 +7,8 @@ from typing import Any, TextIO
 
 import click
 
+from shuffler.core.words import passes, plural
+
 
 def distance_number(distance) -> str:
     """Four significant digits, and never "1" for a distance below 1 (0.99996 is ">0.9999")."""
@@ -40,6 +42,8 @@ def pass_line(p: dict[str, Any], of: int | None = None) -> str:
     head = f"pass {p['number']}/{of}" if of else "pass"
     line = (f"{head}: {p['counted']}/{p['expected']} cards counted, "
             f"piles {p['piles'][0]} + {p['piles'][1]}, {p['seconds']:.1f} s")
+    if p.get("retries"):  # a card that stuck, backed out and fed again: said, not hidden
+        line += f", {plural(p['retries'], 'retry', 'retries')} to free a stuck card"
     if p.get("min_volts") is not None:
         line += f", battery {p['min_volts']:.2f} V under load"
     return line
@@ -77,15 +81,21 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
                if s["health"].get("reset_cause") else []),
              f"fault: {s['fault']['message'] if s['fault'] else 'none'}",
              battery_line(b),
-             f"counters: {c['hands']} hands, {c['passes']} passes, {c['cards']} cards, "
-             f"{c['jams']} jams, {c['interrupted']} interrupted",
+             f"counters: {plural(c['hands'], 'hand')}, {passes(c['passes'])}, "
+             f"{plural(c['cards'], 'card')}, {plural(c['jams'], 'jam')}, "
+             f"{c['interrupted']} interrupted",
              f"dealer: {s['dealer']}"]
     if last := s.get("last_hand"):
         fault = last["fault"]["kind"] if last["fault"] else "no touch"
         state = "done" if last["completed"] else f"stopped ({fault})"
+        # the hand's own words: "at most" where it said it, its note, nothing else added
+        exact = last.get("distance_exact")
+        if exact is None:  # an older state file: a hand whose track was lost was a bound
+            exact = last["tracking"]
+        note = f" ({last['distance_note']})" if last.get("distance_note") else ""
         lines.append(f"last hand: {last['number']}, {state}: {last['passes_done']} of "
-                     f"{last['passes']} passes, {distance_text(last['distance'])}, "
-                     f"tracking {'kept' if last['tracking'] else 'lost'}")
+                     f"{last['passes']} passes, {distance_text(last['distance'], exact)}"
+                     f"{note}")
     h = s.get("hand_in_progress")
     if h:
         lines.append(f"hand {h['number']} in progress: {h['passes_done']} of {h['passes']} "
@@ -115,8 +125,23 @@ def battery_line(b: dict[str, Any]) -> str:
         return NOT_MEASURED
     if (fault := monitor_text(b)) is not None:
         return fault
-    return (f"battery: {b['volts']:.2f} V, {b['percent']:.0f}%, {b['state']}, about "
-            f"{b['passes_left']} passes left" + unsteady_text(b))
+    left = (f"about {passes(b['passes_left'])} left" if b["passes_left"]
+            else "not one pass left")
+    return (f"battery: {b['volts']:.2f} V, {b['percent']:.0f}%, {b['state']}, {left}"
+            + unsteady_text(b))
+
+
+def passes_left_text(b: dict[str, Any]) -> str:
+    """The passes and hands left, in words: "about 2 passes of 24 cards left (1 to 2), no
+    hand of 5 passes", never "about 0 passes (0 to 0)" or "1 hands"."""
+    low, high = b["passes_left_range"]
+    cards, left = plural(b["cards"], "card"), b["passes_left"]
+    hands = plural(b["hands_left"], "hand", none="no hand")
+    of = f"of {passes(b['passes_per_hand'])}"
+    if high == 0:
+        return f"not one pass of {cards} left, {hands} {of}"
+    spread = f" ({low} to {high})" if low != high else ""
+    return f"about {passes(left)} of {cards} left{spread}, {hands} {of}"
 
 
 def battery_text(b: dict[str, Any]) -> str:
@@ -124,11 +149,8 @@ def battery_text(b: dict[str, Any]) -> str:
         return NOT_MEASURED
     if (fault := monitor_text(b)) is not None:
         return fault
-    low, high = b["passes_left_range"]
     text = (f"battery: {b['volts']:.2f} V {'under load' if b['under_load'] else 'at rest'}, "
-            f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n"
-            f"about {b['passes_left']} passes of {b['cards']} cards left ({low} to {high}), "
-            f"{b['hands_left']} hands of {b['passes_per_hand']} passes")
+            f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n" + passes_left_text(b))
     if b.get("swapped"):
         text += ("\n(another block than the last pass's: the estimate starts again from "
                  "its curve)")

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from shuffler.limits import TYPED_READING_MAX_VOLTS, TYPED_READING_MIN_VOLTS
+
 from .app import EXIT_OK, App, run_guarded
 
 STEPS = ("battery", "touch", "tray", "pile_left", "pile_right", "beam", "light", "buzzer",
@@ -42,10 +44,10 @@ class Person:
                 volts = float(raw.removesuffix("V").strip())
             except ValueError:
                 volts = -1.0
-            if 3.0 <= volts <= 12.0:
-                return volts
-            click.echo("  a 9 V block reads between 3 and 12 V: type the volts, e.g. 9.12",
-                       err=True)
+            if TYPED_READING_MIN_VOLTS <= volts <= TYPED_READING_MAX_VOLTS:
+                return volts  # above the driver's limit the battery step fails, naming it
+            click.echo(f"  the 9 V side reads between {TYPED_READING_MIN_VOLTS:g} and "
+                       f"{TYPED_READING_MAX_VOLTS:g} V: type the volts, e.g. 9.12", err=True)
 
 
 class Nobody:
@@ -82,6 +84,24 @@ SYSTEM_STATE_DIR = "/var/lib/shuffler"
 STOP_SERVICE = "sudo systemctl stop shuffler"
 
 
+def refuse_over_voltage(app: App) -> None:
+    """On a board with no GPIO bench the limit still comes first: a supply above the
+    driver's limit is named (exit 4) before the self-test's GPIO-only refusal."""
+    from shuffler.device.contract import opening_still
+    from shuffler.errors import OverVoltageError
+    from shuffler.limits import over_voltage
+
+    app.use_service = False
+    with opening_still():
+        device = open_alone(app)
+    try:
+        over = over_voltage(device.battery().volts)
+    finally:
+        device.close()
+    if over is not None:
+        raise OverVoltageError(f"{over} The self-test was not started.")
+
+
 @click.command()
 @click.option("--yes", "unattended", is_flag=True,
               help="no questions, and nothing that moves: the motor and flap steps are "
@@ -104,15 +124,16 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
     the divider); then it asks you to touch the sensor, cover and uncover the tray and
     each pile sensor and pass a card through the beam; it shows each colour and sounds
     the buzzer; last, only after you say hands are clear, it runs the motor forward and
-    back for half a second and throws the flap left and right. Each step passes, fails
-    with what to check, or is skipped. The calibration goes into the config file the
-    service reads (--config, else /etc/shuffler/config.toml on a real machine), shown as
-    a diff first. Stop the service before you run it (sudo systemctl stop shuffler).
+    back for 1.5 s each at full speed (the duty cap) and throws the flap left and right.
+    Each step passes, fails with what to check, or is skipped. The calibration goes into
+    the config file the service reads (--config, else /etc/shuffler/config.toml on a real
+    machine: root's, hence sudo), shown as a diff first. Stop the service before you run
+    it (sudo systemctl stop shuffler).
 
     \b
     Examples:
       sudo systemctl stop shuffler
-      shuffler --device gpio --config /etc/shuffler/config.toml selftest
+      sudo shuffler --device gpio --config /etc/shuffler/config.toml selftest
       shuffler --device sim-gpio selftest --yes --json
       shuffler --device sim-gpio selftest --yes --sim-miswire piles_swapped
     """
@@ -122,6 +143,7 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
 
     def body() -> int:
         if app.device_name not in ("gpio", "sim-gpio"):
+            refuse_over_voltage(app)
             raise BadInputError(f"selftest drives GPIO pins: use --device gpio (or sim-gpio), "
                                 f"not {app.device_name}")
         if miswire is not None and app.device_name != "sim-gpio":

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
+import math
 import time
+from typing import Any
 
 import click
 
 from .app import App, run_guarded
 
 
-def _score_text(result: dict) -> str:
+def _score_text(result: dict[str, Any]) -> str:
     g = result["score"]
     lines = [result["done"][0].upper() + result["done"][1:]] if result.get("done") else []
     lines += [f"game {g['number']} to {g['target']}: {g['team_names'][0]} {g['totals'][0]}, "
@@ -50,7 +53,7 @@ def score(ctx: click.Context) -> None:
     \b
     Examples:
       shuffler score                     the game so far
-      shuffler score add North 5 --alone North's team made it, all five alone
+      shuffler score add North 5 --alone  North's team made it, all five alone
       shuffler score add East 2          East's team named trump and was euchred
       shuffler score add East 3 --renege North   North reneged: 2 to East & West
       shuffler score add North 5 --hand 2        hand 2 was really North's march
@@ -100,7 +103,15 @@ def _seat_names(ctx: click.Context, param: click.Parameter, incomplete: str):
 @click.pass_obj
 def score_add(app: App, makers_seat: str, tricks: int, alone: bool, renege_seat: str | None,
               hand: int | None) -> None:
-    """One hand: a seat of the team that named trump, and the tricks that team took."""
+    """One hand: a seat of the team that named trump, and the tricks that team took.
+
+    \b
+    Examples:
+      shuffler score add North 3          North & South named trump, took three: 1 point
+      shuffler score add East 5 --alone   East went alone and took all five: 4 points
+      shuffler score add East 3 --renege North   North reneged: 2 to East & West
+      shuffler score add North 5 --hand 2        hand 2 was really North's march
+    """
     seats = app.config.table.seats
     makers = seats.index(makers_seat) % 2
     renege = None if renege_seat is None else seats.index(renege_seat) % 2
@@ -113,21 +124,36 @@ def score_add(app: App, makers_seat: str, tricks: int, alone: bool, renege_seat:
 @click.argument("hand", type=click.IntRange(1, 10_000))
 @click.pass_obj
 def score_delete(app: App, hand: int) -> None:
-    """Delete hand N of the game (1 is the first); `shuffler score undo` brings it back."""
+    """Delete hand N of the game (1 is the first); `shuffler score undo` brings it back.
+
+    \b
+    Example:
+      shuffler score delete 3             hand 3 was never played
+    """
     _ask_score(app, "score", lambda book: book.delete(hand), hand=hand, delete=True)
 
 
 @score.command("undo")
 @click.pass_obj
 def score_undo(app: App) -> None:
-    """Take the last change back: a hand scored, edited or deleted, or a new game."""
+    """Take the last change back: a hand scored, edited or deleted, or a new game.
+
+    \b
+    Example:
+      shuffler score undo                 says what it took back
+    """
     _ask_score(app, "undo", lambda book: book.undo())
 
 
 @score.command("redo")
 @click.pass_obj
 def score_redo(app: App) -> None:
-    """Bring back what the last undo took back."""
+    """Bring back what the last undo took back.
+
+    \b
+    Example:
+      shuffler score redo                 the change undone, made again
+    """
     _ask_score(app, "redo", lambda book: book.redo())
 
 
@@ -140,7 +166,13 @@ def score_redo(app: App) -> None:
 @click.pass_obj
 def score_new(app: App, first_dealer: str | None, target: int | None) -> None:
     """Start a new game at 0 to 0; the deal starts again with the first dealer.
-    `shuffler score undo` brings the old game back."""
+    `shuffler score undo` brings the old game back.
+
+    \b
+    Examples:
+      shuffler score new                  to the last game's target, the first dealer
+      shuffler score new --first-dealer South --target 11
+    """
     _ask_score(app, "new_game", lambda book: book.new_game(first_dealer, target=target),
                first_dealer=first_dealer, target=target)
 
@@ -163,7 +195,8 @@ def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> None:
     Examples:
       shuffler pair                 the code (a new one if the last was used or expired)
       shuffler pair --list          the paired phones
-      shuffler pair --revoke 3fa2c1 unpair one phone
+      shuffler pair --revoke 3fa2c1  unpair one phone
+      shuffler pair --revoke all     unpair every phone
     """
     def body() -> int:
         from shuffler.errors import BadInputError
@@ -174,21 +207,25 @@ def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> None:
         pairing = Pairing(app.state_dir)
         if listing or revoke is not None:
             gone = pairing.revoke(revoke) if revoke is not None else []
-            if revoke is not None and not gone:
+            if revoke is not None and not gone and revoke != "all":
                 raise BadInputError(f"--revoke {revoke}: no paired phone has that id "
                                     "(see `shuffler pair --list`)")
             phones = [p.to_dict() for p in pairing.phones()]
             lines = [f"unpaired: {', '.join(gone)}"] if gone else []
+            if revoke == "all" and not gone:  # all of none: done, and said so
+                lines = ["no phones were paired: nothing to unpair"]
             lines += [f"{p['id']}  paired {p['paired_at']} from {p['address']}  {p['agent']}"
-                      for p in phones] or ["no phones paired"]
-            app.emit({"phones": phones, **({"revoked": gone} if gone else {})},
+                      for p in phones] or ([] if lines else ["no phones paired"])
+            app.emit({"phones": phones, **({"revoked": gone} if revoke is not None else {})},
                      "\n".join(lines))
             return 0
         code = pairing.new_code() if renew else pairing.current_or_new()
-        expires = time.strftime("%H:%M", time.localtime(code.expires))
-        app.emit({"pairing_code": code.code,
-                  "expires": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(code.expires))},
-                 f"pairing code: {code.code} (until {expires}, for one phone)")
+        left, until = pairing.left(code), pairing.expires(code)
+        app.emit({"pairing_code": code.code, "expires_in_s": math.floor(left),
+                  "expires": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(until))},
+                 f"pairing code: {code.code} (for {math.ceil(left / 60)} minutes, until "
+                 f"{time.strftime('%H:%M', time.localtime(until))} by this machine's clock; "
+                 "for one phone)")
         return 0
 
     run_guarded(app, body)
@@ -196,37 +233,64 @@ def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> None:
 
 @click.command()
 @click.option("--wait", type=click.FloatRange(0.1, 60), default=2.0, show_default=True,
-              help="seconds to listen before --json or --once prints")
-@click.option("--once", is_flag=True, help="print one table and exit instead of watching")
+              help="seconds to listen before --json, --once or --results prints")
+@click.option("--once", is_flag=True, help="print one board and exit instead of watching")
+@click.option("--round", "round_minutes", type=click.FloatRange(1, 24 * 60), default=None,
+              metavar="MINUTES", help="start the next round now, MINUTES long, on every "
+              "board on the broker (the horn sounds at the end)")
+@click.option("--results", type=click.Choice(["csv", "json"]), default=None,
+              help="print the results sheet (the standings) as CSV or JSON and exit")
 @click.pass_obj
-def tables(app: App, wait: float, once: bool) -> None:
-    """Every table on the MQTT broker, problems first (the [mqtt] section).
+def tables(app: App, wait: float, once: bool, round_minutes: float | None,
+           results: str | None) -> None:
+    """Every table on the MQTT broker, problems first, and the tournament board: the
+    round clock and the standings from every table's games (the [mqtt] section).
 
     \b
     Examples:
-      shuffler tables               live, redrawn every second; Ctrl-C to leave
-      shuffler tables --json        one snapshot for a script
+      shuffler tables                    live, redrawn every second; Ctrl-C to leave
+      shuffler tables --round 20         start a 20-minute round on every board
+      shuffler tables --results csv > results.csv   the standings to print or keep
+      shuffler tables --json             one snapshot for a script
     """
     def body() -> int:
         from shuffler.errors import ConfigError
-        from shuffler.faces.tables import TableWatcher, render
+        from shuffler.faces.tables import TableWatcher, board, render, render_board, results_csv
 
         if not app.config.mqtt.enabled:
             raise ConfigError(f"{app.config.source}: [mqtt] host: the broker to watch is "
                               "not set (see docs/mqtt.md)")
         watcher = TableWatcher(app.config.mqtt, client_id=f"shuffler-view-{time.time_ns()}")
         watcher.start()
+
+        def text(view: dict[str, Any]) -> str:
+            return render(watcher.book.sorted_rows()) + "\n\n" + render_board(view)
         try:
+            if round_minutes is not None or app.json or once or results:
+                time.sleep(wait)  # the retained states, scores and the last round arrive
+            if not watcher.subscribed.is_set() and (round_minutes is not None or results):
+                raise ConfigError(f"the broker at {app.config.mqtt.host}:"
+                                  f"{app.config.mqtt.port} did not answer within {wait:g} s")
+            if round_minutes is not None:
+                started = watcher.start_round(round_minutes, time.time())
+                if not app.json:
+                    click.echo(f"round {started['round']} started: {round_minutes:g} minutes")
+            if results:
+                view = board(watcher.book, time.time())
+                if results == "csv":
+                    click.echo(results_csv(view["standings"]), nl=False)
+                else:
+                    click.echo(json.dumps({k: view[k] for k in ("standings", "games", "round")},
+                                          indent=2))
+                return 0
             if app.json or once:
-                time.sleep(wait)
-                rows = watcher.book.sorted_rows()
+                view = board(watcher.book, time.time())
                 app.emit({"broker": f"{app.config.mqtt.host}:{app.config.mqtt.port}",
-                          "connected": watcher.subscribed.is_set(),
-                          "tables": [r.to_dict() for r in rows]}, render(rows))
+                          "connected": watcher.subscribed.is_set(), **view}, text(view))
                 return 0 if watcher.subscribed.is_set() else 3
             while True:
                 click.clear()
-                click.echo(render(watcher.book.sorted_rows()))
+                click.echo(text(board(watcher.book, time.time())))
                 time.sleep(1)
         except KeyboardInterrupt:
             return 0
@@ -234,6 +298,3 @@ def tables(app: App, wait: float, once: bool) -> None:
             watcher.close()
 
     run_guarded(app, body)
-
-
-

@@ -21,7 +21,7 @@ import schemdraw.elements as elm
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from shuffler import pinmap  # noqa: E402
+from shuffler import limits, pinmap, poweron  # noqa: E402
 from shuffler.config import FRESH_VOLTS  # noqa: E402
 from shuffler.core import battery  # noqa: E402
 from shuffler.pinmap import WIRES  # noqa: E402
@@ -84,6 +84,25 @@ def ground(d: schemdraw.Drawing, at):
 def note(d: schemdraw.Drawing, xy, text: str):
     d.add(elm.Label().at(xy).label(text, fontsize=9, halign="left", valign="top",
                                     color="#333"))
+
+
+#: points per drawing unit (schemdraw's SVG: 72 pt an inch, half an inch a unit), and a sans
+#: font's widest average character, as a share of its size (wider than schemdraw's estimate,
+#: which lets long lines run past the drawing's edge)
+PT_PER_UNIT, CHAR_EM, LINE_EM = 36.0, 0.58, 0.95
+
+
+def framed(d: schemdraw.Drawing, xy, text: str, fontsize: float = 10, pad: float = 0.4):
+    """``text`` at ``xy`` (its top left) inside a frame sized from the text itself, so the
+    drawing's edge is beyond the longest line."""
+    lines = text.split("\n")
+    width = max(map(len, lines)) * fontsize * CHAR_EM / PT_PER_UNIT
+    height = len(lines) * fontsize * LINE_EM / PT_PER_UNIT
+    x, y = xy
+    d.add(elm.Rect(corner1=(x - pad, y + pad), corner2=(x + width + pad, y - height - pad),
+                   lw=1))
+    d.add(elm.Label().at(xy).label(text, fontsize=fontsize, halign="left", valign="top"))
+    return y - height - pad
 
 
 def ic(pins: list[tuple[str, str, str | None]], label: str, w: float, h: float,
@@ -170,6 +189,8 @@ def power(d: schemdraw.Drawing):
                                                        "U1's VIN", loc="bottom", fontsize=9)
     d.add(cap)
     ground(d, cap.end)
+    d.add(elm.Line().at(cap.end).right(1.4))
+    test_point(d, d.here, "TP5", side="down")
     buck = ic([("L", "VIN", None), ("B", "GND", None), ("R", "VOUT", None)],
               "U5 buck", w=4.4, h=2.2)
     d.add(buck.at((node[0] + 1.2, node[1] - 6.0)).anchor("vin"))
@@ -188,7 +209,7 @@ def power(d: schemdraw.Drawing):
     ground(d, c2.end)
     note(d, (-1, out[1] - 3.6), "U5: 5 V buck, Pololu D24V5F5 (500 mA). F1 trips on a short;\n"
          "Q3 conducts only with the block the right way round (a snap touched\n"
-         "on backwards is blocked): together they cost about 0.1 V at 0.4 A.\n"
+         "on backwards is blocked): together they cost about 0.13 V at 0.4 A.\n"
          f"One ground: the mechanism's GND joins the {HOST.name}'s GND once, at "
          f"{'header pin 6' if HOST is PI else 'a GND pin'}\n"
          f"(TP5). 9V and 5V_MECH never reach the {HOST.name}'s 5 V pins.")
@@ -264,11 +285,12 @@ def divider_and_adc(d: schemdraw.Drawing):
         else:
             role = next(w.role for w in WIRES.values() if w.label == to)
             net(d, at, sig(role))
+    vm = limits.DRIVER_VM_MAX_VOLTS
     note(d, (-3, tap[1] - 7.0),
          f"U2: MCP3008 (DIP-16). Battery volts = CH0 volts × {ratio:.3f} ([gpio]\n"
          f"divider_ratio). With ±{tol:g}% resistors the ratio lies between {low:.2f} and\n"
          f"{high:.2f}: `shuffler selftest` calibrates it against a multimeter. CH0 sees\n"
-         f"at most {10.8 / ratio:.2f} V from 10.8 V (the driver's limit). R10 and D4 hold a\n"
+         f"at most {vm / ratio:.2f} V from {vm:g} V (the driver's limit). R10 and D4 hold a\n"
          "slipped 9 V wire on the tap to a few mA into 3V3; C5 decouples VDD; the\n"
          "unused inputs CH1–CH7 are tied to GND.")
 
@@ -312,7 +334,8 @@ def motor_driver(d: schemdraw.Drawing):
          f"{HOST.logic}, so the driver sleeps whenever the {HOST.name} is off; if your board\n"
          f"pulls SLP up on its own (SLP reads the 9 V with the {HOST.name} unplugged), leave\n"
          f"R3 out. R11 and R12 keep AIN1/AIN2 low while the {HOST.name} boots or is off.\n"
-         "BIN1, BIN2 and FLT are not connected. VIN 2.7–10.8 V: never 12 V.")
+         "BIN1, BIN2 and FLT are not connected. VIN "
+         f"{limits.DRIVER_VM_MIN_VOLTS:g}–{limits.DRIVER_VM_MAX_VOLTS:g} V: never 12 V.")
 
 
 def driven_from(d: schemdraw.Drawing, at, gap: float, series: str, pulldown: str, role: str):
@@ -403,10 +426,21 @@ def sensors(d: schemdraw.Drawing):
         rail(d, d.here, HOST.logic)
         d.add(elm.Line().at(box.absanchors["gnd"]).right(0.6))
         ground(d, d.here)
-        net(d, box.absanchors[anchor_name(out)], sig(role), length=1.6)
+        if role == "touch" and HOST is NANO:  # D3 floats with the module out: R18 holds it
+            d.add(elm.Line().at(box.absanchors[anchor_name(out)]).right(0.8))
+            d.add(elm.Dot())
+            node = d.here
+            pd = elm.Resistor().at(node).down().length(1.6).label("R18\n100 kΩ", loc="bottom",
+                                                                  fontsize=9)
+            d.add(pd)
+            ground(d, pd.end)
+            net(d, node, sig(role), length=0.8)
+        else:
+            net(d, box.absanchors[anchor_name(out)], sig(role), length=1.6)
     note(d, (-1, -10.0), "U6 tray, U7 left pile, U8 right pile: TCRT5000 modules, DO low while\n"
          f"a card covers them (the module's own 10 kΩ pull-up to its VCC, {HOST.logic});\n"
-         "AO not connected. U4: TTP223 touch module, I/O high while touched.")
+         "AO not connected. U4: TTP223 touch module, I/O high while touched"
+         + ("." if HOST is PI else ";\nR18 holds D3 low while the module is out or unpowered."))
 
 
 def led_and_buzzer(d: schemdraw.Drawing):
@@ -450,8 +484,9 @@ def led_and_buzzer(d: schemdraw.Drawing):
 
 
 LIMITS = (
-    "9 V side (BT1 to U1 VIN): 6.0–10.8 V. The DRV8833's VM is 10.8 V at most:\n"
-    "never a 12 V supply, nor an 8-cell NiMH block off the charger (11+ V).\n"
+    "9 V side (BT1 to U1 VIN): {block:.1f}–{vm:g} V. The DRV8833's VM is {vmin:g}–{vm:g} V:\n"
+    "never a 12 V supply, nor an 8-cell NiMH block off the charger (11+ V):\n"
+    "passes and the self-test refuse a block reading over {over:g} V.\n"
     "U5 (D24V5F5) input: up to 36 V; its output 500 mA at most: servo + emitter.\n"
     "3V3 (Pi pins 1, 17): sensors, ADC and LED, about 70 mA; the Pi gives ~500 mA.\n"
     "5V_PI (Pi pins 2, 4): the buzzer only (30 mA). GPIO: 3.3 V logic only, 16 mA\n"
@@ -460,21 +495,26 @@ LIMITS = (
     "{motor:g} / {fresh:g} = {duty:.2f} ([gpio] motor_volts); medium-power N20, stall\n"
     "~0.7 A at 6 V.\n"
     "F1: 0.75 A hold, 1.5 A trip. SW1: rated 1 A DC or more.\n"
-    "MCP3008 inputs: 0 V to VREF (3.3 V); CH0 gets at most {ch0:.2f} V at 10.8 V.\n"
+    "MCP3008 inputs: 0 V to VREF ({vref:g} V); CH0 gets at most {ch0:.2f} V at {vm:g} V.\n"
     "Motor PWM ([gpio] motor_pwm_hz): lgpio 10 kHz at most, pigpio 8 kHz,\n"
-    "drivers 50 kHz. Servo: 20 ms frame; flap travel + 20 ms < 1 / card_rate.")
+    "drivers 50 kHz. Servo: {frame:g} ms frame; flap travel + {frame:g} ms < 1 / card_rate.")
 
 
-def limits(d: schemdraw.Drawing):
+LIMIT_FIGURES = {"block": limits.BLOCK_MIN_VOLTS, "vm": limits.DRIVER_VM_MAX_VOLTS,
+                 "vmin": limits.DRIVER_VM_MIN_VOLTS, "over": limits.OVER_VOLTS,
+                 "vref": limits.ADC_VREF_VOLTS, "frame": limits.SERVO_FRAME_S * 1000,
+                 "nano_vref": limits.NANO_ADC_VREF_VOLTS}
+
+
+def limits_box(d: schemdraw.Drawing):
     fresh = FRESH_VOLTS["alkaline"]
-    text = LIMITS.format(motor=pinmap.MOTOR_RATED_VOLTS, fresh=fresh,
-                         ch0=10.8 / pinmap.divider_ratio(),
+    text = LIMITS.format(motor=pinmap.MOTOR_RATED_VOLTS, fresh=fresh, **LIMIT_FIGURES,
+                         ch0=limits.DRIVER_VM_MAX_VOLTS / pinmap.divider_ratio(),
                          duty=pinmap.motor_duty_cap(pinmap.MOTOR_RATED_VOLTS, fresh))
-    d.add(elm.Label().at((0, 0)).label(text, fontsize=10, halign="left", valign="top"))
-    d.add(elm.Label().at((0, -8.6)).label(
-        "Test points (first power-on, docs/hardware.md):\n" + "\n".join(
-            f"{tp}: {where}: {expect}" for tp, (where, expect, _) in
-            pinmap.TEST_POINTS.items()), fontsize=10, halign="left", valign="top"))
+    bottom = framed(d, (0, 0), text)
+    framed(d, (0, bottom - 1.2), "Test points (first power-on, docs/hardware.md):\n" +
+           "\n".join(f"{tp}: {where}:\n    {expect}" for tp, (where, expect, _) in
+                     pinmap.TEST_POINTS.items()))
 
 
 def nano_header(d: schemdraw.Drawing):
@@ -527,22 +567,25 @@ def nano_divider(d: schemdraw.Drawing):
     net(d, clamp, sig("battery"), length=1.4)
     note(d, (-3, tap[1] - 4.6),
          f"The ADC reads A0 against the Nano's 5 V: battery volts = A0 × {ratio:g}\n"
-         f"(the firmware's DIVIDER_NUM). 9.6 V gives {9.6 / ratio:.2f} V, 10.8 V "
-         f"{10.8 / ratio:.2f} V.\n"
+         f"(the firmware's DIVIDER_NUM). 9.6 V gives {9.6 / ratio:.2f} V, "
+         f"{limits.DRIVER_VM_MAX_VOLTS:g} V {limits.DRIVER_VM_MAX_VOLTS / ratio:.2f} V.\n"
          "After SW1, so it draws nothing when switched off (0.3 mA while on).\n"
          "R10 and D4 hold a slipped 9 V wire on the tap to a few mA into 5V.")
 
 
 NANO_LIMITS = (
-    "As the Pi build's: the 9 V side 6.0–10.8 V (the DRV8833), U5 500 mA, F1,\n"
-    "Q3 and SW1 as drawn, the motor's duty capped by the host's config.\n"
-    "Nano: 5 V logic, 20 mA a pin; A0 0 V to 5 V (3.6 V at 10.8 V).\n"
-    "Motor PWM: the firmware's 976 Hz. Servo: 20 ms frame; the firmware swings the\n"
+    "As the Pi build's: the 9 V side {block:.1f}–{vm:g} V (the DRV8833; refused over\n"
+    "{over:g} V), U5 500 mA, F1, Q3 and SW1 as drawn, the motor's duty capped by\n"
+    "the host's config. Nano: 5 V logic, 20 mA a pin; A0 0 V to {nano_vref:g} V\n"
+    "({nano_a0:.1f} V at {vm:g} V).\n"
+    "Motor PWM: the firmware's 976 Hz. Servo: {frame:g} ms frame; the firmware swings the\n"
     "flap 1.0 / 2.0 ms (±45° on an SG90), the Pi build ±30° (servo_angle).")
 
 
 def nano_limits(d: schemdraw.Drawing):
-    d.add(elm.Label().at((0, 0)).label(NANO_LIMITS, fontsize=10, halign="left", valign="top"))
+    ratio = (pinmap.NANO_DIVIDER_TOP + pinmap.NANO_DIVIDER_BOTTOM) / pinmap.NANO_DIVIDER_BOTTOM
+    text = NANO_LIMITS.format(**LIMIT_FIGURES, nano_a0=limits.DRIVER_VM_MAX_VOLTS / ratio)
+    framed(d, (0, 0), text)
 
 
 NANO_BLOCKS = (
@@ -567,7 +610,7 @@ BLOCKS = (
     ("Diverter servo and card beam", servo_and_beam),
     ("Touch and presence sensors (3V3 logic)", sensors),
     ("Status light and buzzer", led_and_buzzer),
-    ("Limits: stay inside these", limits),
+    ("Limits: stay inside these", limits_box),
 )
 ROWS = ((0, 1, 2), (3, 4, 5), (6, 7, 8))
 
@@ -616,6 +659,9 @@ def main() -> None:
     text = replace_block(text, "wiring", pinmap.wiring_table())
     text = replace_block(text, "power budget", battery.budget_tables())
     text = replace_block(text, "modules", pinmap.modules_table())
+    text = replace_block(text, "limits", pinmap.limits_table())
+    text = replace_block(text, "first power-on", poweron.procedure_md(poweron.PI_BUILD))
+    text = replace_block(text, "first power-on nano", poweron.procedure_md(poweron.NANO_BUILD))
     md.write_text(text, encoding="utf-8")
     print("wrote docs/schematic.svg, docs/schematic-nano.svg and the tables of "
           "docs/hardware.md")

@@ -42,7 +42,15 @@ config or `/etc/systemd/system/shuffler.service` is there); else at the user's o
 (`$XDG_RUNTIME_DIR/shuffler.sock`). When no service answers on a machine that has one
 installed, a real device (`gpio`, `serial:PORT`) is the service's to drive: the command
 says it cannot reach the service and exits 3 (`--no-service` drives the device from the
-command itself); the simulator runs in-process and says so on stderr.
+command itself); the simulator runs in-process and says so on stderr. A socket that
+was named, by `--socket` (`SHUFFLER_SOCKET`) or by `[service] socket` in the user's own
+config (`--config`'s file or `~/.config/shuffler/config.toml`), and is not there is an
+error (exit 3, `service_not_running`, naming who named it), never a hand run on the
+simulator instead. The simulator's options (`--sim-fault`, `--sim-speed`, `--sim-seed`,
+`--sim-dealer`, `--sim-uptime`, or their variables) are for a simulator the command runs
+itself: beside a named socket or a service that answers they are refused (exit 2,
+`usage`) with `--no-service` as the way to run them here; `shuffler serve` takes them for
+the simulator it serves.
 `SHUFFLER_SYSTEM_ROOT=DIR` reads `/etc` and `/run` under `DIR` instead (the tests, a
 staged image). A bad value stops the command with exit code 2 and
 a message naming the file, the key and what was expected (the words of

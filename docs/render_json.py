@@ -111,15 +111,26 @@ def describe(sub: dict[str, Any]) -> str:
         (x["description"] for x in sub.get("anyOf", []) if "description" in x), "")
 
 
-def rows(s: dict[str, Any], prefix: str = "") -> list[str]:
+#: the ``schema`` key of a command's output: on stdout always, in a socket reply never
+SCHEMA_KEY = ("on stdout", "always with `--json`; a socket reply's `result` leaves it out")
+
+
+def rows(s: dict[str, Any], prefix: str = "", need: dict[str, str] | None = None,
+         command: bool = False) -> list[str]:
     """One row per key, and one per key of every object inside: an object's keys as
     ``key.inner``, a list's items' keys as ``key[].inner``."""
     out = []
     required = set(s.get("required", []))
     for key, sub in s.get("properties", {}).items():
-        need = "yes" if key in required else ""
+        meaning = describe(sub)
+        if key in required:
+            must = "yes"
+        elif command and not prefix and key == "schema":
+            must, meaning = SCHEMA_KEY
+        else:
+            must = (need or {}).get(key, "")
         kind = "object" if is_object(sub) else type_of(sub)
-        out.append(f"| `{prefix}{key}` | {kind} | {need} | {describe(sub)} |")
+        out.append(f"| `{prefix}{key}` | {kind} | {must} | {meaning} |")
         inner = sub if is_object(sub) else next(
             (x for x in sub.get("anyOf", []) if is_object(x)), None)
         if inner is not None:
@@ -136,7 +147,12 @@ def section(name: str, s: dict[str, Any], ident: str, level: str = "###") -> lis
         lines += [s["title"] + (f": {s['description']}" if s.get("description") else "."), ""]
     elif s.get("description"):
         lines += [s["description"], ""]
-    if "oneOf" in s:
+    if "oneOf" in s and "properties" in s:  # one set of keys, alternatives of what is required
+        lines += [*table(s, alternatives(s["oneOf"])), "",
+                  "One of: " + "; ".join(
+                      f"({i}) " + ", ".join(f"`{k}`" for k in alt.get("required", []))
+                      for i, alt in enumerate(s["oneOf"], 1)) + ".", ""]
+    elif "oneOf" in s:
         for i, alt in enumerate(s["oneOf"], 1):
             lines += [f"One of ({i}):", "", *table(alt), ""]
     elif "properties" in s:
@@ -148,8 +164,22 @@ def section(name: str, s: dict[str, Any], ident: str, level: str = "###") -> lis
     return lines
 
 
-def table(s: dict[str, Any]) -> list[str]:
-    return ["| key | type | required | meaning |", "| --- | --- | --- | --- |", *rows(s)]
+def alternatives(one_of: list[dict[str, Any]]) -> dict[str, str]:
+    """For keys under a top-level ``oneOf`` of required lists: the required column,
+    ``in (2)`` for a key the second alternative requires."""
+    need: dict[str, list[str]] = {}
+    for i, alt in enumerate(one_of, 1):
+        for key in alt.get("required", []):
+            need.setdefault(key, []).append(f"({i})")
+    return {key: "in " + ", ".join(which) for key, which in need.items()}
+
+
+def table(s: dict[str, Any], need: dict[str, str] | None = None) -> list[str]:
+    """``need``: the required column of keys an alternative requires. A command's
+    output (titled ``shuffler COMMAND``) says where its ``schema`` key is."""
+    command = str(s.get("title", "")).startswith("shuffler ")
+    return ["| key | type | required | meaning |", "| --- | --- | --- | --- |",
+            *rows(s, need=need or {}, command=command)]
 
 
 def error_kinds() -> list[str]:

@@ -25,7 +25,7 @@
 #define PIN_MOTOR_LED   PB5   /* D13: the Nano's own LED, lit while the motor is driven */
 /* PORTC */
 #define ADC_BATTERY     0     /* A0 (ADC0): battery through a 20k over 10k divider */
-#define PIN_BUZZER      PC1   /* A1: piezo buzzer through a transistor */
+#define PIN_BUZZER      PC1   /* A1: active buzzer (BZ1) through a transistor (Q2) */
 
 #define PORTD_INPUTS  (_BV(PIN_BEAM) | _BV(PIN_TOUCH) | _BV(PIN_TRAY) | _BV(PIN_PILE_LEFT))
 #define PORTD_PULLUPS (_BV(PIN_BEAM) | _BV(PIN_TRAY) | _BV(PIN_PILE_LEFT))

@@ -276,9 +276,10 @@ void link_on_message(uint8_t type, uint8_t *p, uint8_t len)
         start_pass(p, len);
         break;
     case MSG_STOP: {
-        /* the pass named (0: whatever runs) ends; if it has not come yet, it never runs */
+        /* whatever runs ends, whichever id this names; the pass named, if it has not
+         * come yet, never runs */
         uint16_t id = proto_get_u16(p + STOP_PASS_ID_AT);
-        if (!id || id == pass_id()) pass_end(FAULT_STOPPED, now);
+        pass_stop(id, now);
         stopped_id = id;
         outputs_safe();
         break;
@@ -396,8 +397,10 @@ int main(void)
         for (uint8_t n = 0; n < RX_PER_TURN && uart_get(&byte); n++) link_rx(byte, now);
         if (now != last) {
             last = now;
-            if (pass_running() && (uint32_t)(now - link_last_heard()) > SILENCE_MS)
+            uint32_t silent = now - link_last_heard();
+            if (pass_running() && silent > SILENCE_MS)
                 pass_end(FAULT_LINK_LOST, hw_us());  /* the host fell silent */
+            pass_host_quiet(silent > REDRIVE_QUIET_MS);  /* no retry moves meanwhile */
             pass_tick(hw_us());
             inputs(now);
             led_update(now);

@@ -12,7 +12,8 @@
 #define BATTERY_EVERY_US 10000u    /* the protocol asks for at least every 50 ms */
 #define US(ms) ((uint32_t)(ms) * 1000u)
 
-enum state { IDLE, RAMP, FEED, REVERSE };
+/* HOLD: a retry waits, the motor off, for a host silent past REDRIVE_QUIET_MS */
+enum state { IDLE, RAMP, FEED, REVERSE, HOLD };
 
 struct limits limits;
 
@@ -27,6 +28,8 @@ static bool cleared;               /* that card has left the beam (cleared_at) *
 static bool level;                 /* the beam's last level seen */
 static bool have_mv;               /* a battery reading under load this pass */
 static bool braking;               /* in REVERSE: the motor still off for BRAKE_MS */
+static bool quiet;                 /* the host silent past the heartbeat rule (main.c) */
+static enum state held;            /* in HOLD: what starts once it is heard (REVERSE, RAMP) */
 static uint8_t retries_here, ramp_step;
 static uint16_t latest_mv;
 
@@ -35,6 +38,15 @@ static bool due(uint32_t now, uint32_t since, uint32_t wait) { return now - sinc
 
 bool pass_running(void) { return state != IDLE; }
 uint16_t pass_id(void) { return state != IDLE ? r.pass_id : 0; }
+void pass_host_quiet(bool host_quiet) { quiet = host_quiet; }
+
+/* a retry's next move waits, the motor off, until the host is heard again */
+static void hold(enum state next)
+{
+    motor_set(0);
+    state = HOLD;
+    held = next;
+}
 
 /* from off to full in RAMP_STEPS equal steps over soft_start_ms; then feeding */
 static void ramp_step_due(uint32_t now)
@@ -53,6 +65,10 @@ static void ramp_step_due(uint32_t now)
 
 static void ramp(uint32_t now)
 {
+    if (quiet) {
+        hold(RAMP);
+        return;
+    }
     state = RAMP;
     ramp_step = 0;
     phase_at = now;
@@ -71,8 +87,18 @@ void pass_start(uint16_t id, const uint8_t *labels, uint16_t cards, uint32_t now
     beam_edges_clear();
     retries_here = 0;
     latest_mv = 0;
+    quiet = false;  /* the PASS was just heard */
     diverter_set(label(0));
     ramp(now);
+}
+
+/* STOP means stop: whatever runs ends STOPPED, whichever id the STOP names (0, this
+ * pass's, another's); main.c remembers the id so that its PASS, if it comes later,
+ * never runs */
+void pass_stop(uint16_t id, uint32_t now)
+{
+    (void)id;
+    pass_end(FAULT_STOPPED, now);
 }
 
 void pass_end(uint8_t fault, uint32_t now)
@@ -97,6 +123,29 @@ static void measure(uint32_t now)  /* the battery under load: while the motor ru
     have_mv = true;
 }
 
+static void back_out(uint32_t now)
+{
+    state = REVERSE;
+    phase_at = now;
+    braking = true;  /* the H-bridge reverses only after the brake interval */
+}
+
+static void reversing(uint32_t now)
+{
+    if (braking && due(now, phase_at, US(BRAKE_MS))) {
+        if (quiet) {
+            hold(REVERSE);
+            return;
+        }
+        braking = false;
+        motor_set(REVERSE_SPEED);
+    }
+    if (!braking && due(now, phase_at, US(BRAKE_MS) + US(limits.reverse_ms))) {
+        motor_set(0);
+        ramp(now);
+    }
+}
+
 /* a jam or a misfeed: give up on this card, or back it out and feed again */
 static void give_up_or_retry(uint8_t fault, uint32_t now)
 {
@@ -109,13 +158,8 @@ static void give_up_or_retry(uint8_t fault, uint32_t now)
         retries_here++;
         if (r.retries < 255) r.retries++;  /* saturates */
         blocked = cleared = false;  /* the next cleared edge is the card backing out */
-        if (limits.reverse_ms) {
-            state = REVERSE;
-            phase_at = now;
-            braking = true;  /* the H-bridge reverses only after the brake interval */
-        } else {
-            ramp(now);
-        }
+        if (limits.reverse_ms) back_out(now);
+        else ramp(now);
     }
 }
 
@@ -152,14 +196,12 @@ static void check(uint32_t now)
         ramp_step_due(now);
         break;
     case REVERSE:
-        if (braking && due(now, phase_at, US(BRAKE_MS))) {
-            braking = false;
-            motor_set(REVERSE_SPEED);
-        }
-        if (!braking && due(now, phase_at, US(BRAKE_MS) + US(limits.reverse_ms))) {
-            motor_set(0);
-            ramp(now);
-        }
+        reversing(now);
+        break;
+    case HOLD:  /* heard again: the retry goes on where it waited (a new brake first) */
+        if (quiet) break;
+        if (held == RAMP) ramp(now);
+        else back_out(now);
         break;
     case FEED:
         if (cleared) {

@@ -3,7 +3,7 @@
  * and set the diverter for the next; a beam blocked for jam_ms is a jam, no edge for
  * misfeed_ms a misfeed (or low battery, when the battery sags under stall_mv); each
  * is retried (reverse, ramp again) up to ``retries`` times per card, then ends the
- * pass.
+ * pass. A STOP, whatever id it names, ends the pass.
  *
  * Time: one clock, microseconds (hw_us(), wrapping at 2^32 us = 71.6 min), and only
  * differences of it (unsigned subtraction): a pass may span any wrap. The longest
@@ -33,7 +33,11 @@ extern struct limits limits;
  * ``now`` is hw_us() at the call. */
 void pass_start(uint16_t pass_id, const uint8_t *labels, uint16_t cards, uint32_t now);
 void pass_tick(uint32_t now);
-void pass_end(uint8_t fault, uint32_t now);   /* STOP, silence, a new session */
+void pass_end(uint8_t fault, uint32_t now);   /* silence, a new session */
+void pass_stop(uint16_t stop_id, uint32_t now); /* any STOP: whatever runs ends STOPPED */
+/* the host silent past REDRIVE_QUIET_MS (main.c, every tick): a retry's reverse or ramp
+ * waits, the motor off, until it is heard again (or the silence rule ends the pass) */
+void pass_host_quiet(bool quiet);
 bool pass_running(void);
 uint16_t pass_id(void);                       /* 0 when none runs */
 

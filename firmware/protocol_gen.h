@@ -9,6 +9,7 @@
 #define PROTOCOL_MINOR                       1
 #define HEARTBEAT_INTERVAL_MS                100  /* host's longest gap */
 #define SILENCE_MS                           500  /* no frame from the host: stop */
+#define REDRIVE_QUIET_MS                     200  /* host this silent: no retry moves */
 #define ACK_FIRST_MS                         30
 #define ACK_MAX_MS                           500
 #define ACK_TRIES                            8
@@ -141,11 +142,11 @@
 #define PASS_CARDS_MAX                       1024UL
 #define PASS_LABELS_AT                       4  /* labels to the end: one bit per card, 8 to a byte, LSB first; 0 = left pile; unused bits 0 */
 
-/* STOP: host, acknowledged; motor off now; the pass named ends with STOPPED, or never starts if its PASS comes later */
+/* STOP: host, acknowledged; motor off now; whatever runs ends with STOPPED, whichever id this names; the pass named never starts if its PASS comes later */
 #define MSG_STOP                             0x21
 #define MSG_STOP_RELIABLE                    1
 #define MSG_STOP_LEN                         2  /* bytes before any tail */
-#define STOP_PASS_ID_AT                      0  /* u16: the pass to stop; 0 = whatever runs */
+#define STOP_PASS_ID_AT                      0  /* u16: the pass to stop; 0 = none named (whatever runs stops either way) */
 
 /* STATUS: host, acknowledged; answered by STATUS_REPLY */
 #define MSG_STATUS                           0x22

@@ -16,12 +16,9 @@ if TYPE_CHECKING:
 
 def timings_of(config: Config) -> Timings:
     """The machine's own timings a microcontroller needs with the limits."""
-    from .device import Timings
+    from .device import timings_of as of
 
-    return Timings(soft_start_s=config.gpio.soft_start_s,
-                   flap_travel_s=config.mechanism.flap_travel_s,
-                   min_blocked_s=config.gpio.beam_min_blocked_s,
-                   min_gap_s=config.gpio.beam_min_gap_s)
+    return of(config)
 
 
 def open_serial(o: Opening) -> ShufflerDevice:

@@ -13,8 +13,8 @@ import queue
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TypeVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 import serial
 
@@ -24,6 +24,7 @@ from shuffler.device.contract import (
     BatteryReading,
     CardCallback,
     DeviceInfo,
+    EngineTimings,
     EventKind,
     Fault,
     FaultKind,
@@ -41,6 +42,9 @@ from shuffler.device.engine import HALT_MESSAGES
 from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.logs import get_logger
 from shuffler.pinmap import SERVO_FRAME_S
+
+if TYPE_CHECKING:
+    from shuffler.config import Config as ShufflerConfig
 
 from .link import Link, LinkLostError
 from .messages import (
@@ -93,13 +97,13 @@ def link_lost_fault(why: str, card: int | None = None) -> Fault:
 
 @dataclass(frozen=True)
 class Timings:
-    """The machine's own timings, from the config (``[gpio]`` and ``[mechanism]``), that
-    the microcontroller needs with the limits: every backend runs the pass with them."""
+    """The machine's own timings that the microcontroller needs with the limits: the
+    pass engine's (the one :class:`EngineTimings` every backend runs with) and the
+    flap's travel. No defaults here: :func:`firmware_bridge.backend.timings_of` reads
+    them from the config (``[gpio]`` and ``[mechanism]``)."""
 
-    soft_start_s: float = 0.1  # [gpio] soft_start_s
-    flap_travel_s: float = 0.1  # [mechanism] flap_travel_s; the servo frame is added
-    min_blocked_s: float = 0.005  # [gpio] beam_min_blocked_s
-    min_gap_s: float = 0.01  # [gpio] beam_min_gap_s
+    engine: EngineTimings
+    flap_travel_s: float  # [mechanism] flap_travel_s; the servo frame is added
 
     @property
     def settle_s(self) -> float:
@@ -111,9 +115,19 @@ class Timings:
         """For a simulated machine whose cards come ``1 / factor`` times faster (sim-avr's
         --sim-speed): a quicker card blocks the beam, and leaves it, for less, and the
         flap is quickened with it. The motor's soft start stays as configured."""
-        return replace(self, min_blocked_s=self.min_blocked_s * factor,
-                       min_gap_s=self.min_gap_s * factor,
-                       flap_travel_s=self.flap_travel_s * factor)
+        return Timings(self.engine.quickened(factor), self.flap_travel_s * factor)
+
+
+def timings_of(config: ShufflerConfig) -> Timings:
+    """The machine's own timings a microcontroller needs with the limits."""
+    return Timings(config.gpio.engine_timings(), config.mechanism.flap_travel_s)
+
+
+def default_timings() -> Timings:
+    """The timings of a default config: the config's defaults, the only ones."""
+    from shuffler.config import Config
+
+    return timings_of(Config())
 
 
 def config_message(limits: FaultLimits, card_rate: float,
@@ -121,7 +135,8 @@ def config_message(limits: FaultLimits, card_rate: float,
     """The CONFIG the microcontroller needs before its first pass, checked here first
     against what the microcontroller can take (each field's range, and the flap's
     settle time within a card interval)."""
-    t = timings or Timings()
+    t = timings or default_timings()
+    e = t.engine
 
     def ms(seconds: float) -> int:
         return round(seconds * 1000)
@@ -130,8 +145,8 @@ def config_message(limits: FaultLimits, card_rate: float,
                  retries=limits.retries, reverse_ms=ms(limits.reverse_seconds),
                  max_pass_ms=ms(limits.max_pass_seconds), settle_ms=ms(t.settle_s),
                  card_interval_ms=ms(1 / card_rate),
-                 min_blocked_us=round(t.min_blocked_s * 1e6), stall_mv=ms(limits.stall_volts),
-                 soft_start_ms=ms(t.soft_start_s), min_gap_us=round(t.min_gap_s * 1e6))
+                 min_blocked_us=round(e.min_blocked_s * 1e6), stall_mv=ms(limits.stall_volts),
+                 soft_start_ms=ms(e.soft_start_s), min_gap_us=round(e.min_gap_s * 1e6))
     try:
         for name, wire in wire_fields(Config):  # each figure in its range, named
             if not wire.lo <= getattr(msg, name) <= wire.hi:
@@ -150,6 +165,30 @@ def _kind(code: FaultCode) -> FaultKind:
         return FaultKind.INTERRUPTED
 
 
+
+class StampClock:
+    """The microcontroller's time between its stamps: the last one heard (an INPUT's, or
+    a pass's end: when its PASS was sent plus the pass's own ms) and host time since;
+    each stamp sets it right, and before the first it counts from the handshake. The
+    host cannot read the MCU's clock in between, so this is never ahead of a clock that
+    runs at least as fast as the host's (a crystal's): a touch is never refused for a
+    pass end read too late. A clock that runs slower (simavr on a busy host) finds its
+    next stamp behind what was read already: this then holds still until host time
+    since that stamp catches up, so device time never goes back."""
+
+    def __init__(self, host: Callable[[], float] = time.monotonic) -> None:
+        self._host = host
+        self._stamp = (0.0, host())  # (MCU seconds, host seconds when heard)
+        self._read = 0.0  # the latest reading handed out
+
+    def heard(self, at: float) -> None:
+        self._stamp = (at, self._host())
+
+    def now(self) -> float:
+        stamp, heard = self._stamp
+        self._read = max(self._read, stamp + (self._host() - heard))
+        return self._read
+
 class SerialDevice(ShufflerDevice):
     """A shuffler behind a microcontroller on ``url`` (a device path or pyserial URL)."""
 
@@ -158,10 +197,16 @@ class SerialDevice(ShufflerDevice):
 
     def __init__(self, url: str, *, limits: FaultLimits | None = None, feed: Feed = Feed.TOP,
                  baudrate: int = 115200, card_rate: float = 5.0,
-                 timings: Timings | None = None) -> None:
+                 timings: Timings | None = None, kind: str = "serial",
+                 accepts_seed: bool = False,
+                 on_close: Callable[[], None] | None = None) -> None:
         super().__init__()
+        #: a simulated board (sim-serial, sim-avr) names itself, takes a seed, and stops
+        #: its chip when the device closes
+        self._kind, self._accepts_seed, self.on_close = kind, accepts_seed, on_close
+        self._clock = StampClock()
         self.url, self.baudrate, self.card_rate = url, baudrate, card_rate
-        self.timings = timings or Timings()
+        self.timings = timings or default_timings()
         self._limits = limits or FaultLimits()
         self.config = config_message(self._limits, card_rate, self.timings)
         self._feed = feed
@@ -192,8 +237,8 @@ class SerialDevice(ShufflerDevice):
         except BaseException:
             self.link.close()
             raise
-        self._info = DeviceInfo("serial", f"shuffler on {self.url}", self._feed,
-                                firmware=self.hello.firmware)
+        self._info = DeviceInfo(self._kind, f"shuffler on {self.url}", self._feed,
+                                accepts_seed=self._accepts_seed, firmware=self.hello.firmware)
 
     @property
     def limits(self) -> FaultLimits:
@@ -236,11 +281,21 @@ class SerialDevice(ShufflerDevice):
             except queue.Empty:
                 continue
             if isinstance(msg, Input):
-                self.events.put(InputEvent(EVENT_OF[msg.kind], self._unwrap(msg.ms) / 1000,
+                at = self._heard(self._unwrap(msg.ms) / 1000)
+                self.events.put(InputEvent(EVENT_OF[msg.kind], at,
                                            None if msg.pile is PileCode.NONE
                                            else Pile(int(msg.pile))))
                 continue
             return msg
+
+    def now(self) -> float:
+        """The microcontroller's time, as its stamps tell it (:class:`StampClock`)."""
+        return self._clock.now()
+
+    def _heard(self, at: float) -> float:
+        """The MCU's clock read ``at`` just now: :meth:`now` goes on from there."""
+        self._clock.heard(at)
+        return at
 
     def _unwrap(self, ms: int) -> int:
         """The MCU's ms, continued past its 2^32 wrap (an hour-long jump back is a wrap)."""
@@ -292,9 +347,10 @@ class SerialDevice(ShufflerDevice):
             if self._stop_before_start() or self._stopped_id == pass_id:
                 return self._stopped(plan, start)
             self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
+            sent = self.now()
             while True:
                 self._probe_if_quiet()
-                msg = self._next(min(deadline - time.monotonic(), QUIET_PROBE_S), on_tick)
+                msg = self._next(min(deadline - time.monotonic(), self._probe_due()), on_tick)
                 if msg is None and time.monotonic() < deadline:
                     continue
                 if msg is None:
@@ -320,7 +376,9 @@ class SerialDevice(ShufflerDevice):
                         self._configure()  # it forgot the limits (a HELLO from us)
                         pass_id = self._pass_now = self._new_pass_id()
                         self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
+                        sent = self.now()
                         continue
+                    self._heard(sent + msg.ms / 1000)  # the motor went off then, MCU time
                     return self._done(msg, expected, on_card, counted)
                 elif isinstance(msg, HelloReply):
                     if msg.boot_id == self.hello.boot_id:
@@ -333,6 +391,11 @@ class SerialDevice(ShufflerDevice):
         except LinkLostError as e:
             self._fault = link_lost_fault(str(e), counted + 1)
             return self._failed(plan, counted, piles, start, self._fault)
+
+    def _probe_due(self) -> float:
+        """Seconds until the quiet probe is due: a wait never outlasts it (an INPUT heard
+        in the middle of a wait must not push the probe a whole wait later)."""
+        return max(self.link.last_heard + QUIET_PROBE_S - time.monotonic(), 0.01)
 
     def _probe_if_quiet(self) -> None:
         """Nothing heard for QUIET_PROBE_S: ask for the status. A frozen microcontroller
@@ -444,7 +507,6 @@ class SerialDevice(ShufflerDevice):
                 self.link.pending_stop = True
 
     #: called after the link closes (the simulator uses it to power its microcontroller off)
-    on_close: Callable[[], None] | None = None
 
     def close(self) -> None:
         if not self._closed:

@@ -39,6 +39,7 @@ def header() -> str:
         _define("PROTOCOL_MINOR", m.PROTOCOL_MINOR),
         _define("HEARTBEAT_INTERVAL_MS", m.HEARTBEAT_INTERVAL_MS, "host's longest gap"),
         _define("SILENCE_MS", m.SILENCE_MS, "no frame from the host: stop"),
+        _define("REDRIVE_QUIET_MS", m.REDRIVE_QUIET_MS, "host this silent: no retry moves"),
         _define("ACK_FIRST_MS", m.ACK_FIRST_MS),
         _define("ACK_MAX_MS", m.ACK_MAX_MS),
         _define("ACK_TRIES", m.ACK_TRIES),

@@ -35,6 +35,9 @@ PROTOCOL_MAJOR, PROTOCOL_MINOR = 2, 1
 HEARTBEAT_INTERVAL_MS = 100
 #: the silence rule: no valid frame from the host for this long stops the machine
 SILENCE_MS = 500
+#: a host silent longer than this has missed a heartbeat: a retry (the reverse after a jam
+#: or a misfeed, the ramp after it) does not drive the motor again until it is heard
+REDRIVE_QUIET_MS = 2 * HEARTBEAT_INTERVAL_MS
 #: stop-and-wait: the first wait for an ACK, its cap (doubling between), and the tries
 ACK_FIRST_MS, ACK_MAX_MS, ACK_TRIES = 30, 500, 8
 #: the most cards one PASS may carry (128 bytes of plan in the MCU's RAM)
@@ -94,11 +97,6 @@ FAULT_KIND = {FaultCode.JAM: "jam", FaultCode.MISFEED: "misfeed",
               FaultCode.LOW_BATTERY: "low_battery", FaultCode.LINK_LOST: "link_lost",
               FaultCode.TIMEOUT: "timeout", FaultCode.MCU_RESTARTED: "mcu_restarted",
               FaultCode.STOPPED: "stopped"}
-#: codes that answer a PASS that never started
-REFUSALS = frozenset({FaultCode.LATCHED, FaultCode.BAD_REQUEST, FaultCode.NOT_CONFIGURED,
-                      FaultCode.BUSY})
-#: codes the MCU latches until CLEAR
-LATCHING = frozenset({FaultCode.JAM, FaultCode.MISFEED, FaultCode.LINK_LOST})
 
 
 class InputKind(enum.IntEnum):
@@ -372,11 +370,11 @@ class Pass(Message):
                                      "pile; unused bits 0")
 
 
-@message(Msg.STOP, "host", True, "motor off now; the pass named ends with STOPPED, or "
-         "never starts if its PASS comes later")
+@message(Msg.STOP, "host", True, "motor off now; whatever runs ends with STOPPED, whichever "
+         "id this names; the pass named never starts if its PASS comes later")
 @dataclass(frozen=True)
 class Stop(Message):
-    pass_id: int = u16("the pass to stop; 0 = whatever runs")
+    pass_id: int = u16("the pass to stop; 0 = none named (whatever runs stops either way)")
 
 
 @message(Msg.STATUS, "host", True, "answered by STATUS_REPLY")

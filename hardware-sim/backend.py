@@ -8,32 +8,62 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from shuffler.device.clock import EventClock, ScaledClock
 from shuffler.device.contract import ShufflerDevice
-from shuffler.device.registry import Backend, Opening
+from shuffler.device.registry import Backend, Opening, SimOptions
 from shuffler.errors import BadInputError
 
-from .device import SimDevice
+from .device import SimDevice, beam_filter
+
+if TYPE_CHECKING:
+    from .faults import FaultPlan
+
+
+def _dealer(sim: SimOptions) -> dict[str, Any]:
+    """The simulated dealer's habit (``--sim-dealer``) and whether it listens to the
+    warning (not ``--sim-ignores``)."""
+    from .dealer import DealerHabit
+
+    return {"habit": DealerHabit(sim.habit), "listens": not sim.ignores}
+
+
+def _hears_or_refuse(sim: SimOptions, device: str) -> None:
+    """A microcontroller reports no long press: a dealer who ignores the warning could
+    never keep the stack there, and the hand would wait for a touch until its timeout."""
+    if sim.ignores:
+        raise BadInputError(f"--sim-ignores on --device {device}: a microcontroller reports "
+                            "no long press, so a dealer who ignores the warning cannot keep "
+                            "the stack there; try --device sim or sim-gpio")
 
 
 def open_sim(o: Opening) -> SimDevice:
     """The simulated shuffler, on its own physics."""
-    from .dealer import DealerHabit
     from .faults import parse_fault_specs
     from .physics import MechanismSpec
 
     mech = o.config.mechanism
-    return SimDevice.for_cards(
+    device = SimDevice.for_cards(
         o.cards,
         faults=parse_fault_specs(o.sim.faults),
         spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate),
         rng=random.Random(o.sim.seed),
-        habit=DealerHabit(o.sim.habit),
+        **_dealer(o.sim),
         clock=o.sim.clock or ScaledClock(o.sim.speed, start=o.sim.uptime),
         limits=mech.limits,
     )
+    device.timings = beam_filter(o.config.gpio)
+    return device
+
+
+def no_stuck_card(plan: FaultPlan, device: str) -> None:
+    """``jam:CARD:stuck`` keeps a card in the simulated throat through a clear: the
+    simulator's physics do it (sim, sim-serial); the pins' rig and the firmware's
+    harness have no such card, so there it is refused rather than never happen."""
+    if plan.stuck_clears:
+        raise BadInputError(f"--sim-fault jam:CARD:stuck runs on --device sim and "
+                            f"sim-serial, not {device} (its jam frees when cleared)")
 
 
 def open_sim_serial(o: Opening) -> ShufflerDevice:
@@ -43,6 +73,7 @@ def open_sim_serial(o: Opening) -> ShufflerDevice:
 
     from .virtual_mcu import VirtualMCU
 
+    _hears_or_refuse(o.sim, "sim-serial")
     sim_device = open_sim(o)
     if motor_log := os.environ.get("SHUFFLER_MOTOR_LOG"):  # tests: the MCU's motor line
         from .kept_pins import log_motor
@@ -52,17 +83,17 @@ def open_sim_serial(o: Opening) -> ShufflerDevice:
     mech = o.config.mechanism
     try:
         device = SerialDevice(mcu.path, limits=mech.limits, feed=mech.feed,
-                              card_rate=mech.card_rate, timings=timings_of(o.config))
+                              card_rate=mech.card_rate, timings=timings_of(o.config),
+                              kind="sim-serial", accepts_seed=True, on_close=mcu.close)
     except BaseException:
         mcu.close()
         raise
-    device.on_close = mcu.close
-    device._info = replace(device.info, kind="sim-serial", accepts_seed=True)
     return device
 
 
-#: the habits firmware/harness/harness.c's dealer has (--dealer)
-SIM_AVR_DEALERS = ("instructed", "other", "both")
+#: the habits firmware/harness/harness.c's dealer has (--dealer) and runs here: it does not
+#: hear the warning of the other pile lifted first, so only the one that never needs it
+SIM_AVR_DEALERS = ("instructed",)
 
 
 def open_sim_avr(o: Opening) -> ShufflerDevice:
@@ -75,18 +106,24 @@ def open_sim_avr(o: Opening) -> ShufflerDevice:
     from .sim_avr import SIM_AVR_MAX_RATE, SimAvr, serial_on
 
     sim = o.sim
-    parse_fault_specs(sim.faults)  # bad specs: a clear error before anything starts
+    _hears_or_refuse(sim, "sim-avr")
+    plan = parse_fault_specs(sim.faults)  # bad specs: a clear error before anything starts
+    no_stuck_card(plan, "sim-avr")
     if sim.habit not in SIM_AVR_DEALERS:
         raise BadInputError(f"--sim-dealer {sim.habit}: the simavr harness's dealer knows "
-                            f"{', '.join(SIM_AVR_DEALERS)}; the habits that look at the cards "
-                            "run on --device sim or sim-gpio")
+                            f"{', '.join(SIM_AVR_DEALERS)} (it does not hear the warning of "
+                            "the other pile lifted first); the other habits run on --device "
+                            "sim, sim-gpio or sim-serial")
     mech = o.config.mechanism
     rate = min(mech.card_rate * sim.speed, SIM_AVR_MAX_RATE)
     quicker = mech.card_rate / rate  # the machine's times shrink with its card rate
     args = [f"--cards={o.cards}", f"--card-rate={rate}", f"--spinup={0.2 * quicker}",
             f"--flap-travel={mech.flap_travel_s * quicker}", f"--frame-scale={min(quicker, 1)}",
             f"--feed={mech.feed.value}", f"--dealer={sim.habit}", f"--seed={sim.seed or 0}",
-            f"--uptime={sim.uptime}", *(f"--fault={spec}" for spec in sim.faults)]
+            f"--uptime={sim.uptime}",
+            *(f"--fault={spec}" for spec in sim.faults if not spec.startswith("dropout:"))]
+    if plan.dropout_s is not None:  # machine time, quickened with the cards (and the filter)
+        args.append(f"--fault=dropout:{plan.dropout_s * 1000 * quicker!r}")
     return serial_on(SimAvr(*args), mech.limits, mech.feed, mech.card_rate,
                      timings_of(o.config).quickened(quicker))
 
@@ -94,9 +131,8 @@ def open_sim_avr(o: Opening) -> ShufflerDevice:
 def open_sim_gpio(o: Opening) -> ShufflerDevice:
     """The real GpioDevice on mock pins driven by the simulated mechanism, on the rig's
     own clock paced ``speed`` times faster than real time (instant on a test's clock)."""
-    from shuffler.backends import record_driven
+    from shuffler.gpio.backend import record_driven
 
-    from .dealer import DealerHabit
     from .faults import parse_fault_specs
     from .gpio_rig import GpioRig, RiggedGpioDevice
     from .physics import MechanismSpec
@@ -105,9 +141,10 @@ def open_sim_gpio(o: Opening) -> ShufflerDevice:
     mech = config.mechanism
     clock = (sim.clock if isinstance(sim.clock, EventClock)
              else EventClock(start=sim.uptime, speed=sim.speed))
+    faults = parse_fault_specs(sim.faults)
+    no_stuck_card(faults, "sim-gpio")
     rig = GpioRig.for_cards(
-        o.cards, faults=parse_fault_specs(sim.faults), gpio=config.gpio,
-        habit=DealerHabit(sim.habit), rng=random.Random(sim.seed),
+        o.cards, faults=faults, gpio=config.gpio, **_dealer(sim), rng=random.Random(sim.seed),
         spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate), clock=clock)
     if kept := os.environ.get("SHUFFLER_KEPT_PINS"):  # tests: levels outlive a SIGKILL
         from shuffler.gpio.safe_pins import safe_pins

@@ -26,6 +26,7 @@ class SimBattery:
     polarisation_max: float = 0.12
     tau_load: float = 3.0  # seconds for the polarisation to build
     tau_rest: float = 20.0  # seconds for it to fade
+    excess: float = 0.0  # volts above the curve's full block: a 12 V supply, 8 NiMH cells
     curve: DischargeCurve = field(init=False)
 
     def __post_init__(self) -> None:
@@ -33,9 +34,11 @@ class SimBattery:
 
     @classmethod
     def at_volts(cls, volts: float, **kwargs) -> SimBattery:
-        """A battery that reads ``volts`` at rest (clamped to its curve)."""
+        """A battery that reads ``volts`` at rest: above its curve's full block, a full one
+        with the rest as :attr:`excess` (what the driver's limit must refuse)."""
         battery = cls(**kwargs)
         battery.charge = battery.curve.charge_at(volts, under_load=False)
+        battery.excess = max(0.0, volts - battery.curve.volts(1.0, under_load=False))
         return battery
 
     def starting_at(self, volts: float | None) -> SimBattery:
@@ -51,10 +54,10 @@ class SimBattery:
         return self.curve.pass_amps
 
     def volts(self, under_load: bool, amps: float | None = None) -> float:
-        rest = self.curve.volts(self.charge, under_load=False)
+        rest = self.curve.volts(self.charge, under_load=False) + self.excess
         if not under_load:
             return max(0.0, rest - self.polarisation)
-        load = self.curve.volts(self.charge, under_load=True)
+        load = self.curve.volts(self.charge, under_load=True) + self.excess
         share = (self.pass_amps if amps is None else amps) / self.pass_amps
         return max(0.0, rest - (rest - load) * share - self.polarisation)
 

@@ -6,6 +6,12 @@ A habit is how the dealer picks the pile that goes on top. Some ignore the cards
 fell, so on the plan, which is what a report must allow for (docs/mixing.md).
 The choice is :func:`choose_pile`, one pure function the simulator, the gpiozero rig
 and the studies share; the timing of the lifts and the touch lives beside it.
+
+When the pile a habit lifts first is not the one the light shows, the machine warns at
+once (its light and beeps). A dealer who *listens* (``SimDealer.listens``, the default,
+as a real dealer who hears the beep) puts that pile back and lifts the one the light
+shows; one who does not (``--sim-ignores``) stacks by the habit anyway and, when the
+touch is refused, holds the sensor to keep the stack (a departure kept on purpose).
 """
 
 from __future__ import annotations
@@ -58,6 +64,10 @@ def choose_pile(habit: DealerHabit, instructed: Pile, seen: PilesSeen,
     return instructed
 
 
+#: seconds at least between the two lifts of a dealer who was warned
+CAREFUL_GAP = 0.6
+
+
 @dataclass
 class SimDealer:
     habit: DealerHabit = DealerHabit.INSTRUCTED
@@ -65,6 +75,16 @@ class SimDealer:
     lift_gap: float = 0.6  # seconds between lifting the first and the second pile
     both_gap: float = 0.02  # "at once": well inside the sensors' window
     settle: float = 0.8  # seconds to square the pack in the tray and touch
+    #: corrects when the machine warns of the other pile lifted first (False: stacks by
+    #: the habit anyway, and keeps the stack with a long press when the touch is refused)
+    listens: bool = True
+    put_back: float = 0.4  # seconds to hear the warning and put the pile back
+
+    @property
+    def careful_gap(self) -> float:
+        """Warned, the dealer lifts one pile and then the other, never both at once."""
+        return max(self.lift_gap, CAREFUL_GAP)
+    hold: float = 2.2  # seconds the sensor is held to keep a stack (a long press)
 
     def choose(self, instructed: Pile, seen: PilesSeen | None = None) -> Pile:
         seen = seen or PilesSeen((0, 0), None, None, False)

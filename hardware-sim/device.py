@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+import threading
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
+from shuffler.config import GpioConfig
 from shuffler.core.cards import Card, standard_pack
 from shuffler.core.mechanics import Pile
-from shuffler.device.clock import Clock, VirtualClock
+from shuffler.device.clock import Clock, ScaledClock, VirtualClock
 from shuffler.device.contract import (
     BatteryReading,
     CardCallback,
     DeviceInfo,
+    EngineTimings,
     EventKind,
     Fault,
     FaultKind,
@@ -32,6 +35,10 @@ from .dealer import DealerHabit, SimDealer
 from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 
+#: what the machine says when a clear finds a card still in the throat (jam:CARD:stuck)
+STILL_IN_THROAT = ("A card is still in the throat: the beam still sees it. Take it out, put "
+                   "every card back in the tray, then run `shuffler clear` again.")
+
 if TYPE_CHECKING:
     from shuffler.core.planning import PassPlan
     from shuffler.device.engine import Command, PassEngine
@@ -46,13 +53,11 @@ class SimTiming:
     restack_pause: float = 1.0  # seconds after the LED says "stack" before the first lift
 
 
-class EngineOptions(TypedDict, total=False):
-    """The pass engine's options a microcontroller's CONFIG carries (the virtual MCU's)."""
-
-    soft_start_s: float
-    min_blocked: float
-    min_gap: float
-    brake_s: float
+def beam_filter(gpio: GpioConfig) -> EngineTimings:
+    """The engine's beam filter as ``[gpio]`` sets it: a card blocks the beam at least
+    ``beam_min_blocked_s``; a drop-out shorter than ``beam_min_gap_s`` is the same card.
+    The simulated motor has no soft start (its physics has a spin-up of its own)."""
+    return replace(gpio.engine_timings(), soft_start_s=0.0)
 
 
 class SimDevice(ShufflerDevice):
@@ -85,9 +90,21 @@ class SimDevice(ShufflerDevice):
         self._closed = False
         self._halt: FaultKind | None = None
         self._run: _SimPass | None = None
-        self.engine_options: EngineOptions = {}  # the virtual MCU's CONFIG sets them
+        #: the beam filter of ``[gpio]`` (open_sim: the config's); the virtual MCU's CONFIG
+        #: sets them all
+        self.timings: EngineTimings = beam_filter(GpioConfig())
+        self.brake_s = 0.0  # the brake interval before a reverse (the virtual MCU's 20 ms)
         self._idle_since = self.clock.now()
-        self.shown: list[Status] = []  # what the LED showed, for tests and the rig
+        self._idle = 0.0  # device time the machine stood idle beyond its clock's sleeps
+        self._idle_lock = threading.Lock()
+        #: what the LED showed (the newest thousand or more), for tests and the rig
+        self.shown: list[Status] = []
+        #: the simulated dealer holds the pile lifted first, the other one than asked
+        self._held: tuple[Status, list[InputEvent]] | None = None
+        #: stacked against the light, deaf to the warning: the stack lights (the warning,
+        #: the touch refused) still to come before the dealer keeps the stack (0: never)
+        self._deaf, self._keep_after = False, 0
+        self._corrected = False  # put the pile back and stacked as the light asks
 
     @classmethod
     def for_cards(
@@ -99,6 +116,7 @@ class SimDevice(ShufflerDevice):
         rng: random.Random | None = None,
         battery: SimBattery | None = None,
         habit: DealerHabit = DealerHabit.INSTRUCTED,
+        listens: bool = True,
         **kwargs,
     ) -> SimDevice:
         """A simulated machine with a fresh pack of ``n`` cards in the tray."""
@@ -107,12 +125,24 @@ class SimDevice(ShufflerDevice):
         mech: Mechanism[Card] = Mechanism(
             standard_pack(n), spec or MechanismSpec(), battery, faults
         )
-        return cls(mech, dealer=SimDealer(habit, rng or random.Random()), **kwargs)
+        return cls(mech, dealer=SimDealer(habit, rng or random.Random(), listens=listens),
+                   **kwargs)
 
     # -- the contract ----------------------------------------------------------
     @property
     def info(self) -> DeviceInfo:
         return self._info
+
+    def now(self) -> float:
+        """The physics' clock, and the time the machine has stood idle since it last
+        moved: a paced simulator's clock moves only while the simulation sleeps, but a
+        dealer's touch a second after a pass is a second after it at every speed
+        (``ScaledClock.idle``: real time × the speed). A test's virtual clock moves only
+        as the test says. The physics (the battery's rest) keeps its own time."""
+        with self._idle_lock:
+            if self._run is None and isinstance(self.clock, ScaledClock):
+                self._idle += self.clock.idle()
+            return self.clock.now() + self._idle
 
     def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None, *,
                  on_tick: TickCallback | None = None) -> PassReport:
@@ -121,10 +151,12 @@ class SimDevice(ShufflerDevice):
         if self._fault is not None:
             raise FaultLatchedError(self._fault.message)
         self._settle()
+        self.now()  # the idle time up to the pass counts; none during it
         self.mechanism.start_pass()
         from shuffler.device.engine import PassEngine
 
-        engine = PassEngine(plan.labels, self.limits, **self.engine_options)
+        engine = PassEngine(plan.labels, self.limits, timings=self.timings,
+                            brake_s=self.brake_s)
         self._run = _SimPass(self, engine, on_card, on_tick)
         self._halt = None
         if self._stop_before_start():  # stopped between "accepted" and now: never starts
@@ -163,8 +195,15 @@ class SimDevice(ShufflerDevice):
         )
 
     def clear_fault(self) -> bool:
-        if self._fault is not None:
-            self.mechanism.gather()  # the simulated dealer frees the throat
+        # as every fault's message says (a latch the device or the host holds): the
+        # simulated dealer frees the throat and puts every card back in the tray; after
+        # jam:CARD:stuck the dealer misses the card in the throat (the clears it fails)
+        faults = self.mechanism.faults
+        if faults.stuck_clears > 0:
+            faults.stuck_clears -= 1
+            self._fault = Fault(FaultKind.JAM, STILL_IN_THROAT)
+            return False
+        self.mechanism.gather()
         self._fault = None
         return True
 
@@ -184,7 +223,20 @@ class SimDevice(ShufflerDevice):
 
     def show(self, status: Status) -> None:
         self.shown.append(status)
-        if status.signal is Signal.STACK and status.on_top is not None:
+        if len(self.shown) > 2000:  # an evening's hands keep no unbounded history
+            del self.shown[:-1000]
+        if status.signal is not Signal.STACK or status.on_top is None:
+            self._held, self._deaf, self._keep_after, self._corrected = None, False, 0, False
+        elif self._held is not None:  # the warning (on a serial link: the stack light again)
+            self._dealer_hears_the_warning()
+        elif self._deaf:  # stacked against the light: the warning, the touch refused
+            if self._keep_after:
+                self._keep_after -= 1
+                if not self._keep_after:
+                    self._dealer_keeps()
+        elif self._corrected:  # the light as asked again: the stack matches now
+            self._corrected = False
+        else:
             self._dealer_restacks(status)
 
     def wait_event(self, timeout: float | None = None) -> InputEvent | None:
@@ -202,18 +254,56 @@ class SimDevice(ShufflerDevice):
     # -- the simulated dealer ----------------------------------------------------
     def _dealer_restacks(self, status: Status) -> None:
         assert status.on_top is not None
+        self.now()  # the idle time before the light counts (its stamps are device time)
         self.clock.sleep(self.timing.restack_pause)
         on_top = self.dealer.choose(status.on_top,
                                    self.mechanism.seen(status.next_pass is None))
-        lifts = self.dealer.lift_events(on_top, self.clock.now())
-        self.clock.sleep(lifts[-1].at - lifts[0].at)
+        lifts = self.dealer.lift_events(on_top, self.now())
+        at_once = self.dealer.habit is DealerHabit.BOTH  # warned of too (cannot tell)
+        if (lifts[0].pile is not status.on_top or at_once) and self.dealer.listens:
+            # the other pile first: the machine warns at once, and the dealer hears it
+            for ev in lifts[:2 if at_once else 1]:
+                self.events.put(ev)
+            self._held = (status, lifts)
+            return
+        if lifts[0].pile is not status.on_top or at_once:
+            # deaf to the warning; at the touch refused (its light again) it keeps the stack
+            self._deaf = True
+            self._keep_after = 2 if status.next_pass is not None else 0
+        self._stacks(on_top, lifts, status)
+
+    def _stacks(self, on_top: Pile, lifts: list[InputEvent], status: Status) -> None:
+        """The lifts after the first (already made), the pack in the tray, the touch."""
+        self.clock.sleep(max(0.0, lifts[-1].at - self.now()))
         self.mechanism.restack(on_top)
         for ev in lifts:
             self.events.put(ev)
-        self.events.put(InputEvent(EventKind.TRAY_LOADED, self.clock.now()))
+        self.events.put(InputEvent(EventKind.TRAY_LOADED, self.now()))
         if status.next_pass is not None:
             self.clock.sleep(self.dealer.settle)
-            self.events.put(InputEvent(EventKind.TOUCH, self.clock.now()))
+            self.events.put(InputEvent(EventKind.TOUCH, self.now()))
+
+    def _dealer_hears_the_warning(self) -> None:
+        """Holding the pile lifted first, a dealer who listens hears the warning, puts the
+        pile back and lifts the pile the light shows first, one pile at a time. (One who
+        does not stacks as it was going to, and keeps it when the touch is refused.)"""
+        assert self._held is not None
+        status, _ = self._held
+        self._held = None
+        asked = status.on_top
+        assert asked is not None
+        self.clock.sleep(self.dealer.put_back)
+        now = self.now()
+        self._corrected = True
+        self._stacks(asked, [InputEvent(EventKind.PILE_LIFTED, now, asked),
+                             InputEvent(EventKind.PILE_LIFTED, now + self.dealer.careful_gap,
+                                        asked.other)], status)
+
+    def _dealer_keeps(self) -> None:
+        """The dealer holds the sensor (a long press, stamped when it began)."""
+        began = self.now()
+        self.clock.sleep(self.dealer.hold)
+        self.events.put(InputEvent(EventKind.LONG_PRESS, began))
 
 
 class _SimPass:
@@ -257,9 +347,9 @@ class _SimPass:
         return engine.report
 
     def physics(self, what: str, transit: Transit, at: float) -> None:
-        if what == "blocked":
+        if what in ("blocked", "dropout"):  # a drop-out: the beam clears inside the card
             self.blocked = True
-            self.apply(self.engine.beam(True, at))
+            self.apply(self.engine.beam(what == "blocked", at))
             return
         self.mech.land(transit, self.pile)  # the card drops past the diverter
         self.busy = self.blocked = False
@@ -276,8 +366,13 @@ class _SimPass:
         if transit.load_volts:
             self.apply(self.engine.volts(transit.load_volts, at))
         if transit.kind is TransitKind.CARD:
-            self.pending += [(at + transit.gap, "blocked", transit),
-                             (at + transit.gap + transit.blocked, "land", transit)]
+            enters = at + transit.gap
+            self.pending.append((enters, "blocked", transit))
+            if transit.dropout:
+                self.pending += [(enters + transit.dropout_at, "dropout", transit),
+                                 (enters + transit.dropout_at + transit.dropout, "blocked",
+                                  transit)]
+            self.pending.append((enters + transit.blocked, "land", transit))
         elif transit.kind is TransitKind.JAM and not self.blocked:
             self.pending.append((at + transit.gap, "blocked", transit))
         # a misfeed, a stall or an empty tray: nothing reaches the beam

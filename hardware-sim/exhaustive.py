@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import partial
 from itertools import product
@@ -18,10 +19,11 @@ from math import factorial
 from typing import TypeVar
 
 from shuffler.core import planning
+from shuffler.core.labels import Label
 from shuffler.core.mechanics import Feed, Pile
 
 from .dealer import DealerHabit
-from .study import Imperfections, deal_with_doubles, play_hand
+from .study import Imperfections, deal_with_doubles, label_of, play_hand
 
 H = TypeVar("H", bound=Hashable)  # an outcome: an order, or whatever ``run`` returns
 Order = tuple[int, ...]
@@ -121,7 +123,7 @@ def habit_distances(n: int, passes: int, mode: planning.Mode, habit: DealerHabit
     the final order from uniform, the largest distance the controller reported on any
     hand (None: some hand said "unknown"), and whether every hand was reported exact."""
     reported: set[tuple[Fraction | None, bool]] = set()
-    flaws = Imperfections(habit=habit)
+    flaws = Imperfections(habit=habit, listens=False)  # who corrects: labelled_law
 
     def run(rng: ScriptedRandom) -> Order:
         order, planner = play_hand(n, passes, mode, rng, feed, flaws)  # type: ignore[arg-type]
@@ -163,3 +165,61 @@ def habit_table(distances: Callable[[planning.Mode, int, int, DealerHabit],
             cells.append(f"{float(true):.3f} / {said}{' exact' if exact else ''}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def labelled_law(n: int, passes: int, mode: planning.Mode, habit: DealerHabit, *,
+                 listens: bool = True, pattern: str | None = None,
+                 feed: Feed = Feed.TOP) -> dict[tuple[Order, Label], Fraction]:
+    """The exact joint law of one hand's final order and its label, by exhaustion over
+    every draw (the planner's, the coins, the dealer's): a dealer with ``habit`` who
+    corrects when warned (``listens``) or not, on a seat whose watch saw ``pattern``
+    (None: a fresh evening; the watch's state before the hand is independent of this
+    hand's plan, so these two cases are every hand of an evening)."""
+    flaws = Imperfections(habit=habit, listens=listens)
+
+    def run(rng: ScriptedRandom) -> tuple[Order, Label]:
+        order, planner = play_hand(n, passes, mode, rng, feed, flaws)  # type: ignore[arg-type]
+        return tuple(order), label_of(planner, n, passes, pattern)
+
+    return enumerate_outcomes(run, scripted_rng=True)
+
+
+@dataclass(frozen=True)
+class LabelGroup:
+    """The hands carrying one label: their share and the distance of their law from
+    uniform and from the plan's law (the law a dealer who follows the light gets)."""
+
+    label: Label
+    share: Fraction
+    from_uniform: Fraction
+    from_plan: Fraction
+
+
+def label_groups(law: Mapping[tuple[Order, Label], Fraction], n: int,
+                 plan: Mapping[Order, Fraction]) -> list[LabelGroup]:
+    """:func:`labelled_law` split by label, each group's law conditioned on its label."""
+    by_label: dict[Label, dict[Order, Fraction]] = defaultdict(lambda: defaultdict(Fraction))
+    for (order, label), p in law.items():
+        by_label[label][order] += p
+    groups = []
+    for label, orders in by_label.items():
+        share = sum(orders.values(), Fraction(0))
+        cond = {o: p / share for o, p in orders.items()}
+        groups.append(LabelGroup(label, share, total_variation(cond, n), distance(cond, plan)))
+    return sorted(groups, key=lambda g: (not g.label.exact, g.label.distance or 2))
+
+
+def distance(p: Mapping[Order, Fraction], q: Mapping[Order, Fraction]) -> Fraction:
+    """Total variation between two laws of orders."""
+    return sum((abs(p.get(o, Fraction(0)) - q.get(o, Fraction(0))) for o in {*p, *q}),
+               Fraction(0)) / 2
+
+
+def plan_law(n: int, passes: int, mode: planning.Mode,
+             feed: Feed = Feed.TOP) -> dict[Order, Fraction]:
+    """The law of the hands of a dealer who follows the light: the plan's law."""
+    law = labelled_law(n, passes, mode, DealerHabit.INSTRUCTED, feed=feed)
+    out: dict[Order, Fraction] = defaultdict(Fraction)
+    for (order, _), p in law.items():
+        out[order] += p
+    return dict(out)

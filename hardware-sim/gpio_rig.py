@@ -47,22 +47,41 @@ from shuffler.config import GpioConfig
 from shuffler.core.cards import Card, standard_pack
 from shuffler.core.mechanics import Pile
 from shuffler.device.clock import EventClock
-from shuffler.device.contract import DeviceInfo, Signal
-from shuffler.gpio.backend import COLOURS, GpioDevice
+from shuffler.device.contract import Signal
+from shuffler.gpio.device import COLOURS, WARN_RED, GpioDevice
 
 from .battery import SimBattery
 from .dealer import DealerHabit, SimDealer
 from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 
+#: a rig pin keeps its newest changes only (``states``): from this many to twice as many
+STATES_KEPT = 5000
 
-class RigPin(MockPWMPin):
+
+class _KeptStates:
+    """A mock pin whose change history (``states``) is bounded: gpiozero's MockPin keeps
+    every change, and the MCP3008's SPI clock edges alone would grow a simulated evening
+    by megabytes a hand. Trimmed by halves, so a change costs O(1) on average."""
+
+    states: list[PinState]
+
+    def _trim_states(self) -> None:
+        if len(self.states) > 2 * STATES_KEPT:
+            del self.states[:-STATES_KEPT]
+
+    def _change_state(self, value: bool) -> bool:
+        changed = super()._change_state(value)  # type: ignore[misc]
+        self._trim_states()
+        return changed
+
+
+class RigPin(_KeptStates, MockPWMPin):
     """A mock pin that stamps its changes with the rig's clock, not the host's."""
 
     # MockPin's own attributes, which this pin updates (gpiozero ships no types)
     _state: bool
     _last_change: float
-    states: list[PinState]
 
     def _change_state(self, value: bool) -> bool:
         if self._state != value:
@@ -70,6 +89,7 @@ class RigPin(MockPWMPin):
             self._state = value
             self.states.append(PinState(t - self._last_change, value))
             self._last_change = t
+            self._trim_states()
             return True
         return False
 
@@ -100,7 +120,7 @@ class SensorNoise:
     bounce_s: float = 0.0001
 
 
-class _ClockPin(MockSPIClockPin, MockPWMPin):
+class _ClockPin(_KeptStates, MockSPIClockPin, MockPWMPin):
     """An SPI clock pin the PWM factory accepts, with a plain on/off state."""
 
     def _set_state(self, value):
@@ -109,7 +129,7 @@ class _ClockPin(MockSPIClockPin, MockPWMPin):
             dev.on_clock()
 
 
-class _SelectPin(MockSPISelectPin, MockPWMPin):
+class _SelectPin(_KeptStates, MockSPISelectPin, MockPWMPin):
     def _set_state(self, value):
         MockPin._set_state(self, value)
         if self.spi_device:
@@ -175,8 +195,10 @@ class GpioRig:
         self.pins = {role: self.factory.pin(n) for role, n in self.gpio.pins().items()}
         self.adc = (MockMCP3008(self.factory, self._adc_volts, self.gpio.adc_vref)
                     if self.gpio.adc_channel is not None else None)
-        self.landed: list[tuple[object, Pile]] = []  # every card and the pile it fell on
-        self.motor_off_at: list[float] = []  # when the motor left full forward speed
+        #: every card of the pass and the pile it fell on (a new pass starts it again)
+        self.landed: list[tuple[object, Pile]] = []
+        #: when the motor left full forward speed (the newest few hundred)
+        self.motor_off_at: list[float] = []
         self._forward = False  # what the rig saw at its last look
         self._epoch = 0  # bumped when the roller stops: a card short of the beam stays put
         self._busy = False  # a card is on its way (or the roller slips on nothing)
@@ -185,18 +207,22 @@ class GpioRig:
         self._failing = False  # since a failed card: a restart is a retry, not a new pass
         self._first = True
         self._restacked = False
+        #: the dealer holds the pile it lifted first, the other one than the light asks:
+        #: (asked, lifted, touch after, gather)
+        self._held: tuple[Pile, Pile, bool, bool] | None = None
 
     @classmethod
     def for_cards(cls, n: int, *, card_rate: float = 5.0, faults: FaultPlan | None = None,
                   gpio: GpioConfig | None = None, habit: DealerHabit = DealerHabit.INSTRUCTED,
                   rng: random.Random | None = None, battery: SimBattery | None = None,
                   spec: MechanismSpec | None = None, clock: EventClock | None = None,
-                  noise: SensorNoise | None = None) -> GpioRig:
+                  noise: SensorNoise | None = None, listens: bool = True) -> GpioRig:
         faults = faults or FaultPlan()
         battery = (battery or SimBattery()).starting_at(faults.battery_volts)
         spec = spec or MechanismSpec(card_rate=card_rate)
         mech: Mechanism[Card] = Mechanism(standard_pack(n), spec, battery, faults)
-        return cls(mech, gpio, SimDealer(habit, rng or random.Random()), clock, noise)
+        return cls(mech, gpio, SimDealer(habit, rng or random.Random(), listens=listens), clock,
+                   noise)
 
     # -- what the pins say ----------------------------------------------------------
     def _state(self, role: str) -> float:
@@ -318,10 +344,12 @@ class GpioRig:
                 self._retry()
             elif not (m.piles[0] or m.piles[1] or self._failing):
                 m.start_pass()  # the motor starts on a full tray: a new pass
+                self.landed.clear()
                 self._restacked = False
             self._first = True
         elif not forward and self._forward:
             self.motor_off_at.append(now)
+            del self.motor_off_at[:-500]
             self._epoch += 1
             self._busy = False
         if self.backward() and self._retry_due:
@@ -370,6 +398,8 @@ class GpioRig:
         self._in_beam = True
         self.set_sensor("beam", True)
         self._glitch(now + transit.blocked * 0.25, "beam", False)
+        if transit.dropout:  # --sim-fault dropout:MS
+            self.blip("beam", False, now + transit.dropout_at, transit.dropout)
         met: list[Pile] = []
         self.clock.at(now + transit.blocked / 2, lambda: met.append(self.diverter_pile()))
         self.clock.at(now + transit.blocked, lambda: self._card_leaves(transit, met))
@@ -389,10 +419,14 @@ class GpioRig:
     def _watch_led(self) -> None:
         """The simulated dealer reads the LED between passes."""
         m = self.mechanism
+        colour = tuple(round(c, 2) for c in self.led())
+        if self._held is not None:  # holding the other pile than asked: red is the warning
+            if colour == WARN_RED:
+                self._hears_the_warning()
+            return
         if not (m.piles[0] or m.piles[1]):
             self._restacked = False
             return
-        colour = tuple(round(c, 2) for c in self.led())
         shown = {tuple(float(x) for x in rgb): (sig, pile)
                  for (sig, pile), (rgb, _) in COLOURS.items()}.get(colour)
         if shown is None or self._restacked:
@@ -406,21 +440,60 @@ class GpioRig:
             self._sensors()
         elif signal is Signal.STACK and pile is not None:
             # the LED's colour does not say whether the hand ends here: follows-but-last follows
-            self._restack(self.dealer.choose(pile, self.mechanism.seen(False)), touch=True)
+            self._lifts(pile, self.dealer.choose(pile, self.mechanism.seen(False)), touch=True)
         elif signal is Signal.READY:  # a hand done, or a fault cleared: gather everything
-            self._restack(self.dealer.choose(Pile.LEFT), touch=False, gather=True)
+            self._lifts(Pile.LEFT, self.dealer.choose(Pile.LEFT), touch=False, gather=True)
+
+    def _lifts(self, asked: Pile, on_top: Pile, touch: bool, gather: bool = False) -> None:
+        """The dealer lifts ``on_top`` first: the other pile than ``asked``, and it holds
+        it while the machine warns."""
+        at_once = self.dealer.habit is DealerHabit.BOTH  # warned of too (cannot tell)
+        if (on_top is asked and not at_once) or not self.dealer.listens:
+            self._restack(on_top, touch, gather)
+            if touch and (on_top is not asked or at_once):  # refused: keep the stack
+                at = self.clock.now() + self.dealer.lift_gap + 0.01 + self.dealer.settle + 1.0
+                self.clock.at(at, self._keeps)
+            return
+        self._restacked = True
+        self._held = (asked, on_top, touch, gather)
+        self.set_sensor(self._sensor(on_top), False)
+        if at_once:
+            self.clock.at(self.clock.now() + self.dealer.both_gap,
+                          partial(self.set_sensor, self._sensor(on_top.other), False))
+
+    @staticmethod
+    def _sensor(pile: Pile) -> str:
+        return "pile_left" if pile is Pile.LEFT else "pile_right"
+
+    def _hears_the_warning(self) -> None:
+        """A dealer who listens puts the pile back and lifts the one asked for first."""
+        assert self._held is not None
+        asked, _, touch, gather = self._held
+        self._held = None
+        now = self.clock.now()
+        for pile in Pile:  # puts back what it holds
+            if self.mechanism.piles[pile]:
+                self.clock.at(now + self.dealer.put_back / 2,
+                              partial(self.set_sensor, self._sensor(pile), True))
+        self.clock.at(now + self.dealer.put_back,
+                      partial(self._restack, asked, touch, gather, True))
+
+    def _keeps(self) -> None:
+        if tuple(round(c, 2) for c in self.led()) != COLOURS[(Signal.RUNNING, None)][0]:
+            self.long_press(self.dealer.hold)
 
     def settled(self) -> bool:
         """Every card back in the tray and the motor still."""
         m = self.mechanism
         return not (m.piles[0] or m.piles[1] or m.stuck or self.forward())
 
-    def _restack(self, on_top: Pile, touch: bool, gather: bool = False) -> None:
+    def _restack(self, on_top: Pile, touch: bool, gather: bool = False,
+                 careful: bool = False) -> None:
+        """Lift ``on_top``, then the other pile (one at a time if ``careful``: warned)."""
         self._restacked = True
         lifts = self.dealer.lift_events(on_top, 0.0)
-        gap = lifts[1].at - lifts[0].at
-        first, second = ("pile_left", "pile_right") if on_top is Pile.LEFT else \
-            ("pile_right", "pile_left")
+        gap = self.dealer.careful_gap if careful else lifts[1].at - lifts[0].at
+        first, second = self._sensor(on_top), self._sensor(on_top.other)
         self.set_sensor(first, False)
 
         def second_lift() -> None:
@@ -441,9 +514,8 @@ class RiggedGpioDevice(GpioDevice):
 
     def __init__(self, rig: GpioRig, **kwargs) -> None:
         self.rig = rig  # first: a failed (or signalled) GpioDevice.__init__ closes it
-        super().__init__(rig.gpio, pin_factory=rig.factory, clock=rig.clock, **kwargs)
-        self._info = DeviceInfo("sim-gpio", "GPIO backend on the simulated rig", self.info.feed,
-                                accepts_seed=True)
+        super().__init__(rig.gpio, pin_factory=rig.factory, clock=rig.clock, kind="sim-gpio",
+                         name="GPIO backend on the simulated rig", accepts_seed=True, **kwargs)
         rig.start()
 
     def close(self) -> None:

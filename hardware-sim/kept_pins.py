@@ -9,7 +9,8 @@ process, start from what the file says.
 - :func:`keep_levels` hooks the pins a rig's factory already made (``--device sim-gpio``
   with ``SHUFFLER_KEPT_PINS=FILE``);
 - :class:`KeptPinFactory` is a pin factory of its own, for ``GPIOZERO_PIN_FACTORY=
-  shuffler-kept`` (``shuffler-safe`` in the tests).
+  shuffler-kept`` (``shuffler-safe`` in the tests), a name only the test tree registers
+  (``tests/kept.py``), not an install.
 
 A pin handed back as an input floats, and the board's pull-down holds it low
 (docs/hardware.md), so an input is recorded at level 0.
@@ -22,8 +23,12 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from gpiozero.pins.mock import MockFactory, MockPWMPin
+
+#: a path as the callers give it
+PathLike = str | os.PathLike[str]
 
 ENV = "SHUFFLER_KEPT_PINS"
 
@@ -31,17 +36,18 @@ ENV = "SHUFFLER_KEPT_PINS"
 class LevelFile:
     """The kernel's memory of each line: function and level by name (``GPIO12``)."""
 
-    def __init__(self, path: str | os.PathLike) -> None:
+    def __init__(self, path: PathLike) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        self.levels: dict[str, dict] = self.read(self.path)
+        self.levels: dict[str, dict[str, Any]] = self.read(self.path)
 
     @staticmethod
-    def read(path: str | os.PathLike) -> dict[str, dict]:
+    def read(path: PathLike) -> dict[str, dict[str, Any]]:
         try:
-            return json.loads(Path(path).read_text())
+            levels = json.loads(Path(path).read_text())
         except (FileNotFoundError, ValueError):
             return {}
+        return levels if isinstance(levels, dict) else {}
 
     def record(self, name: str, function: str, state: float) -> None:
         level = float(state) if function == "output" else 0.0
@@ -55,16 +61,16 @@ class LevelFile:
             os.replace(tmp, self.path)  # a kill between writes leaves the last whole file
 
 
-def _hook(pin, store: LevelFile) -> None:
+def _hook(pin: Any, store: LevelFile) -> None:
     """Record ``pin``'s level on every change (gpiozero's Pin properties call these
     methods through the instance, so an instance attribute overrides them)."""
     set_function, change_state = pin._set_function, pin._change_state
 
-    def _set_function(value):
+    def _set_function(value: str) -> None:
         set_function(value)
         store.record(pin.info.name, pin._function, pin._state)
 
-    def _change_state(value):
+    def _change_state(value: float) -> Any:
         changed = change_state(value)
         store.record(pin.info.name, pin._function, pin._state)
         return changed
@@ -73,7 +79,7 @@ def _hook(pin, store: LevelFile) -> None:
     store.record(pin.info.name, pin._function, pin._state)
 
 
-def keep_levels(factory: MockFactory, path: str | os.PathLike,
+def keep_levels(factory: Any, path: PathLike,
                 numbers: Iterable[int]) -> LevelFile:
     """Keep the levels of the pins ``numbers`` (BCM) of ``factory`` in ``path``. Only the
     outputs that matter: a file write per SPI clock edge would slow the ADC to a crawl."""
@@ -83,17 +89,17 @@ def keep_levels(factory: MockFactory, path: str | os.PathLike,
     return store
 
 
-class KeptPinFactory(MockFactory):
+class KeptPinFactory(MockFactory):  # type: ignore[misc,unused-ignore]  # gpiozero ships no types
     """A mock pin factory whose pins start at the level the file last kept."""
 
-    def __init__(self, path: str | os.PathLike | None = None) -> None:
+    def __init__(self, path: PathLike | None = None) -> None:
         super().__init__(pin_class=MockPWMPin)
         where = path or os.environ.get(ENV)
         if not where:
             raise RuntimeError(f"{ENV} is not set: the kept-pins factory needs a file")
         self.store = LevelFile(where)
 
-    def pin(self, spec, pin_class=None, **kwargs):
+    def pin(self, spec: Any, pin_class: Any = None, **kwargs: Any) -> Any:
         before = set(self.pins.values())
         pin = super().pin(spec, pin_class=pin_class, **kwargs)
         if pin not in before:  # new to this process: the line is as the kernel kept it
@@ -110,21 +116,21 @@ class KeptPinFactory(MockFactory):
 MOTOR_LOG_ENV = "SHUFFLER_MOTOR_LOG"
 
 
-def log_motor_line(path: str | os.PathLike, on: bool) -> None:
+def log_motor_line(path: PathLike, on: bool) -> None:
     import time
 
     with open(path, "a") as f:
         f.write(f"{time.monotonic():.6f} {'on' if on else 'off'}\n")
 
 
-def log_motor(sim: object, path: str | os.PathLike) -> None:
+def log_motor(sim: object, path: PathLike) -> None:
     """Log every change of ``sim``'s motor (a SimDevice behind the virtual MCU) to ``path``."""
     cls = type(sim)
 
-    def get(self) -> bool:
-        return self.__dict__.get("_logged_motor", False)
+    def get(self: Any) -> bool:
+        return bool(self.__dict__.get("_logged_motor", False))
 
-    def put(self, on: bool) -> None:
+    def put(self: Any, on: bool) -> None:
         if on != self.__dict__.get("_logged_motor", False):
             log_motor_line(path, on)
         self.__dict__["_logged_motor"] = on

@@ -35,6 +35,12 @@ class Transit:
     blocked: float = 0.0  # seconds the beam stays blocked by this card
     cards: int = 0  # cards moving together: 2 for a double feed
     load_volts: float = 0.0  # battery under load while this card moved
+    dropout: float = 0.0  # seconds the beam clears in the middle of the card (--sim-fault)
+
+    @property
+    def dropout_at(self) -> float:
+        """Seconds from the leading edge to the drop-out's start (it is centred)."""
+        return (self.blocked - self.dropout) / 2
 
 
 @dataclass
@@ -101,12 +107,16 @@ class Mechanism(Generic[T]):
         double = card_no in self.faults.doubles and len(self.tray) >= 2
         if double:
             self.faults.doubles.discard(card_no)
+        blocked, dropout = interval * self.spec.duty, self.faults.dropout_s or 0.0
+        if dropout:  # the card keeps at least a tenth of its blocking either side of it
+            blocked = max(blocked, dropout + blocked / 5)
         return Transit(
             TransitKind.CARD,
             gap=gap,
-            blocked=interval * self.spec.duty,
+            blocked=blocked,
             cards=2 if double else 1,
             load_volts=volts,
+            dropout=dropout,
         )
 
     def _fires(self, table: dict[int, int | None], card_no: int) -> bool:

@@ -4,12 +4,12 @@ line. Imported only when chosen (it alone starts programs)."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import queue
 import subprocess
 import threading
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,22 +20,52 @@ from shuffler.errors import DeviceError
 if TYPE_CHECKING:
     from firmware_bridge.device import Timings
 
-FIRMWARE_DIR = Path(__file__).resolve().parents[1] / "firmware"
+#: the firmware's sources: in a checkout a link to its firmware/ folder; in a wheel the
+#: sources themselves, shipped as package data, so sim-avr builds them where it runs
+FIRMWARE_DIR = Path(__file__).resolve().parent / "firmware"
 AVR_PACKAGES = "gcc-avr avr-libc simavr libsimavr-dev"
 
 
-def build_firmware() -> None:
-    """``make -C firmware all sim`` (quick when up to date); DeviceError if it cannot."""
+def build_dir() -> Path:
+    """Where the firmware is built: the checkout's ``firmware/build``; from a wheel
+    (whose folder may not be the user's to write, and which pip removes whole) the
+    user's cache, one folder for each version."""
+    if FIRMWARE_DIR.is_symlink():
+        return FIRMWARE_DIR.resolve() / "build"
+    from shuffler import __version__
+
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "shuffler" / f"firmware-{__version__}"
+
+
+def build_firmware() -> Path:
+    """``make -C firmware all sim`` into :func:`build_dir` (quick when up to date); the
+    build folder, or DeviceError naming what is missing: the firmware's sources or the
+    toolchain. One build at a time (a lock in the build folder): two processes making
+    the same objects at once (two CLIs, two test workers) would link a half-written one."""
+    if not (FIRMWARE_DIR / "Makefile").is_file():
+        raise DeviceError(f"cannot build the firmware for sim-avr: its sources are not "
+                          f"installed ({FIRMWARE_DIR / 'Makefile'} is missing; reinstall "
+                          f"shuffler from its wheel or a checkout)")
+    build = build_dir()
     try:
-        build = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), "all", "sim"],
-                               capture_output=True, text=True, check=False)
-        why = (build.stderr.strip()[-300:] or f"make exited {build.returncode}"
-               if build.returncode else "")
+        build.mkdir(parents=True, exist_ok=True)
+        with open(build / ".make.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            made = subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), f"BUILD={build}",
+                                   "all", "sim"], capture_output=True, text=True, check=False)
+        why = (made.stderr.strip()[-300:] or f"make exited {made.returncode}"
+               if made.returncode else "")
     except OSError as e:
+        if e.filename is not None and Path(e.filename).is_relative_to(build):
+            raise DeviceError(f"cannot build the firmware for sim-avr in {build}: "
+                              f"{e.strerror} (set XDG_CACHE_HOME to a folder of yours)"
+                              ) from None
         why = str(e)
     if why:
         raise DeviceError(f"cannot build the firmware for sim-avr (it needs make, gcc and the "
                           f"packages {AVR_PACKAGES}): {why}")
+    return build
 
 
 def serial_on(chip: SimAvr, limits: FaultLimits | None = None, feed: Feed = Feed.TOP,
@@ -43,31 +73,29 @@ def serial_on(chip: SimAvr, limits: FaultLimits | None = None, feed: Feed = Feed
     """SerialDevice on the chip's pseudo-terminal; closing it stops the chip. Without
     ``timings``, the default ones quickened tenfold, for chips whose cards come ten
     times faster than the machine's five a second (the tests' --card-rate=50)."""
-    from firmware_bridge.device import SerialDevice, Timings
+    from firmware_bridge.device import SerialDevice, default_timings
 
-    timings = timings or Timings().quickened(0.1)
+    timings = timings or default_timings().quickened(0.1)
 
     try:
         device = SerialDevice(chip.path, limits=limits, feed=feed, card_rate=card_rate,
-                              timings=timings)
+                              timings=timings, kind="sim-avr", accepts_seed=True,
+                              on_close=chip.close)
     except BaseException:
         chip.close()
         raise
-    device.on_close = chip.close
-    device._info = replace(device.info, kind="sim-avr", accepts_seed=True)
     return device
 
 
 class SimAvr:
-    """The firmware's own ELF on a simulated ATmega328P (firmware/build/simavr-harness),
+    """The firmware's own ELF on a simulated ATmega328P (build/simavr-harness, :func:`build_dir`),
     its UART on a pseudo-terminal (:attr:`path`), the machine played on its pins. The
     harness's lines (``motor ...``, ``state ...``) land in :attr:`lines`."""
 
     def __init__(self, *args: str) -> None:
-        build_firmware()
+        build = build_firmware()
         self.proc = subprocess.Popen(
-            [str(FIRMWARE_DIR / "build" / "simavr-harness"), *args,
-             str(FIRMWARE_DIR / "build" / "shuffler.elf")],
+            [str(build / "simavr-harness"), *args, str(build / "shuffler.elf")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         assert self.proc.stdout is not None
         first = self.proc.stdout.readline().split()
@@ -104,12 +132,16 @@ class SimAvr:
                 return dict(item.partition("=")[::2] for item in line.split()[1:])
         raise DeviceError("the simavr harness did not answer")
 
+    #: a harness quits within milliseconds of its input's end; one that does not (a frozen
+    #: or stopped process) is killed after this, so that the CLI exits promptly
+    QUIT_S = 1.0
+
     def close(self) -> None:
         if self.proc.poll() is None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()  # type: ignore[union-attr]  # the harness quits
             try:
-                self.proc.wait(5)
+                self.proc.wait(self.QUIT_S)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()

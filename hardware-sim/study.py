@@ -18,8 +18,9 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from shuffler.core.labels import Label, Watch, hand_label
 from shuffler.core.mechanics import Feed, Pile, deal_pass, feed_order, stack
-from shuffler.core.planning import Mode, PackTracker, Planner, make_planner
+from shuffler.core.planning import Mode, PackTracker, PassPlan, Planner, make_planner
 
 from .dealer import DealerHabit, PilesSeen, choose_pile
 
@@ -35,6 +36,9 @@ class Imperfections:
     unseen_at: frozenset[int] = frozenset()  # passes whose stacking the sensors miss
     double_at: frozenset[tuple[int, int]] = frozenset()  # (pass, fed index) double feeds
     habit: DealerHabit = DealerHabit.INSTRUCTED  # the dealer's habit, as --sim-dealer
+    #: the dealer hears the machine's warning and corrects (as a real dealer who hears
+    #: the beep); False: ignores it, as --sim-ignores
+    listens: bool = True
 
     @property
     def any(self) -> bool:
@@ -73,10 +77,29 @@ def simulate_hand(n: int, passes: int, mode: Mode, rng: random.Random,
     return play_hand(n, passes, mode, rng, feed, flaws)[0]
 
 
+def _stack(flaws: Imperfections, plan: PassPlan, last_pass: bool,
+           rng: random.Random) -> tuple[Pile, Pile | None]:
+    """Where the dealer's habit takes the stacking: the pile on top, and the one the
+    sensors see there (None: they could not tell). A dealer who listens hears the
+    machine's warning when the first pile lifted is not the light's (or both go at
+    once) and puts it back and lifts the right one: their stacking is the plan's."""
+    habit = flaws.habit
+    if habit is DealerHabit.INSTRUCTED or (flaws.listens and habit is DealerHabit.BOTH):
+        return plan.on_top, plan.on_top
+    chosen = choose_pile(habit, plan.on_top, _seen(plan, last_pass), rng)
+    if flaws.listens:
+        return plan.on_top, plan.on_top
+    if habit is DealerHabit.BOTH:
+        return chosen, None
+    return chosen, chosen
+
+
 def play_hand(n: int, passes: int, mode: Mode, rng: random.Random,
-              feed: Feed = Feed.TOP, flaws: Imperfections | None = None
-              ) -> tuple[list[int], Planner]:
-    """:func:`simulate_hand`, also returning the planner (for the distance it reports)."""
+              feed: Feed = Feed.TOP, flaws: Imperfections | None = None,
+              watch: Watch | None = None) -> tuple[list[int], Planner]:
+    """:func:`simulate_hand`, also returning the planner (for the distance it reports).
+    ``watch`` hears every pass as the controller's does (the light, what the sensors saw
+    on top, the plan)."""
     flaws = flaws or Imperfections()
     planner = make_planner(mode, passes, rng)
     tracker = PackTracker(n, feed)
@@ -87,14 +110,11 @@ def play_hand(n: int, passes: int, mode: Mode, rng: random.Random,
         seen: Pile | None = on_top  # None: the dealer stacked unseen
         doubles: set[int] = set()
         if flaws.any:
-            if flaws.habit is not DealerHabit.INSTRUCTED:  # seen by the sensors, but for both
-                on_top = seen = choose_pile(flaws.habit, on_top, _seen(plan, j == passes - 1),
-                                            rng)
-            if (flaws.habit is DealerHabit.BOTH or j in flaws.unseen_at
-                    or _chance(rng, flaws.unseen_stack_rate)):
-                on_top, seen = (on_top if flaws.habit is DealerHabit.BOTH
-                                else Pile(rng.randrange(2))), None
-            elif j in flaws.wrong_at or _chance(rng, flaws.wrong_unnoticed_rate):
+            on_top, seen = _stack(flaws, plan, j == passes - 1, rng)
+            if j in flaws.unseen_at or _chance(rng, flaws.unseen_stack_rate):
+                on_top, seen = Pile(rng.randrange(2)), None
+            elif seen is not None and (j in flaws.wrong_at
+                                       or _chance(rng, flaws.wrong_unnoticed_rate)):
                 on_top = on_top.other
             if flaws.double_feed_rate:
                 doubles = {i for i in range(n) if rng.random() < flaws.double_feed_rate}
@@ -103,10 +123,28 @@ def play_hand(n: int, passes: int, mode: Mode, rng: random.Random,
         # the controller sees only the count and the pile sensors
         tracker.after_pass(plan, counted, seen)
         planner.observe(j, plan, counted, seen)
+        if watch is not None:
+            watch.see(plan.on_top, seen, plan.labels)
     return pack, planner
 
 
-def _seen(plan, last_pass: bool) -> PilesSeen:
+def label_of(planner: Planner, n: int, passes: int, pattern: str | None) -> Label:
+    """The label the controller gives the hand ``planner`` dealt (``pattern``: the
+    seat's watch as the hand began)."""
+    return hand_label(planner.exact, planner.distance(n, passes),
+                      planner.steered_distance(n, passes), pattern)
+
+
+def play_labelled(n: int, passes: int, mode: Mode, rng: random.Random,
+                  feed: Feed = Feed.TOP, flaws: Imperfections | None = None,
+                  watch: Watch | None = None) -> tuple[list[int], Label]:
+    """One hand and its label, the watch (one dealer's evening) held across calls."""
+    pattern = watch.pattern if watch is not None else None
+    order, planner = play_hand(n, passes, mode, rng, feed, flaws, watch)
+    return order, label_of(planner, n, passes, pattern)
+
+
+def _seen(plan: PassPlan, last_pass: bool) -> PilesSeen:
     """What the dealer sees after dealing ``plan`` (without double feeds)."""
     labels = plan.labels
     first = Pile(labels[0]) if labels else None

@@ -3,8 +3,10 @@
 It runs a :class:`~hardware_sim.device.SimDevice` (the same physics every
 simulated backend moves) behind docs/protocol.md, and owns its own safety: with no
 sign of life from the host for ``silence`` seconds it stops the motor and latches
-"link lost". For the tests it can corrupt, drop and duplicate bytes, reboot in
-the middle of a pass, and have its cable pulled.
+"link lost", and a retry waits with the motor off while the host is silent past
+``quiet`` seconds. A STOP, whichever pass it names, ends whatever runs. For the
+tests it can corrupt, drop and duplicate bytes, reboot in the middle of a pass, and
+have its cable pulled.
 
     >>> from hardware_sim import SimDevice
     >>> mcu = VirtualMCU(SimDevice.for_cards(24))
@@ -31,6 +33,7 @@ from firmware_bridge.messages import (
     FAULT_KIND,
     PROTOCOL_MAJOR,
     PROTOCOL_MINOR,
+    REDRIVE_QUIET_MS,
     SILENCE_MS,
     Ack,
     BatteryAsk,
@@ -56,7 +59,14 @@ from firmware_bridge.messages import (
 )
 from shuffler.core.mechanics import Pile
 from shuffler.core.planning import PassPlan
-from shuffler.device.contract import EventKind, FaultKind, FaultLimits, Signal, Status
+from shuffler.device.contract import (
+    EngineTimings,
+    EventKind,
+    FaultKind,
+    FaultLimits,
+    Signal,
+    Status,
+)
 
 from .device import SimDevice
 
@@ -235,14 +245,15 @@ class VirtualMCU:
     """The microcontroller of docs/protocol.md on a pseudo-terminal (``path``)."""
 
     def __init__(self, sim: SimDevice, *, noise: Noise | None = None, seed: int = 0,
-                 silence: float = SILENCE_MS / 1000, firmware: str = "virtual-mcu 2.0",
+                 silence: float = SILENCE_MS / 1000, quiet: float = REDRIVE_QUIET_MS / 1000,
+                 firmware: str = "virtual-mcu 2.0",
                  protocol: tuple[int, int] = (PROTOCOL_MAJOR, PROTOCOL_MINOR),
                  dealer: bool = True) -> None:
         self.sim = sim
         self.dealer = dealer  # a simulated dealer frees a jammed throat on the fault LED
         self.rng = random.Random(seed)
         self.noise = noise or Noise()
-        self.silence = silence
+        self.silence, self.quiet = silence, quiet
         self.firmware, self.protocol = firmware, protocol
         master, slave = os.openpty()
         tty.setraw(slave)
@@ -259,6 +270,7 @@ class VirtualMCU:
         self.epoch = 0  # bumped by a reboot or a HELLO: a pass from before reports nothing
         self._worker: threading.Thread | None = None
         self._pass_id = 0
+        self._silenced = 0  # the pass the silence rule last ended
         self._stop = threading.Event()
         self.unplugged = False
         self.dealt_at_stop: int | None = None  # cards on the piles when a STOP arrived
@@ -274,12 +286,11 @@ class VirtualMCU:
         """The silence rule: every valid frame from the host but an ACK is a sign of life.
         A STOP takes effect here, before its ACK goes out, as on the firmware (which
         applies a frame in the same turn it acknowledges it): once the host has the ACK
-        the motor is off."""
+        the motor is off. STOP means stop: whatever runs ends, whichever id it names."""
         if not isinstance(msg, Ack):
             self.last_heard = time.monotonic()
         if isinstance(msg, Stop):
-            if not msg.pass_id or msg.pass_id == self._pass_id:
-                self.sim.stop()
+            self.sim.stop()
             self.stopped_id = msg.pass_id
 
     # -- outgoing ------------------------------------------------------------------------
@@ -334,17 +345,17 @@ class VirtualMCU:
             if not self._running():
                 self.config = msg
                 self.sim.limits = limits_of(msg)
-                self.sim.engine_options = {"soft_start_s": msg.soft_start_ms / 1000,
-                                           "min_blocked": msg.min_blocked_us / 1e6,
-                                           "min_gap": msg.min_gap_us / 1e6,
-                                           "brake_s": BRAKE_S}
+                self.sim.timings = EngineTimings(soft_start_s=msg.soft_start_ms / 1000,
+                                                 min_blocked_s=msg.min_blocked_us / 1e6,
+                                                 min_gap_s=msg.min_gap_us / 1e6)
+                self.sim.brake_s = BRAKE_S
             self.outbox.answer(self._status())
         elif isinstance(msg, Pass):
             self._start_pass(msg)
         elif isinstance(msg, Stop):
-            # as the firmware: the pass named (0: whatever runs) ends, or never starts
-            if not msg.pass_id or msg.pass_id == self._pass_id:
-                self.sim.stop()
+            # as the firmware: whatever runs ends; the pass named, if it comes later,
+            # never starts
+            self.sim.stop()
             self.stopped_id = msg.pass_id
             # for tests: the host's lateness is not the MCU's (at 50x, 20 ms is a card)
             self.dealt_at_stop = sum(len(p) for p in self.sim.mechanism.piles)
@@ -430,13 +441,20 @@ class VirtualMCU:
         self._pass_id = 0  # as the firmware: the pass ends as its PASS_DONE is queued
 
     def _watchdog(self) -> None:
-        """The silence rule: a host silent for ``silence`` seconds stops the machine."""
+        """The silence rule: a host silent for ``silence`` seconds stops the machine; one
+        silent past ``quiet`` holds a retry (firmware/main.c: pass_host_quiet)."""
         while not self._stop.wait(0.01):
+            run = self.sim._run
+            if run is not None:
+                run.engine.quiet = time.monotonic() - self.last_heard > self.quiet
             self._forward_inputs()  # as the firmware: sensor events go out as they happen
             if self.dealer and self.throat_blocked():
                 self.sim.mechanism.free_throat()  # the dealer sees the fault LED
-            if (self.sim.health().motor_on
+            # as the firmware: a pass running ends, its motor on or not (a retry held)
+            running = self._running() and self._silenced != self._pass_id
+            if ((self.sim.health().motor_on or running)
                     and time.monotonic() - self.last_heard > self.silence):
+                self._silenced = self._pass_id
                 self.silenced_at, self.heard_before_silence = time.monotonic(), self.last_heard
                 self.sim.halt(FaultKind.LINK_LOST)
 
@@ -472,8 +490,10 @@ class VirtualMCU:
         self.sim.halt(FaultKind.LINK_LOST)
         self._shutdown()
 
-    def _shutdown(self) -> None:
+    def _shutdown(self, expected: bool = False) -> None:
         self._stop.set()
+        if expected:  # switched off with the host's device: no link was lost to warn of
+            self.link._closing.set()
         self.link._lose("power off")  # wake a sender waiting for an acknowledgement
         for t in self._threads:
             t.join(2)
@@ -484,4 +504,4 @@ class VirtualMCU:
         if not self.unplugged:
             self.unplugged = True
             self.sim.stop()
-            self._shutdown()
+            self._shutdown(expected=True)

@@ -47,7 +47,7 @@ from shuffler.core.battery import CURVES
 from shuffler.core.cards import MAX_CARDS
 from shuffler.core.mechanics import Feed
 from shuffler.core.planning import Mode, default_passes
-from shuffler.device.contract import FaultLimits
+from shuffler.device.contract import EngineTimings, FaultLimits
 from shuffler.errors import ConfigError
 from shuffler.files import read_limited
 
@@ -87,9 +87,11 @@ HARDWARE_PWM = {12: 0, 18: 0, 13: 1, 19: 1}
 
 
 def _device_names() -> str:
+    """The built-in devices, for the key's doc (docs/config.md): a backend package
+    installed beside changes no page; a config naming one is accepted all the same."""
     from shuffler.device import registry  # the registry's names, read when the docs are
 
-    return " | ".join(b.usage if not b.argument else f'"{b.usage}"' for b in registry.backends())
+    return " | ".join(b.usage if not b.argument else f'"{b.usage}"' for b in registry.builtin())
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,9 @@ class BatteryConfig:
     chemistry: str = key("alkaline", choice({c: c for c in CURVES}),
                          " | ".join(CURVES) + ": the block's discharge curve")
     low_volts: float = key(7.2, num(4.0, 10.0),
-                           "at rest: below it `battery`, `status`, the page say low")
+                           "at rest: below it `battery`, `status`, the page say low; below a "
+                           "fresh block's volts (" + ", ".join(
+                               f"{v:g} {c}" for c, v in FRESH_VOLTS.items()) + ")")
     critical_volts: float = key(6.6, num(4.0, 10.0), "at rest: at or below it critical, no "
                                 "pass starts (exit 4); at most low_volts")
     cutoff_load_volts: float = key(5.8, num(3.0, 9.0),
@@ -247,6 +251,12 @@ class GpioConfig:
     tray_active_high: bool = key(False, FLAG, "true: high while cards sit in the tray "
                                  "(a TCRT5000 board is low)")
     piles_active_high: bool = key(False, FLAG, "true: high while a pile is present")
+
+    def engine_timings(self) -> EngineTimings:
+        """The pass engine's timings, the same on every backend."""
+        return EngineTimings(soft_start_s=self.soft_start_s, glitch_s=self.beam_glitch_s,
+                             min_blocked_s=self.beam_min_blocked_s,
+                             min_gap_s=self.beam_min_gap_s)
 
     def servo_pulse_ms(self, angle: float) -> float:
         """The pulse width for ``angle`` degrees (-90..90) on this servo."""
@@ -480,6 +490,10 @@ def _checked(cfg: Config, r: Readers, source: str) -> Config:
     if b.critical_volts > b.low_volts:
         r["battery"].fail("critical_volts", f"at most low_volts ({b.low_volts})",
                           b.critical_volts)
+    fresh = FRESH_VOLTS[b.chemistry]
+    if b.low_volts >= fresh:  # no block of this chemistry would ever read below it as ok
+        r["battery"].fail("low_volts", f"below a fresh {b.chemistry} block's {fresh:g} V at "
+                          "rest (at or above it the battery never reads low)", b.low_volts)
     gpio = _checked_gpio(cfg.gpio, r["pins"], b.chemistry)
     if gpio.diverter_kind != "solenoid" and \
             m.flap_travel_s + SERVO_FRAME_S >= m.card_interval:

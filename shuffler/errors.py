@@ -12,6 +12,8 @@ classes also inherit the builtin that fits, so callers may catch either::
 
 from __future__ import annotations
 
+from shuffler.limits import DRIVER_VM_MAX_VOLTS
+
 
 class ShufflerError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -57,16 +59,8 @@ class UnsavedFaultError(DeviceError):
     kind = "fault_unsaved"
 
 
-class JamError(DeviceError):
-    """A card stuck in the throat and retries did not free it."""
-
-
-class MisfeedError(DeviceError):
-    """No card reached the gate while the tray still held cards."""
-
-
-class CountMismatchError(DeviceError):
-    """The pass counted a different number of cards than it planned."""
+class TrayEmptyError(DeviceError):
+    """The tray holds no cards: nothing was started."""
 
 
 class DeviceTimeoutError(DeviceError, TimeoutError):
@@ -81,6 +75,13 @@ class BatteryMonitorError(DeviceError):
 
 class LowBatteryError(ShufflerError, RuntimeError):
     """The battery cannot finish what was asked; nothing was started."""
+
+    exit_code = 4
+
+
+class OverVoltageError(ShufflerError, RuntimeError):
+    """The 9 V side reads above the motor driver's limit (shuffler.limits): nothing was
+    started. Exit 4, as a low battery: the block is what must change."""
 
     exit_code = 4
 
@@ -110,6 +111,13 @@ ERROR_KINDS: dict[str, str] = {
     "forbidden": "the page refused an action: not paired, or a wrong or expired code",
     "throttled": "too many wrong pairing codes: wait the seconds the message names",
     "wrong_host": "the page was asked under a host name it does not answer to",
+    "too_slow": "a request to the page was not sent in time (10 s from its first byte, "
+                "the body 3 s of it) and the connection was closed",
+    "pairing_busy": "the page cannot pair by touch while a hand is being dealt (a touch "
+                    "starts its next pass): pair after its last pass",
+    "pairing_ambiguous": "two devices asked to pair by touch at the same moment, so the "
+                         "touch paired neither: ask again, or use a code from `shuffler pair`",
+    "pairing_expired": "no touch on the machine within 30 s of the phone's asking to pair",
     # exit 3: the machine
     "device": "the machine cannot do what was asked",
     "battery_monitor": "refused: the battery monitor reads at the floor or full scale, "
@@ -120,14 +128,21 @@ ERROR_KINDS: dict[str, str] = {
     "jam": "a card stuck in the throat: a pass or a hand stopped there "
            "(`pass_reports` holds what ran); free it, then `shuffler clear`",
     "misfeed": "no card reached the gate while the tray held cards: as a jam",
-    "count_mismatch": "a pass counted other cards than it planned (a double feed, a "
-                      "missing card); the pass ran, degraded",
+    "count_mismatch": "a pass counted fewer cards than it planned, the tray empty (a "
+                      "double feed, a missing card); the pass ran, degraded",
+    "miscount": "a pass reached its count with cards still in the tray: the beam saw a "
+                "card as two (a drop-out inside a card), or more cards were loaded than "
+                "the pass was for; latched: check the beam, put every card back, then "
+                "`shuffler clear`",
     "timeout": "a pass ran longer than the machine allows",
+    "tray_empty": "refused: the tray sensor sees no cards; nothing was started (load the "
+                  "pack, then start again)",
     "device_timeout": "the machine or the dealer did not answer in time (no touch "
                       "between a hand's passes)",
     "link_lost": "the microcontroller stopped answering",
     "mcu_restarted": "the microcontroller restarted during a pass",
-    "interrupted": "a pass was cut short (a crash, a kill, the power, a failed write): "
+    "interrupted": "a pass was cut short (a crash, a kill, the power, a failed write, "
+                   "its program frozen while the motor ran): "
                    "latched, as cards may be in the machine; put them back, then "
                    "`shuffler clear`",
     "fault_unsaved": "a pass ended with a latching fault that could not be written (a "
@@ -146,8 +161,10 @@ ERROR_KINDS: dict[str, str] = {
     "service_protocol": "the service speaks another protocol version than this CLI",
     "service_permission": "this user may not talk to the service (the message names "
                           "the group to join)",
-    "service_not_running": "no service answers where one should (not started, or its "
-                           "socket left from an earlier run)",
+    "service_not_running": "no service answers where one should: not started, a "
+                           "socket named (--socket, the user's config) that is not "
+                           "there, or a socket left by a start that never finished or "
+                           "by an earlier run (the message says which)",
     "service_not_answering": "the service is there but did not answer in time",
     "service_bad_answer": "the service answered something this CLI cannot read",
     "service_untrusted": "the socket is not owned by the service's account",
@@ -156,6 +173,9 @@ ERROR_KINDS: dict[str, str] = {
     "bad_answer": "a line from the service that is not what the protocol says",
     # exit 4
     "low_battery": "refused, or stopped, for low battery: change the 9 V battery",
+    "over_voltage": "refused: the 9 V side reads above the motor driver's "
+                    f"{DRIVER_VM_MAX_VOLTS:g} V limit (a 12 V supply, an 8-cell NiMH "
+                    "block): use a 9 V block",
 }
 
 

@@ -139,18 +139,23 @@ def read_limited(path: str | os.PathLike, what: str, *, limit: int = MAX_FILE_BY
     return b"".join(chunks)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, mode: int = 0o640) -> None:
     """Replace ``path`` with ``data`` so that readers see the old or the new bytes.
 
     A write goes to a temporary file in the same folder, is flushed to disk, then
-    renamed over the old file, so a crash leaves either the old or the new file."""
+    renamed over the old file, so a crash leaves either the old or the new file. The
+    new file keeps what the old one had: its mode, owner and group (a config a service
+    account reads stays readable by it after root rewrites it); a file made new gets
+    ``mode``, and the writer as owner."""
     import tempfile  # a command that writes nothing never loads it
 
+    path = Path(path)
     make_folder(path.parent)
+    kept = _kept_metadata(path)
     fd, tmp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.name}.", dir=path.parent)
     try:
         try:
-            os.fchmod(fd, 0o640)
+            _keep(fd, kept, mode)
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
@@ -166,6 +171,32 @@ def atomic_write(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def _kept_metadata(path: Path) -> os.stat_result | None:
+    """The old file's stat, when ``path`` is a regular file (never a symlink's target)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _keep(fd: int, kept: os.stat_result | None, mode: int) -> None:
+    """Give the temporary file ``fd`` the old file's owner, group and mode (``mode`` for a
+    new file). An owner this process may not give (not root) is left as it is, and then
+    the group if that is not ours either; the mode is set last, as chown clears set-id
+    bits."""
+    if kept is None:
+        os.fchmod(fd, mode)
+        return
+    for uid, gid in ((kept.st_uid, kept.st_gid), (-1, kept.st_gid)):
+        try:
+            os.fchown(fd, uid, gid)
+            break
+        except PermissionError:
+            continue
+    os.fchmod(fd, stat.S_IMODE(kept.st_mode))
 
 
 #: what every temporary file starts with (``.state.json.k2j3``): a kill between its

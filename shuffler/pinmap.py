@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shuffler import limits
+
 #: the 40-pin header: BCM number -> physical pin
 HEADER = {2: 3, 3: 5, 4: 7, 14: 8, 15: 10, 17: 11, 18: 12, 27: 13, 22: 15, 23: 16, 24: 18,
           10: 19, 9: 21, 25: 22, 11: 23, 8: 24, 7: 26, 0: 27, 1: 28, 5: 29, 6: 31, 12: 32,
@@ -109,8 +111,8 @@ DIVIDER_TOP, DIVIDER_BOTTOM, DIVIDER_TOLERANCE, DIVIDER_CAP_NF = 100_000, 33_000
 
 #: the feed motor in the BOM: a 6 V N20 gear motor (medium-power winding)
 MOTOR_RATED_VOLTS = 6.0
-#: servo pulses come every 20 ms: a flap command waits up to one frame before it starts
-SERVO_FRAME_S = 0.020
+#: servo pulses come every 20 ms (shuffler.limits): a flap command waits up to one frame
+SERVO_FRAME_S = limits.SERVO_FRAME_S
 
 
 def motor_duty_cap(motor_volts: float, block_volts: float) -> float:
@@ -135,6 +137,47 @@ def divider_ratio_range() -> tuple[float, float]:
     low = (DIVIDER_TOP * (1 - t) + DIVIDER_BOTTOM * (1 + t)) / (DIVIDER_BOTTOM * (1 + t))
     high = (DIVIDER_TOP * (1 + t) + DIVIDER_BOTTOM * (1 - t)) / (DIVIDER_BOTTOM * (1 - t))
     return low, high
+
+
+def limits_table() -> str:
+    """The "Limits" table of docs/hardware.md (Markdown), from :mod:`shuffler.limits`."""
+    lim, ratio = limits, divider_ratio()
+    vm = f"{lim.DRIVER_VM_MAX_VOLTS:g} V"
+    rows = [
+        ("9 V side (BT1 → U1 VIN)", f"{lim.BLOCK_MIN_VOLTS:.1f}–{vm}",
+         f"the DRV8833's VM is {lim.DRIVER_VM_MIN_VOLTS:g}–{vm} (absolute maximum "
+         f"{lim.DRIVER_VM_ABS_MAX_VOLTS:g} V; Q3's gate takes ±12 V): never a 12 V supply, nor "
+         "an 8-cell NiMH block (over 11 V off the charger). A pass or a hand is refused (exit "
+         "4, `over_voltage`), and the self-test's battery step fails, when the block reads "
+         f"above {lim.OVER_VOLTS:g} V at the monitor (the limit less its "
+         f"{lim.MONITOR_SPREAD_VOLTS:g} V spread) or above {vm} on the multimeter"),
+        ("U5 buck (D24V5F5)", "input up to 36 V; output 500 mA at most",
+         "the servo (150 mA swinging) and the emitter (11 mA); no solenoid on it"),
+        ("3V3 (Pi pins 1, 17)", "about 70 mA used",
+         "the sensors, the ADC and the LED; the Pi's regulator gives several hundred mA"),
+        ("5V_PI (Pi pins 2, 4)", "the buzzer only (30 mA)", "nothing from the mechanism "
+         "reaches them"),
+        ("a GPIO pin", "3.3 V logic, 16 mA at most (50 mA for all pins together)",
+         "never 5 V on a GPIO; the LED's 8 mA is the most any pin sources"),
+        ("U1 DRV8833", "1.5 A RMS, 2 A peak a channel", "M1's stall must stay under it"),
+        ("M1", f"{MOTOR_RATED_VOLTS:g} V rated: duty capped at {MOTOR_RATED_VOLTS:g} / 9.5 = "
+         f"{motor_duty_cap(MOTOR_RATED_VOLTS, 9.5):.2f}", "`[gpio] motor_volts` (default "
+         f"{MOTOR_RATED_VOLTS:g}): the GPIO backend's motor output never gives more duty "
+         "(`docs/config.md`)"),
+        ("F1", "0.75 A hold, 1.5 A trip", "above the ≈0.45 A a stalled motor draws"),
+        ("SW1", "rated 1 A DC or more", "the pass draws 0.4 A, a motor start more"),
+        ("MCP3008 inputs", f"0 V to VREF ({lim.ADC_VREF_VOLTS:g} V; absolute maximum "
+         f"{lim.ADC_ABS_MAX_VOLTS:g} V)", f"CH0 gets {lim.DRIVER_VM_MAX_VOLTS / ratio:.2f} V "
+         f"at {vm}; the monitor counts {lim.ADC_FULL_SCALE_VOLTS:g} V as full scale and "
+         "refuses to run (`battery_monitor`)"),
+        ("motor PWM (`[gpio] motor_pwm_hz`)", "lgpio 10 kHz, pigpio 8 kHz, the drivers 50 kHz",
+         "refused at start above the pin factory's limit (exit 2)"),
+        ("servo frame", f"{lim.SERVO_FRAME_S * 1000:g} ms", f"`flap_travel_s` + "
+         f"{lim.SERVO_FRAME_S * 1000:g} ms must be under 1 / `card_rate`: refused otherwise "
+         "(exit 2)"),
+    ]
+    return "\n".join(["| what | limit | why, and what checks it |", "|---|---|---|",
+                      *(f"| {a} | {b} | {c} |" for a, b, c in rows)])
 
 
 def default_pins() -> dict[str, int]:
@@ -215,13 +258,17 @@ MODULES = (
 
 #: the first power-on's test points: name -> (where, expected, with what connected)
 TEST_POINTS = {
-    "TP1": ("9V after SW1 (U1 VIN)", "the block's volts less 0.03 V (7.5–9.8 V)",
-            "block in, SW1 on, Pi not connected"),
-    "TP2": ("5V_MECH (U5 VOUT)", "4.9–5.1 V", "block in, SW1 on"),
-    "TP3": ("divider tap (R1/R2, before R10)", "block volts × 0.248 (2.38 V at 9.6 V)",
+    "TP1": ("9V after SW1 (U1 VIN)", f"the block's volts at J1 less 0 to "
+            f"{limits.IDLE_DROP_VOLTS:g} V ({limits.BLOCK_MIN_VOLTS:.1f}–"
+            f"{limits.DRIVER_VM_MAX_VOLTS:g} V)", "block in, SW1 on"),
+    "TP2": ("5V_MECH (U5 VOUT)", f"{limits.BUCK_VOLTS[0]:.2f}–{limits.BUCK_VOLTS[1]:.2f} V",
             "block in, SW1 on"),
-    "TP4": ("3V3 at U2 VDD", "3.2–3.4 V", "Pi on its USB supply"),
-    "TP5": ("GND (the one ground, header pin 6)", "0 V: the meter's black lead", "always"),
+    "TP3": ("divider tap (R1/R2, before R10)", f"TP1 ÷ {divider_ratio():.2f} ± "
+            f"{limits.TAP_TOLERANCE:.0%} ({9.6 / divider_ratio():.2f} V at 9.6 V)",
+            "block in, SW1 on; R10 out, or the Pi powered"),
+    "TP4": ("3V3 at U2 VDD", f"{limits.PI_3V3[0]:.2f}–{limits.PI_3V3[1]:.2f} V",
+            "Pi on its USB supply"),
+    "TP5": ("GND (the one ground, header pin 6)", "the meter's black lead", "always"),
 }
 
 

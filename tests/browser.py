@@ -71,11 +71,40 @@ def axe_violations(driver) -> list[dict]:
     return driver.execute_async_script(RUN_AXE)
 
 
+#: every control a player can tap, and the smallest it may be (CSS px, WCAG 2.5.5)
+TAPPABLE = "button, a[href], input, select, textarea, summary, [role=button], [onclick]"
+TARGET_PX = 48
+
+SMALL_TARGETS = """
+const [css, least] = arguments;
+return [...document.querySelectorAll(css)].filter((el) => {
+  const s = getComputedStyle(el), r = el.getBoundingClientRect();
+  const gone = !el.getClientRects().length || s.visibility === "hidden" || s.display === "none"
+    || el.closest("[hidden]") || el.closest(".invisible");
+  return !gone && (r.width < least - 0.01 || r.height < least - 0.01);
+}).map((el) => {
+  const r = el.getBoundingClientRect(), what = el.textContent.trim().slice(0, 30);
+  return `${el.tagName.toLowerCase()}#${el.id || "?"} "${what}" ` +
+         `${Math.round(r.width)}x${Math.round(r.height)}`;
+});
+"""
+
+
+def small_targets(driver) -> list[str]:
+    """Every control on screen (or scrolled to) smaller than 48 x 48 CSS px, at the
+    phone's size."""
+    return driver.execute_script(SMALL_TARGETS, TAPPABLE, TARGET_PX)
+
+
 def audit(driver, state: str, dark: bool = False) -> None:
-    """axe-core in light and dark, on a phone and a desktop: nothing may be found. The
-    page is left as it was (phone, ``dark``)."""
+    """axe-core in light and dark, on a phone and a desktop, and every tappable control at
+    least 48 x 48 CSS px on the phone (390 x 844): nothing may be found. The page is left
+    as it was (phone, ``dark``)."""
     found = {}
     try:
+        view(driver, dark, PHONE)
+        if small := small_targets(driver):
+            found["targets under 48 x 48 px at 390x844"] = small
         for d in (False, True):
             for size in (PHONE, DESKTOP):
                 view(driver, d, size)

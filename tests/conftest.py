@@ -4,22 +4,32 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 import pytest
 
 from firmware_bridge.device import SerialDevice
-from hardware_sim import DealerHabit, SimDevice, parse_fault_specs
+from hardware_sim import SimDevice, parse_fault_specs
+from hardware_sim.dealer import DealerHabit
 from hardware_sim.gpio_rig import GpioRig
 from hardware_sim.sim_avr import AVR_PACKAGES, SimAvr, build_firmware, serial_on
 from hardware_sim.virtual_mcu import VirtualMCU
 from shuffler.device.clock import ScaledClock, VirtualClock
 from shuffler.device.contract import ShufflerDevice
 from shuffler.errors import DeviceError
-from shuffler.gpio.backend import GpioDevice
+from shuffler.gpio.device import GpioDevice
+from tests.cli import invoke
+
+
+def dealer(spec: str) -> dict:
+    """``HABIT`` or ``HABIT:ignores``: the simulated dealer's keywords."""
+    habit, _, ignores = spec.partition(":")
+    return {"habit": DealerHabit(habit), "listens": ignores != "ignores"}
 
 # every JSON object the CLI prints and the socket client reads, in this process and in
 # the ones it starts, is checked against shuffler/schemas (docs/json.md)
@@ -39,7 +49,7 @@ class SimHarness:
     def make(self, cards: int = 24, faults: Iterable[str] = (), habit: str = "instructed",
              seed: int = 7) -> ShufflerDevice:
         return SimDevice.for_cards(cards, faults=parse_fault_specs(faults),
-                                   rng=random.Random(seed), habit=DealerHabit(habit),
+                                   rng=random.Random(seed), **dealer(habit),
                                    clock=VirtualClock())
 
     def pack(self, device: ShufflerDevice) -> list:
@@ -66,7 +76,7 @@ class GpioHarness:
     def make(self, cards: int = 24, faults: Iterable[str] = (), habit: str = "instructed",
              seed: int = 7) -> ShufflerDevice:
         rig = GpioRig.for_cards(cards, card_rate=self.card_rate,
-                                faults=parse_fault_specs(faults), habit=DealerHabit(habit),
+                                faults=parse_fault_specs(faults), **dealer(habit),
                                 rng=random.Random(seed))
         dev = GpioDevice(rig.gpio, pin_factory=rig.factory, clock=rig.clock)
         rig.start()
@@ -108,7 +118,7 @@ class SerialHarness:
     def make(self, cards: int = 24, faults: Iterable[str] = (), habit: str = "instructed",
              seed: int = 7) -> ShufflerDevice:
         sim = SimDevice.for_cards(cards, faults=parse_fault_specs(faults),
-                                  rng=random.Random(seed), habit=DealerHabit(habit),
+                                  rng=random.Random(seed), **dealer(habit),
                                   clock=ScaledClock(50))
         mcu = VirtualMCU(sim, seed=seed)
         dev = SerialDevice(mcu.path)
@@ -157,7 +167,8 @@ class AvrHarness:
              seed: int = 7) -> ShufflerDevice:
         # the flap and its servo frame quickened with the card rate (a tenth of real)
         chip = SimAvr(f"--cards={cards}", f"--card-rate={self.card_rate}", "--spinup=0.01",
-                      "--flap-travel=0.01", "--frame-scale=0.1", f"--dealer={habit}",
+                      "--flap-travel=0.01", "--frame-scale=0.1",
+                      f"--dealer={habit.partition(':')[0]}",  # it never hears a warning
                       f"--seed={seed}", *(f"--fault={f}" for f in faults))
         dev = serial_on(chip)
         self.chips[id(dev)] = chip
@@ -191,42 +202,20 @@ BACKENDS = {"sim": SimHarness, "gpio": GpioHarness, "serial": SerialHarness,
             "sim-avr": AvrHarness}
 
 
-#: test files that start a broker, a browser, the firmware in simavr, systemd's analyser,
-#: long campaigns or many processes: marked ``slow``, left out of the developer's loop
-#: (``pytest -m "not slow"``: the contract, the core and the CLI; README, CONTRIBUTING.md)
-SLOW_FILES = frozenset({
-    "test_build_docs.py", "test_campaign.py", "test_deploy.py", "test_deploy_page.py",
-    "test_docs_runnable.py", "test_durability.py", "test_fault_distances.py",
-    "test_firmware.py", "test_firmware_link.py", "test_guessing.py", "test_mqtt_flood.py",
-    "test_page.py", "test_pass_differential.py", "test_safety.py", "test_study.py",
-    "test_tables.py", "test_telemetry.py", "test_touch_told.py", "test_uptime.py",
-    "test_web_lan.py", "test_calibration.py", "test_selftest.py",
-})
-#: single tests of a few seconds each or more (every parameter), by file and name
-SLOW_TESTS = frozenset({
-    ("test_planning.py", "test_with_distinct_codes_every_observed_stacking_is_exactly_uniform"),
-    ("test_planning.py", "test_a_dealer_who_always_does_the_other_thing_costs_at_most_one_pass"),
-    ("test_serial.py", "test_at_5_percent_no_pass_is_reported_complete_that_was_not"),
-    ("test_serial.py", "test_the_decoder_survives_100000_random_and_mutated_frames"),
-    ("test_serial.py",
-     "test_a_silent_virtual_mcu_ends_the_pass_link_lost_within_the_documented_bound"),
-    ("test_serial.py",
-     "test_the_virtual_mcu_repeats_an_unacknowledged_reply_with_the_same_sequence_number"),
-    ("test_races.py",
-     "test_a_stop_at_any_moment_after_pass_start_keeps_the_motor_off_after_its_answer"),
-    ("test_cli_options.py", "test_two_clis_never_drive_one_device_at_once"),
-    ("test_packaging.py", "test_every_package_folder_is_in_the_wheel"),
-    # a lint, not a behaviour (ten seconds of CPU without mypy's cache): `mypy` before landing
-    ("test_packaging.py", "test_mypy_is_clean_on_the_whole_installed_tree"),
-    ("test_cli_fuzz.py", "test_generated_arguments_never_give_a_traceback"),
-    ("test_battery.py", "test_battery_and_pass_agree_at_every_voltage"),
-    ("test_failure_shape.py", "test_a_clean_hand_reads_the_same_on_every_backend"),
-    ("test_service.py", "test_killed_mid_pass_then_restarted_loses_nothing"),
-    ("test_service.py", "test_sigterm_stops_cleanly_and_nothing_anywhere_holds_a_plan"),
-})
-#: parameters that run the firmware in simavr (the contract suite's ``harness``, the
-#: ``name``/``backend`` of the per-backend tests, test_mcu_parity's ``chip_path``): slow
+#: a test says its own tier: ``pytestmark = pytest.mark.slow`` in its file, or
+#: ``@pytest.mark.slow`` on it, when it needs a broker, a browser, the firmware in simavr,
+#: systemd, the VM or seconds of real time (README, CONTRIBUTING.md "Tests, in tiers").
+#: One rule is by parameter, as no test can say it for one case of a fixture: a parameter
+#: that runs the firmware in simavr (the contract suite's ``harness``, the ``name``/``backend``
+#: of the per-backend tests, test_mcu_parity's ``chip_path``) is slow.
 SLOW_BACKENDS = frozenset({"sim-avr", "simavr"})
+#: the programs that are a real part: a test not marked slow that starts one (itself or
+#: through a fixture, in this process) fails, naming it (tests/test_tiers.py)
+REAL_PARTS = {
+    "simavr-harness": "the firmware in simavr", "mosquitto": "a broker",
+    "chromedriver": "a browser", "chromium": "a browser",
+    "qemu-system-x86_64": "the VM", "systemd-analyze": "systemd", "systemctl": "systemd",
+}
 
 
 def _on_a_slow_backend(item: pytest.Item) -> bool:
@@ -235,12 +224,64 @@ def _on_a_slow_backend(item: pytest.Item) -> bool:
         isinstance(value, str) and value in SLOW_BACKENDS for value in params.params.values())
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+#: every test collected in this process, before ``-m`` deselects any (tests/test_tiers.py)
+COLLECTED = pytest.StashKey[list[pytest.Item]]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        name = getattr(item, "originalname", item.name)
-        if item.path.name in SLOW_FILES or (item.path.name, name) in SLOW_TESTS or (
-                _on_a_slow_backend(item)):
+        if _on_a_slow_backend(item):
             item.add_marker(pytest.mark.slow)
+    config.stash[COLLECTED] = list(items)
+
+
+def real_part(argv: object) -> str | None:
+    """The real part a new process's argv starts (``None``: none of them): the program
+    itself, or the CLI told ``--device sim-avr``."""
+    words = [argv] if isinstance(argv, str | bytes | os.PathLike) else (
+        list(argv) if isinstance(argv, list | tuple) else [])
+    words = [os.fsdecode(w) for w in words if isinstance(w, str | bytes | os.PathLike)]
+    if not words:
+        return None
+    if "sim-avr" in words or "--device=sim-avr" in words:
+        return REAL_PARTS["simavr-harness"]
+    return REAL_PARTS.get(os.path.basename(words[0]))
+
+
+class _Watch:
+    """What the running quick-tier test started: the audit hook sees every process this
+    one starts, in any thread, and a hook cannot be removed, so it looks at a flag."""
+
+    on = False
+    started: ClassVar[list[str]] = []
+
+    @classmethod
+    def audit(cls, event: str, args: tuple) -> None:
+        if cls.on and event == "subprocess.Popen" and (part := real_part(args[1])):
+            cls.started.append(part)
+
+
+sys.addaudithook(_Watch.audit)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item):
+    _Watch.started.clear()
+    _Watch.on = item.get_closest_marker("slow") is None
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    try:
+        result = yield
+    finally:
+        _Watch.on = False
+    if _Watch.started:
+        pytest.fail(f"{item.nodeid} starts {', '.join(sorted(set(_Watch.started)))} but is "
+                    "not marked slow: add @pytest.mark.slow (CONTRIBUTING.md, tiers)",
+                    pytrace=False)
+    return result
 
 
 @pytest.fixture(params=sorted(BACKENDS))
@@ -262,15 +303,9 @@ def sim() -> SimHarness:
 def run(tmp_path):
     """``shuffler`` in-process on the simulator at full speed, in this test's own state
     folder (``state="b"``: another one), with no config and no service:
-    ``run("--json", "pass")``."""
-    from click.testing import CliRunner
+    ``run("--json", "pass")``. As a process of its own: ``tests/cli.py``'s ``process``."""
 
-    from shuffler_cli.main import cli
+    def invoke_here(*args: str, state: str = "state"):
+        return invoke(tmp_path, *args, state=state)
 
-    def invoke(*args: str, state: str = "state"):
-        env = {"SHUFFLER_STATE_DIR": str(tmp_path / state), "SHUFFLER_CONFIG": "",
-               "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
-        return CliRunner().invoke(cli, ["--sim-speed", "1000000", *args], env=env,
-                                  catch_exceptions=False)
-
-    return invoke
+    return invoke_here

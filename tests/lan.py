@@ -22,8 +22,11 @@ needs_netns = pytest.mark.skipif(
 
 
 class LanHost:
-    def __init__(self, name: str, here: str, there: str) -> None:
+    def __init__(self, name: str, here: str, there: str,
+                 others: tuple[str, ...] = ()) -> None:
         self.name, self.here, self.there = name, here, there
+        #: more addresses of the other host (a connection binds one to come from it)
+        self.others = others
 
     def python(self, code: str, timeout: float = 20) -> subprocess.CompletedProcess:
         """Run ``code`` with this interpreter on the other host."""
@@ -32,7 +35,9 @@ class LanHost:
 
 
 @contextmanager
-def lan_host() -> Iterator[LanHost]:
+def lan_host(addresses: int = 0) -> Iterator[LanHost]:
+    """The other host, with ``addresses`` more addresses of its own (at most 200): as
+    many phones, or attackers, on one link."""
     tag = secrets.token_hex(3)
     ns, a, b = f"shuf{tag}", f"sha{tag}", f"shb{tag}"
     octet = 16 + secrets.randbelow(200)
@@ -45,12 +50,16 @@ def lan_host() -> Iterator[LanHost]:
     try:
         ip("link", "add", a, "type", "veth", "peer", "name", b)
         ip("link", "set", b, "netns", ns)
-        ip("addr", "add", f"{here}/30", "dev", a)
+        ip("addr", "add", f"{here}/{24 if addresses else 30}", "dev", a)
         ip("link", "set", a, "up")
-        ip("netns", "exec", ns, IP, "addr", "add", f"{there}/30", "dev", b)
+        ip("netns", "exec", ns, IP, "addr", "add", f"{there}/{24 if addresses else 30}",
+           "dev", b)
+        others = tuple(f"10.213.{octet}.{3 + i}" for i in range(addresses))
+        for other in others:
+            ip("netns", "exec", ns, IP, "addr", "add", f"{other}/24", "dev", b)
         ip("netns", "exec", ns, IP, "link", "set", b, "up")
         ip("netns", "exec", ns, IP, "link", "set", "lo", "up")
-        yield LanHost(ns, here, there)
+        yield LanHost(ns, here, there, others)
     finally:
         subprocess.run([IP, "link", "del", a], capture_output=True, check=False)
         subprocess.run([IP, "netns", "del", ns], capture_output=True, check=False)

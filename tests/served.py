@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from shuffler.service.client import ServiceClient
 
-SHUFFLER = str(Path(sys.executable).parent / "shuffler")
+from .cli import SHUFFLER
 
 
 class Service:

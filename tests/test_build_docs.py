@@ -15,6 +15,8 @@ import pytest
 from shuffler import pinmap
 from shuffler.core import battery
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 #: a reference designator: R12, C5, Q3, SW1, BZ1, ... (test points are pads, not parts)

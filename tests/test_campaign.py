@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import structlog
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("hypothesis")
 
 SCRIPT = Path(__file__).resolve().parent.parent / "benchmarks" / "campaign.py"

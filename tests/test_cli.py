@@ -100,7 +100,7 @@ def test_a_flat_battery_is_refused_before_anything_moves(run):
     result = run("--json", "--sim-fault", "battery:6.4", "pass")
     assert result.exit_code == 4
     message = out_json(result)["error"]["message"]
-    assert "6.40 V at rest" in message and "passes of 24 cards left, 1 asked" in message
+    assert "6.40 V at rest" in message and "not one pass of 24 cards left, 1 asked" in message
     assert "%" in message and "This pass was not started" in message
     assert "Change the 9 V battery" in message
     assert out_json(run("--json", "status"))["counters"]["passes"] == 0
@@ -188,7 +188,8 @@ def test_a_hand_is_planned_by_default_and_reports_its_distance(run):
 
 
 def test_piles_lifted_together_lose_track_and_say_so(run):
-    hand = out_json(run("--json", "--sim-dealer", "both", "hand", "--passes", "5"))["hand"]
+    hand = out_json(run("--json", "--sim-dealer", "both", "--sim-ignores", "hand",
+                              "--passes", "5"))["hand"]
     assert not hand["tracking"] and hand["distance"] == 1.0
     assert [p["stacking"] for p in hand["pass_reports"]] == [None] * 5
 

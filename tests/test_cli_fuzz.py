@@ -37,11 +37,12 @@ def env(tmp_path_factory):
     here = os.getcwd()
     os.chdir(tmp)  # a generated --orders FILE lands here, not in the checkout
     yield {"SHUFFLER_STATE_DIR": str(tmp / "state"), "SHUFFLER_CONFIG": "",
-            "SHUFFLER_SOCKET": str(tmp / "none.sock"), "SHUFFLER_SIM_SPEED": "1000000",
+            "SHUFFLER_NO_SERVICE": "1", "SHUFFLER_SIM_SPEED": "1000000",
             "SHUFFLER_SIM_FAULT": ""}
     os.chdir(here)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(head=st.lists(TOKENS, max_size=4), command=st.sampled_from(COMMANDS),

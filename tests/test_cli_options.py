@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -25,8 +26,9 @@ FAST = ["--sim-speed", "1000000"]
 
 @pytest.fixture
 def env(tmp_path) -> dict[str, str]:
+    # no service: none at the default socket (no socket is named, or its absence is an error)
     return {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
-            "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
+            "XDG_RUNTIME_DIR": str(tmp_path / "run")}
 
 
 def invoke(env: dict[str, str], *args: str):
@@ -55,6 +57,23 @@ def test_a_command_option_value_is_never_taken_for_a_global_option(env, tmp_path
     assert not result.stdout.startswith("{") and (tmp_path / "--json").is_file()
 
 
+@pytest.mark.parametrize("argv, hoisted", [
+    (["hand", "--json", "--passes", "2"], ["--json", "hand", "--passes", "2"]),
+    (["hand", "--passes", "2", "--sim-speed", "9", "-vv"],
+     ["--sim-speed", "9", "-vv", "hand", "--passes", "2"]),
+    (["hand", "--sim-speed=9", "--", "--json"], ["--sim-speed=9", "hand", "--", "--json"]),
+    (["--json", "status", "--sim-speed"], ["--json", "--sim-speed", "status"]),  # no value
+    (["simulate", "--orders", "--json"], ["simulate", "--orders", "--json"]),  # its value
+    (["--sim-speed"], ["--sim-speed"]),  # a value missing before any command: as typed
+    (["--json", "--", "hand"], ["--json", "--", "hand"]),
+    (["nosuch", "--json", "-x"], ["--json", "nosuch", "-x"]),
+])
+def test_global_options_are_moved_in_front_of_the_command_and_nothing_else(argv, hoisted):
+    from shuffler_cli.main import cli
+
+    assert cli.hoist_global_options(click.Context(cli), argv) == hoisted  # type: ignore[attr-defined]
+
+
 def test_every_option_reads_its_environment_variable(env):
     result = invoke({**env, "SHUFFLER_DEVICE": "sim-gpio", "SHUFFLER_JSON": "1",
                      "SHUFFLER_SIM_SPEED": "1000000"}, "status")
@@ -78,10 +97,15 @@ def test_help_shows_every_environment_variable_and_lists_commands_in_order(env):
 def test_help_imports_no_command_module():
     code = ("import sys; from shuffler_cli.main import cli\n"
             "try:\n    cli.main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('shuffler', 'hardware'))))")
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('shuffler', "
+            "'shuffler_cli', 'hardware_sim', 'firmware_bridge')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60).stdout.strip().splitlines()[-1]
-    assert out == "['shuffler_cli', 'shuffler_cli.main', 'shuffler_cli.options']"
+    # the registry alone (its names, for --device), and none of our backends (a backend
+    # package installed beside is imported to say its usage: its own modules are not ours)
+    assert out == ("['shuffler', 'shuffler.device', 'shuffler.device.registry', "
+                   "'shuffler.errors', 'shuffler.limits', 'shuffler_cli', 'shuffler_cli.main', "
+                   "'shuffler_cli.options']")
 
 
 #: what ``status`` on the simulator has no use for: the logging library (nothing is
@@ -96,7 +120,7 @@ NOT_FOR_STATUS = {"structlog", "logging", "fractions", "decimal", "secrets", "to
                   "shuffler.service.protocol", "shuffler.service.systemd", "shuffler.service.hub",
                   "shuffler.faces.web",
                   "shuffler.faces.web_limits", "shuffler.faces.pairing",
-                  "shuffler.faces.telemetry", "shuffler.gpio.backend", "shuffler.schemas",
+                  "shuffler.faces.telemetry", "shuffler.gpio.device", "shuffler.schemas",
                   "shuffler.device.engine",
                   "hardware_sim.bench", "hardware_sim.gpio_rig", "hardware_sim.virtual_mcu",
                   "hardware_sim.study"}
@@ -242,6 +266,7 @@ def test_a_held_lock_refuses_a_second_driver_with_exit_3(env, tmp_path):
     assert invoke(env, *FAST, "pass").exit_code == 0  # free again
 
 
+@pytest.mark.slow
 def test_two_clis_never_drive_one_device_at_once(env, tmp_path):
     """Two hands started together on one state folder: one runs, the other is refused
     at once with exit 3; the audit log shows passes of one hand only, never interleaved."""
@@ -293,13 +318,13 @@ def test_one_card_works_everywhere_it_makes_sense(env, command):
 
 
 def test_constants_kept_in_step_with_the_core():
-    from shuffler import backends
     from shuffler.core import cards
+    from shuffler.device import registry
     from shuffler.service import client as client_mod
     from shuffler.service import protocol
     from shuffler_cli import commands, options
 
-    assert options.DEFAULT_SIM_SPEED == backends.DEFAULT_SIM_SPEED
+    assert options.DEFAULT_SIM_SPEED == registry.DEFAULT_SIM_SPEED
     assert commands.MAX_CARDS == cards.MAX_CARDS
     assert client_mod.PROTOCOL == protocol.PROTOCOL
 

@@ -38,7 +38,7 @@ def test_any_count_of_v_after_the_command_is_the_global_option(run, count):
 
 def test_vv_adds_debug_detail(tmp_path):
     env = {**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path / "s"),
-           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
+           "SHUFFLER_NO_SERVICE": "1"}
     quiet = subprocess.run([SHUFFLER, "-v", "status"], env=env, capture_output=True,
                            text=True, timeout=60)
     loud = subprocess.run([SHUFFLER, "-vv", "status"], env=env, capture_output=True,

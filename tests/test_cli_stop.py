@@ -6,6 +6,9 @@ import json
 import os
 import subprocess
 import threading
+import time
+
+import pytest
 
 from tests.served import SHUFFLER, Service
 
@@ -50,3 +53,91 @@ def test_stop_without_a_service_says_so_exit_3(tmp_path):
     assert result.returncode == 3, result
     error = json.loads(result.stdout)["error"]
     assert error["kind"] == "service_not_running" and "Ctrl-C" in error["message"]
+
+
+#: a config broken on disk three ways after the service read it (issue 33)
+BROKEN = {"toml": "[hand\ncards = 24\n",
+          "pin_clash": "[pins]\ntouch = 17\nmotor = 17\n",
+          "unknown_key": "[hand]\nbogus = 1\n"}
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["socket", "found"])
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_stop_with_the_config_broken_mid_pass_stops_it(tmp_path, broken, named):
+    """The deployed layout under a system root: /etc/shuffler/config.toml (the service's
+    and the CLI's), the service on /run/shuffler/shuffler.sock; the config breaks while a
+    pass runs. ``stop`` (with --socket, or finding the system socket) exits 0, saying the
+    config does not load, and no card falls after its answer: the motor is off."""
+    root = tmp_path / "r"
+    etc, run = root / "etc" / "shuffler", root / "run" / "shuffler"
+    etc.mkdir(parents=True)
+    run.mkdir(parents=True)
+    svc = Service(tmp_path, speed=1.0)
+    svc.config, svc.socket = etc / "config.toml", run / "shuffler.sock"
+    svc.config.write_text("[hand]\ncards = 24\n")
+    svc.start()
+    try:
+        dealing, cards, answer = threading.Event(), [], {}
+
+        def on_event(event: dict) -> None:
+            if event.get("event") == "card":
+                cards.append(time.monotonic())
+                dealing.set()
+
+        def deal() -> None:
+            answer.update(svc.client().request("pass", on_event, cards=24))
+
+        runner = threading.Thread(target=deal)
+        runner.start()
+        assert dealing.wait(30), "the pass never counted a card"
+        svc.config.write_text(BROKEN[broken])
+        env = {**os.environ, "SHUFFLER_SYSTEM_ROOT": str(root), "SHUFFLER_CHECK_SCHEMAS": "1",
+               "SHUFFLER_STATE_DIR": str(tmp_path / "cli-state")}
+        for name in ("SHUFFLER_CONFIG", "SHUFFLER_SOCKET", "XDG_RUNTIME_DIR"):
+            env.pop(name, None)
+        result = subprocess.run(
+            [SHUFFLER, *(["--socket", str(svc.socket)] if named else []), "--json", "stop"],
+            env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        answered = time.monotonic()
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == {"schema": 1, "stopped": True}
+        assert "the config does not load" in result.stderr and str(svc.config) in result.stderr
+        runner.join(30)
+        report = answer["pass"]
+        assert report["fault"]["kind"] == "stopped" and report["counted"] < 24, report
+        assert len([t for t in cards if t > answered]) <= 1, "cards fell after the stop"
+    finally:
+        svc.stop()
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN))
+def test_status_with_a_broken_config_asks_the_service(tmp_path, broken):
+    """Where the broken config still parses as TOML, its ``[service] socket`` is where
+    the CLI asks; else --socket names it."""
+    svc = Service(tmp_path).start()
+    try:
+        named = broken == "toml"
+        svc.config.write_text(BROKEN[broken] + f'[service]\nsocket = "{svc.socket}"\n')
+        env = {**os.environ, "SHUFFLER_CONFIG": str(svc.config),
+               "SHUFFLER_STATE_DIR": str(tmp_path / "cli-state")}
+        env.pop("SHUFFLER_SOCKET", None)
+        result = subprocess.run([SHUFFLER, *(["--socket", str(svc.socket)] if named else []),
+                                 "--json", "status"],
+                                env=env, capture_output=True, text=True, timeout=60,
+                                stdin=subprocess.DEVNULL)
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout)["device"]["name"] == "simulated shuffler"
+        assert "the config does not load" in result.stderr
+    finally:
+        svc.stop()
+
+
+def test_status_in_process_with_a_broken_config_is_its_error(tmp_path):
+    (tmp_path / "c.toml").write_text(BROKEN["unknown_key"])
+    env = {**os.environ, "SHUFFLER_CONFIG": str(tmp_path / "c.toml"),
+           "SHUFFLER_STATE_DIR": str(tmp_path / "state")}
+    result = subprocess.run([SHUFFLER, "--no-service", "status"], env=env,
+                            capture_output=True, text=True, timeout=60,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 2 and "bogus: unknown key" in result.stderr, result
+    assert "asking the service" not in result.stderr

@@ -10,6 +10,8 @@ from shuffler.core.mechanics import Feed
 from shuffler.core.planning import Mode
 from shuffler.errors import ConfigError
 
+from .cli import SHUFFLER
+
 GOOD = """
 device = "sim"
 [mechanism]
@@ -55,6 +57,9 @@ def test_an_empty_file_gives_the_defaults():
     ("[table]\nfirst_dealer = 'Zed'", "[table] first_dealer: expected one of the seats"),
     ("[battery]\nchemistry = 'lead'", "[battery] chemistry: expected 'alkaline' or 'lithium'"),
     ("[battery]\nlow_volts = 6.5\ncritical_volts = 7", "critical_volts: expected at most"),
+    ("[battery]\nlow_volts = 9.5", "[battery] low_volts: expected below a fresh alkaline "
+     "block's 9.5 V at rest (at or above it the battery never reads low), got 9.5"),
+    ("[battery]\nchemistry = 'nimh'\nlow_volts = 9.9", "low_volts: expected below a fresh nimh"),
     ("[hand]\npases = 4", "bad.toml: [hand] pases: unknown key"),
     ("colour = 'red'", "bad.toml: colour: unknown key"),
     ("hand = 3", "bad.toml: [hand]: expected a table, got 3"),
@@ -90,7 +95,6 @@ def test_the_deployment_example_config_loads():
 
 # -- hostile inputs: each one exit 2 naming the input, never a hang or a traceback -------
 
-SHUFFLER = str(Path(sys.executable).with_name("shuffler"))
 
 
 def run_with_config(path: Path | str, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -270,3 +274,17 @@ def test_every_config_example_in_the_docs_loads(page, blocks):
     assert len(found) == blocks
     for block in found:
         load_config_text(block, f"docs/{page}")
+
+
+def test_the_highest_low_volts_allowed_still_says_low_on_a_fresh_block():
+    """low_volts just below a fresh block's volts fires on that block's first sag: the
+    limit refused above is the one where it would never fire."""
+    from shuffler.config import FRESH_VOLTS
+    from shuffler.core.battery import CURVES, judge
+
+    for chemistry, fresh in FRESH_VOLTS.items():
+        cfg = load_config_text(f"[battery]\nchemistry = '{chemistry}'\n"
+                               f"low_volts = {fresh - 0.05:.2f}", "ok.toml")
+        curve = CURVES[chemistry]
+        sagged = curve.charge_at(fresh - 0.1, under_load=False)
+        assert judge(sagged, 100, curve, low_volts=cfg.battery.low_volts) == "low"

@@ -14,6 +14,8 @@ import pytest
 
 from shuffler.service.client import ServiceClient
 
+pytestmark = pytest.mark.slow
+
 DEPLOY = Path(__file__).resolve().parent.parent / "docs" / "deploy"
 BIN = Path(sys.executable).parent
 

@@ -28,6 +28,8 @@ import pytest
 
 from shuffler.service.client import ServiceClient
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "deploy" / "README.md"
 

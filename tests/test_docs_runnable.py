@@ -13,6 +13,9 @@ import pytest
 
 from shuffler.core.planning import default_passes
 
+# the lines of a page run in order in one state folder: in one worker under xdist
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("docs-runnable")]
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```sh runnable\n(.*?)^```", re.M | re.S)
@@ -41,7 +44,7 @@ def test_there_are_runnable_blocks():
 def shell_env(tmp_path_factory) -> dict[str, str]:
     tmp = tmp_path_factory.mktemp("docs")
     return {**os.environ, "SHUFFLER_STATE_DIR": str(tmp / "state"), "SHUFFLER_CONFIG": "",
-            "SHUFFLER_SOCKET": str(tmp / "none.sock"), "SHUFFLER_SIM_SPEED": "1000000",
+            "SHUFFLER_NO_SERVICE": "1", "SHUFFLER_SIM_SPEED": "1000000",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 

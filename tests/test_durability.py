@@ -16,11 +16,13 @@ from shuffler.control.controller import PassController
 from shuffler.core.planning import coin_plan
 from shuffler.device.contract import FaultKind
 from shuffler.errors import FaultLatchedError, FileAccessError, StateFileError, UnsavedFaultError
-from shuffler.files import make_folder
+from shuffler.files import Reserve, make_folder
 from shuffler.store.audit import AuditLog
 from shuffler.store.lock import LockLostError, MachineLock
 from shuffler.store.state import State, StateStore
 from tests.test_state import shuffler, small_disk
+
+pytestmark = pytest.mark.slow
 
 
 def controller(sim, folder: Path, faults=()) -> PassController:
@@ -88,7 +90,7 @@ def test_a_failed_final_write_of_a_jam_is_exit_3_and_kept_in_memory(sim, tmp_pat
         real(path, data)
 
     monkeypatch.setattr(files, "atomic_write", failing)
-    monkeypatch.setattr(AuditLog, "_append", lambda self, line: (_ for _ in ()).throw(
+    monkeypatch.setattr(AuditLog, "_append", lambda self, entry, there: (_ for _ in ()).throw(
         OSError(5, "Input/output error")))
     with pytest.raises(UnsavedFaultError) as info:
         ctl.run_pass(coin_plan(24, random.Random(1)))
@@ -259,11 +261,23 @@ def test_a_read_only_state_folder_still_shows_the_latched_jam(tiny_disk):
         subprocess.run(["mount", "-o", "remount,rw", str(tiny_disk)], check=False)
 
 
-def test_a_retried_append_never_writes_the_record_twice(tmp_path):
-    log = AuditLog(tmp_path / "audit.jsonl")
+def test_a_retried_append_never_writes_the_record_twice(tmp_path, monkeypatch):
+    log = AuditLog(tmp_path / "audit.jsonl", reserve=Reserve(tmp_path))
     log.append({"id": 1, "counted": 24})
-    line = (json.dumps({"id": 2, "counted": 24}, sort_keys=True) + "\n").encode()
-    log._append(line)  # the write landed, then fsync failed: the retry finds it there
-    log._append(line)
-    log.append({"id": 2, "counted": 24, "x": 1})  # a different record is appended
-    assert [e["id"] for e in log.read()] == [1, 2, 2]
+    assert log.reserve is not None
+    log.reserve.ensure()
+    real, calls = os.fsync, {"n": 0}
+
+    def fsync_fails_once(fd):  # the write landed, then fsync failed: the retry finds it there
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync_fails_once)
+    assert log.append({"id": 2, "counted": 24}) is None
+    monkeypatch.undo()
+    assert calls["n"] == 2  # tried once more after giving the reserve back
+    other = log.append({"id": 2, "counted": 24, "x": 1})  # another record for the same id
+    assert other is not None and other["counted"] == 24 and "x" not in other
+    assert [(e["id"], e["seq"]) for e in log.read()] == [(1, 1), (2, 2)]

@@ -6,7 +6,7 @@ import doctest
 
 from shuffler.core.mechanics import Pile
 from shuffler.device import engine as engine_module
-from shuffler.device.contract import FaultKind, FaultLimits
+from shuffler.device.contract import EngineTimings, FaultKind, FaultLimits
 from shuffler.device.engine import Card, Divert, Done, Motor, PassEngine, Phase, Tick
 
 LIMITS = FaultLimits(jam_seconds=0.5, misfeed_seconds=1.0, retries=2, reverse_seconds=0.3,
@@ -33,7 +33,7 @@ def deal(eng, at, cards, interval=0.2, blocked=0.08):
 
 
 def test_a_clean_pass_counts_every_card_and_sets_the_diverter_between_cards():
-    eng = PassEngine((0, 1, 1, 0), LIMITS, soft_start_s=0.1)
+    eng = PassEngine((0, 1, 1, 0), LIMITS, timings=EngineTimings(soft_start_s=0.1))
     start = moves(eng.start(0.0))
     assert start[0] == Divert(Pile.LEFT) and start[1] == Motor(0.2)
     ramp = moves(eng.tick(0.1))
@@ -95,7 +95,7 @@ def test_an_empty_tray_ends_the_pass_short_without_a_fault():
 
 
 def test_stop_turns_the_motor_off_in_the_same_step_and_nothing_turns_it_on_again():
-    eng = PassEngine((0,) * 10, LIMITS, soft_start_s=0.1)
+    eng = PassEngine((0,) * 10, LIMITS, timings=EngineTimings(soft_start_s=0.1))
     eng.start(0.0)
     eng.tick(0.1)
     deal(eng, 0.1, 3)
@@ -114,7 +114,7 @@ def test_the_pass_time_limit_stops_the_motor():
 
 
 def test_a_blip_shorter_than_the_minimum_blocked_time_is_not_a_card():
-    eng = PassEngine((0,) * 3, LIMITS, min_blocked=0.005)
+    eng = PassEngine((0,) * 3, LIMITS, timings=EngineTimings(min_blocked_s=0.005))
     eng.start(0.0)
     assert moves(eng.beam(True, 0.1) + eng.beam(False, 0.102)) == []
     assert Card(1, 3) in eng.beam(True, 0.2) + eng.beam(False, 0.21)
@@ -131,7 +131,7 @@ def test_ticks_come_at_least_every_tick_period():
 
 
 def test_a_drop_out_inside_one_card_is_the_same_card():
-    eng = PassEngine((0, 1, 0), LIMITS, min_blocked=0.005, min_gap=0.01)
+    eng = PassEngine((0, 1, 0), LIMITS, timings=EngineTimings(min_blocked_s=0.005, min_gap_s=0.01))
     eng.start(0.0)
     # one card, its beam dropping out for 2 ms in the middle: one count, after the gap
     seen = eng.beam(True, 0.1) + eng.beam(False, 0.14) + eng.beam(True, 0.142)
@@ -145,8 +145,8 @@ def test_a_drop_out_inside_one_card_is_the_same_card():
 
 
 def test_a_flickering_beam_does_not_hold_off_the_misfeed():
-    eng = PassEngine((0,) * 5, FaultLimits(retries=0, misfeed_seconds=1.0), min_blocked=0.005,
-                     min_gap=0.01)
+    eng = PassEngine((0,) * 5, FaultLimits(retries=0, misfeed_seconds=1.0),
+                     timings=EngineTimings(min_blocked_s=0.005, min_gap_s=0.01))
     eng.start(0.0)
     t, out = 0.0, []
     while not eng.done and t < 3.0:  # a 1 ms blip every 20 ms: never a card
@@ -158,7 +158,8 @@ def test_a_flickering_beam_does_not_hold_off_the_misfeed():
 
 
 def test_drop_outs_do_not_hold_off_the_jam():
-    eng = PassEngine((0,) * 5, FaultLimits(retries=0, jam_seconds=0.5), min_gap=0.01)
+    eng = PassEngine((0,) * 5, FaultLimits(retries=0, jam_seconds=0.5),
+                     timings=EngineTimings(min_gap_s=0.01))
     eng.start(0.0)
     t, out = 0.1, eng.beam(True, 0.1)
     while not eng.done and t < 2.0:  # stuck in the beam, which drops out 2 ms in every 50

@@ -1,18 +1,26 @@
-"""The service's typed events: what a page or telemetry would hear, and never a plan."""
+"""The service's typed events, its one bus: what the page and telemetry hear, never a plan."""
 
 from __future__ import annotations
 
+import typing
+
 from hardware_sim import SimDevice, parse_fault_specs
+from shuffler.control.touch import Ignore
 from shuffler.device.clock import VirtualClock
 from shuffler.service.events import (
     BatteryChanged,
     CardCounted,
+    Event,
     FaultChanged,
     HandSummary,
     PassReported,
     PassStarted,
+    ScoreChanged,
+    SignalShown,
     StateChanged,
+    TouchIgnored,
 )
+from shuffler.service.loop import Service
 from tests.test_watchdog import run, serve, sim
 
 
@@ -21,7 +29,7 @@ def test_a_hand_is_told_in_typed_events_in_order(tmp_path, monkeypatch):
     clock = VirtualClock()
     service = serve(tmp_path, sim(SimDevice, clock), clock)
     heard: list = []
-    service.subscribe_events(heard.append)
+    service.subscribe(heard.append)
     assert run(service, "hand", passes=3)["ok"]
 
     kinds = [type(e) for e in heard]
@@ -41,17 +49,26 @@ def test_a_hand_is_told_in_typed_events_in_order(tmp_path, monkeypatch):
     assert "labels" not in repr(heard) and "order" not in repr(heard)  # never a plan
 
 
-def test_a_jam_and_its_clearing_are_fault_changes(tmp_path, monkeypatch):
-    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+def jammed_and_cleared(tmp_path) -> tuple[Service, list]:
+    """A service whose pass jammed and was cleared, and all its faces heard."""
     clock = VirtualClock()
     device = SimDevice.for_cards(24, faults=parse_fault_specs(["jam:5:99"]), clock=clock)
     service = serve(tmp_path, device, clock)
     heard: list = []
-    service.subscribe_events(heard.append)
+    service.subscribe(heard.append)
     assert run(service, "pass")["result"]["pass"]["fault"]["kind"] == "jam"
     assert run(service, "clear")["result"]["cleared"]  # the simulated dealer freed it
+    return service, heard
+
+
+def test_a_jam_and_its_clearing_are_fault_changes(tmp_path, monkeypatch):
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    service, heard = jammed_and_cleared(tmp_path)
+    service.refresh()
+    service.refresh()  # the state again, the fault unchanged: not told again
     faults = [e.fault for e in heard if isinstance(e, FaultChanged)]
     assert [f["kind"] if f else None for f in faults] == ["jam", None]
+    assert sum(isinstance(e, StateChanged) for e in heard) == 4  # after each job, and twice
 
 
 def test_every_light_the_dealer_sees_reaches_the_faces_first(tmp_path, monkeypatch):
@@ -66,15 +83,47 @@ def test_every_light_the_dealer_sees_reaches_the_faces_first(tmp_path, monkeypat
     assert "show" not in vars(device)  # the class's show, as the backend wrote it
     signals: list = []
 
-    def heard(kind, body):
-        if kind == "signal":
+    def heard(event):
+        if isinstance(event, SignalShown):
             assert len(device.shown) == len(signals)  # not shown yet
-            signals.append(body)
+            signals.append(event.status)
 
     service.subscribe(heard)
     assert run(service, "pass")["result"]["pass"]["fault"]["kind"] == "jam"
     assert run(service, "clear")["result"]["cleared"]
     assert run(service, "hand", passes=2)["ok"]
-    service._touch_ignored("a test")  # the last light, told again
+    service._touch_ignored(Ignore("a test"))  # the last light, told again
     assert signals == device.shown and len(signals) >= 6
     assert signals[-1].told and not signals[-2].told
+
+
+def test_the_first_state_tells_the_fault_and_the_battery(tmp_path, monkeypatch):
+    """A face that subscribes before the service starts learns the fault (none) and the
+    battery at once: a retained MQTT fault from an earlier run is replaced."""
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    clock = VirtualClock()
+    service = serve(tmp_path, sim(SimDevice, clock), clock)
+    heard: list = []
+    service.subscribe(heard.append)
+    service.refresh()
+    assert [type(e) for e in heard] == [StateChanged, FaultChanged, BatteryChanged]
+    assert heard[1] == FaultChanged(None)
+
+
+def test_everything_the_service_says_is_a_typed_event(tmp_path, monkeypatch):
+    """A pass, a hand, a jam and its clearing, a score change and a touch ignored: every
+    published item is one of the bus's frozen types, never a dict; the score change and
+    the ignored touch are their own events."""
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    service, heard = jammed_and_cleared(tmp_path)
+    assert run(service, "hand", passes=2)["ok"]
+    assert run(service, "score", makers=0, tricks=3)["ok"]
+    service._touch_ignored(Ignore("touch ignored: a test"))
+    assert all(isinstance(e, typing.get_args(Event)) for e in heard), \
+        {type(e).__name__ for e in heard}
+    assert not any(isinstance(e, dict) for e in heard)
+    scores = [e.score for e in heard if isinstance(e, ScoreChanged)]
+    assert len(scores) == 1 and scores[0]["hands"][0]["points"] != [0, 0]
+    assert [e.why for e in heard if isinstance(e, TouchIgnored)] == ["touch ignored: a test"]
+    # each pass told once, as it ended: the lone pass and the hand's two
+    assert len([e for e in heard if isinstance(e, PassReported)]) == 3

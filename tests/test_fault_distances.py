@@ -27,6 +27,8 @@ from shuffler.core.mechanics import Feed
 from shuffler.core.mixing import tv_any, tv_coin
 from shuffler.core.planning import Mode
 
+pytestmark = pytest.mark.slow
+
 
 def exact_and_reported(n, k, mode, flaws):
     """The true distance (by exhaustion) and what the planner reports: (distance, exact)."""

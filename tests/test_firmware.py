@@ -4,11 +4,14 @@ against it too (``sim-avr`` in tests/conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import datetime
 import json
 import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +24,14 @@ from firmware_bridge.device import config_message
 from firmware_bridge.framing import Frame, encode_frame
 from firmware_bridge.link import Link
 from firmware_bridge.messages import FaultCode, Msg, Pass, PassDone, StatusReply
-from hardware_sim.sim_avr import AVR_PACKAGES, FIRMWARE_DIR, SimAvr, build_firmware, serial_on
+from hardware_sim.sim_avr import (
+    AVR_PACKAGES,
+    FIRMWARE_DIR,
+    SimAvr,
+    build_dir,
+    build_firmware,
+    serial_on,
+)
 from shuffler.core.planning import coin_plan
 from shuffler.device.contract import FaultKind, FaultLimits
 from shuffler.errors import DeviceError
@@ -33,7 +43,8 @@ try:
     MISSING = None
 except DeviceError as e:
     MISSING = f"the firmware tests need the packages {AVR_PACKAGES}: {e}"
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
 
 FLASH, RAM = 32 * 1024, 2 * 1024  # ATmega328P
 BOOTLOADER = 2048  # the Nano's old bootloader; optiboot takes 512
@@ -78,7 +89,7 @@ def test_make_builds_the_elf_and_the_hex_from_clean(tmp_path):
 
 def test_flash_and_ram_fit_the_chip():
     out = subprocess.run([shutil.which("avr-size") or "avr-size", "-A",
-                          str(FIRMWARE_DIR / "build" / "shuffler.elf")],
+                          str(build_dir() / "shuffler.elf")],
                          check=True, capture_output=True, text=True).stdout
     size = {m[1]: int(m[2]) for m in re.finditer(r"^\.(\w+)\s+(\d+)", out, re.M)}
     flash = size["text"] + size.get("data", 0)
@@ -212,3 +223,44 @@ def test_the_cli_deals_a_hand_on_the_simulated_chip(tmp_path):
     assert hand["completed"] and len(hand["pass_reports"]) == hand["passes"] == 5
     assert all(p["counted"] == p["expected"] == 24 and p["fault"] is None
                for p in hand["pass_reports"])
+
+
+def test_a_frozen_chip_is_lost_at_the_documented_time_and_the_cli_exits_promptly(tmp_path):
+    """The simavr process stopped mid-pass (SIGSTOP: nothing in or out, the chip's clock
+    stopped): the link is declared lost about 3.5 s after the chip's last frame (1 s of
+    quiet, then the STATUS's ACK tries) and `shuffler pass` exits 3 soon after, not once
+    a wait for the stopped harness has run out (it was 11 s)."""
+    env = {**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path), "XDG_RUNTIME_DIR": str(tmp_path),
+           "SHUFFLER_CONFIG": ""}
+    cli = subprocess.Popen([sys.executable, "-m", "shuffler", "--no-service", "--device",
+                            "sim-avr", "--sim-speed", "1", "--log-json", "pass", "--cards", "104"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    harness = None
+    try:
+        deadline = time.monotonic() + 30
+        while harness is None and time.monotonic() < deadline:
+            children = subprocess.run(["pgrep", "-P", str(cli.pid), "-f", "simavr-harness"],
+                                      capture_output=True, text=True, check=False).stdout.split()
+            harness = int(children[0]) if children else None
+            time.sleep(0.1)
+        assert harness is not None, "no simavr-harness under the CLI"
+        time.sleep(2.5)  # the handshake, and cards flowing
+        os.kill(harness, signal.SIGSTOP)
+        frozen = time.time()
+        _, err = cli.communicate(timeout=30)
+        exited = time.time()
+    finally:
+        if harness is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(harness, signal.SIGCONT)
+                os.kill(harness, signal.SIGKILL)
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait()
+    assert cli.returncode == 3, err
+    lost = [json.loads(line) for line in err.splitlines()
+            if line.startswith("{") and "serial link lost" in line]
+    assert lost, err
+    at = datetime.datetime.fromisoformat(lost[0]["timestamp"].replace("Z", "+00:00")).timestamp()
+    assert 3.0 < at - frozen < 4.0, at - frozen  # its last card came at most 0.2 s before
+    assert exited - at < 2.0, exited - at

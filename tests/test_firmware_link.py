@@ -38,7 +38,8 @@ from shuffler.device.contract import FaultLimits
 
 from .test_firmware import MISSING
 
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
 
 
 def new_chip(cards: int = 104) -> SimAvr:
@@ -139,13 +140,17 @@ class RawHost:
         while time.monotonic() < end:
             if until is not None and until():
                 return True
-            self.beat()
-            for frame in self.decoder.feed(self.port.read(512)):
-                msg = decode_payload(frame.type, frame.payload)
-                self.got.append((frame.seq, msg))
-                if frame.seq and self.acking:
-                    self.port.write(encode_frame(Frame(0, Msg.ACK, bytes([frame.seq]))))
+            self.turn()
         return until is None or until()
+
+    def turn(self, read: int = 512) -> None:
+        """Beat once, then read what came (at most the port's timeout) and acknowledge."""
+        self.beat()
+        for frame in self.decoder.feed(self.port.read(read)):
+            msg = decode_payload(frame.type, frame.payload)
+            self.got.append((frame.seq, msg))
+            if frame.seq and self.acking:
+                self.port.write(encode_frame(Frame(0, Msg.ACK, bytes([frame.seq]))))
 
     def done(self) -> list[PassDone]:
         """Every PASS_DONE heard, each copy counted once (the chip repeats until an ACK)."""
@@ -158,10 +163,10 @@ class RawHost:
     def acked(self, seq: int) -> bool:
         return any(isinstance(msg, Ack) and msg.seq == seq for _, msg in self.got)
 
-    def open_session(self) -> None:
+    def open_session(self, limits: FaultLimits | None = None) -> None:
         self.send(Hello(PROTOCOL_MAJOR, PROTOCOL_MINOR))
         assert self.pump(10.0, lambda: any(isinstance(m, HelloReply) for _, m in self.got))
-        config = self.send(config_message(FaultLimits(), 5.0))
+        config = self.send(config_message(limits or FaultLimits(), 5.0))
         assert self.pump(10.0, lambda: self.acked(config))
 
 

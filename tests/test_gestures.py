@@ -5,13 +5,14 @@ from __future__ import annotations
 import random
 
 from hardware_sim import SimDevice, parse_fault_specs
-from shuffler.backends import plan_source
 from shuffler.config import Config
 from shuffler.control.controller import PassController
 from shuffler.control.session import Session
 from shuffler.device.clock import VirtualClock
 from shuffler.device.contract import EventKind, InputEvent, Signal
+from shuffler.device.registry import plan_source
 from shuffler.faces.router import Faces
+from shuffler.service.events import TouchIgnored
 from shuffler.service.loop import Job, Service
 from shuffler.store.state import StateStore
 
@@ -135,14 +136,14 @@ def test_a_long_press_is_never_a_touch_and_its_bounce_is_ignored(tmp_path):
 def test_a_long_press_with_nothing_latched_starts_nothing_and_says_so(tmp_path):
     rig, device, service = rigged(tmp_path)
     seen: list = []
-    service.subscribe(lambda kind, body: seen.append(body) if kind == "event" else None)
+    service.subscribe(seen.append)
     try:
         rig.long_press(2.5)
         rig.clock.sleep(3.5)
         service._idle()
         assert service.session.status()["counters"]["passes"] == 0
         assert rig.motor_off_at == [] and not rig.forward()
-        assert any(e.get("event") == "touch_ignored" and "nothing to clear" in e["why"]
+        assert any(isinstance(e, TouchIgnored) and "nothing to clear" in e.why
                    for e in seen)
         assert rig.led() == (0.0, 1.0, 0.0)  # the ready light: nothing to clear
     finally:

@@ -16,7 +16,7 @@ from shuffler.core.mechanics import Pile
 from shuffler.core.planning import PlannedPlanner, coin_plan
 from shuffler.device.contract import EventKind, FaultKind, FaultLimits, Signal, Status
 from shuffler.errors import ConfigError
-from shuffler.gpio.backend import COLOURS
+from shuffler.gpio.device import COLOURS
 from shuffler.store.state import StateStore
 
 RATE = 5.0  # cards a second, as the Lotus: one card interval is 200 ms of rig time
@@ -274,7 +274,7 @@ def test_hardware_pwm_needs_a_pwm_pin_and_says_how_to_get_the_library():
     from gpiozero.pins.mock import MockFactory, MockPWMPin
 
     from shuffler.errors import DeviceError
-    from shuffler.gpio.backend import GpioDevice
+    from shuffler.gpio.device import GpioDevice
 
     try:
         import rpi_hardware_pwm  # noqa: F401
@@ -321,7 +321,7 @@ def test_the_hardware_servo_opens_the_channel_of_its_pin_and_pulses_in_percent(
     import sys
     import types
 
-    from shuffler.gpio.backend import _HardwareServo
+    from shuffler.gpio.device import _HardwareServo
 
     pwm = mocker.MagicMock()
     module = types.SimpleNamespace(HardwarePWM=mocker.MagicMock(return_value=pwm))
@@ -375,7 +375,7 @@ def test_the_motor_pins_never_exceed_the_duty_cap(rigged):
 
 
 def test_a_pwm_frequency_the_pin_factory_cannot_time_is_refused():
-    from shuffler.gpio.backend import check_pwm_hz
+    from shuffler.gpio.device import check_pwm_hz
 
     class LGPIOFactory:
         pass

@@ -24,6 +24,8 @@ from shuffler.core.mixing import (
 )
 from shuffler.core.stats import ascending_runs, guess_score
 
+pytestmark = pytest.mark.slow
+
 
 def coin_law(n, k):
     return lambda descents: comb(2**k + n - 1 - descents, n)  # ∝ P(order)

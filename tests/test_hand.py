@@ -40,7 +40,8 @@ def test_the_deal_moves_left_and_hands_are_numbered(sim, tmp_path):
 
 @pytest.mark.parametrize("planned", [False, True])
 @pytest.mark.parametrize(("habit", "stacking"), [("instructed", Pile.LEFT),
-                                                 ("other", Pile.RIGHT)])
+                                                 ("other", Pile.LEFT),
+                                                 ("other:ignores", Pile.RIGHT)])
 def test_the_hand_reads_the_stacking_and_tracks_every_card(sim, tmp_path, habit, stacking,
                                                            planned):
     hand, runner, dev, start = run_hand(sim, tmp_path, habit=habit, planned=planned)
@@ -50,7 +51,7 @@ def test_the_hand_reads_the_stacking_and_tracks_every_card(sim, tmp_path, habit,
 
 
 def test_both_piles_lifted_at_once_loses_track_but_finishes(sim, tmp_path):
-    hand, runner, _, _ = run_hand(sim, tmp_path, habit="both")
+    hand, runner, _, _ = run_hand(sim, tmp_path, habit="both:ignores")
     assert hand.completed and [r.stacking for r in hand.records] == [None] * 4
     assert not hand.tracking and runner.tracker.order is None
 
@@ -139,7 +140,7 @@ def test_a_dealer_who_always_stacks_the_other_way_gets_a_bound_and_the_reason(
     from shuffler.control.reports import hand_dict
     from shuffler.core.mixing import tv_any
 
-    hand, *_ = run_hand(sim, tmp_path, habit="other", planned=True, passes=passes)
+    hand, *_ = run_hand(sim, tmp_path, habit="other:ignores", planned=True, passes=passes)
     assert hand.completed and [r.stacking for r in hand.records] == [Pile.RIGHT] * passes
     # five passes: one plan of distinct codes, steered at most 1 - 2^-5 by any rule; four:
     # the dealer's departure re-planned, and only the bound of last resort holds
@@ -171,6 +172,13 @@ def test_a_hand_resumed_at_its_first_pass_says_so(sim, tmp_path):
     from shuffler.control.reports import hand_dict
 
     assert "resumed at pass 1" in hand_dict(again)["distance_note"]
+    # notes that name only what happened: the jam is no departure and no unseen stacking,
+    # the resume no wrong count
+    said = hand_dict(first)
+    assert first.departures == [] and said["departures"] == []
+    assert "pile sensors" not in (said["distance_note"] or "")
+    assert "pass 1 stopped (jam)" in said["distance_note"]
+    assert "count came out wrong" not in hand_dict(again)["distance_note"]
 
 
 def test_coin_mode_after_a_double_feed_reports_a_bound(sim, tmp_path):

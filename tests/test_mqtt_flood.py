@@ -18,7 +18,7 @@ from .served import Service
 from .waiting import wait_for
 
 pytest.importorskip("paho.mqtt.client", reason="needs paho-mqtt: pip install 'shuffler[mqtt]'")
-pytestmark = needs_mosquitto
+pytestmark = [pytest.mark.slow, needs_mosquitto]
 
 COMMANDS = 2000
 

@@ -17,7 +17,7 @@ from .waiting import wait_for
 #: set to a folder (docs/img) to keep the screenshots for docs/guide.md
 SHOTS = os.environ.get("SHUFFLER_SCREENSHOTS")
 
-pytestmark = [needs_browser, needs_axe]
+pytestmark = [pytest.mark.slow, needs_browser, needs_axe]
 
 WATCH = """
 window.seen = []; window.progress = []; window.said = []; window.awake = [];
@@ -71,6 +71,21 @@ def open_page(d, url):
     wait_for(lambda: attr(d, "banner", "data-live") == "true", what="the live panel")
 
 
+def in_view(d, element_id):
+    """The element is wholly on the screen as it stands (no scrolling)."""
+    return d.execute_script(
+        "const r = arguments[0].getBoundingClientRect();"
+        "return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight;",
+        d.find_element("id", element_id))
+
+
+def visible(d, element_id):
+    """Shown and not kept invisible in its place (the page's .invisible)."""
+    return shown(d, element_id) and d.execute_script(
+        "return getComputedStyle(arguments[0]).visibility !== 'hidden'",
+        d.find_element("id", element_id))
+
+
 def score_in_view(d):
     """The score bar is on screen (the header sticks to the top of a phone)."""
     return d.execute_script(
@@ -79,16 +94,17 @@ def score_in_view(d):
 
 
 def enter(d, makers, tricks, alone=False, renege=None, submit=True):
-    """One hand as the seed's keeper takes it: who named trump, each team's tricks."""
-    from selenium.webdriver.support.ui import Select
-
-    tap(d, f"m{makers}")
+    """One hand as the seed's keeper takes it: who named trump, each team's tricks, each
+    a big button."""
+    def choose(element_id, on):
+        if attr(d, element_id, "aria-pressed") != ("true" if on else "false"):
+            tap(d, element_id)
     for team in (0, 1):
-        Select(d.find_element("id", f"tricks{team}")).select_by_value(
-            "" if tricks[team] is None else str(tricks[team]))
-    if d.find_element("id", "alone").is_selected() != alone:
-        tap(d, "alone")
-    Select(d.find_element("id", "renege")).select_by_value("" if renege is None else str(renege))
+        choose(f"m{team}", team == makers)
+        for n in range(6):
+            choose(f"tk{team}_{n}", tricks[team] == n)
+        choose(f"rn{team}", renege == team)
+    choose("alone", alone)
     if submit:
         tap(d, "enter")
 
@@ -115,19 +131,30 @@ def test_a_hand_and_a_game_played_from_the_phone(tmp_path):
             d.execute_script(WATCH)
             audit(d, "ready")
             shot(d, "ready")
+            # a Legion player's phone (390 x 844): Start pass and the score card, who named
+            # trump included, without scrolling; no Stop with the motor stopped; no last hand
+            assert d.execute_script("return [window.innerWidth, window.innerHeight]") == [390, 844]
+            for element_id in ("deal", "s0", "s1", "m0", "m1"):
+                assert in_view(d, element_id), element_id
+            assert not visible(d, "stop") and not shown(d, "handbox")
             layout = d.execute_script("return document.getElementById('deal')"
                                       ".getBoundingClientRect().top")
             tap(d, "deal")
             wait_for(lambda: "Pass started." in d.execute_script("return window.answers"),
                      what="ok, once the pass had started")
             seen_dealing = seen_stack = False
-            tops = set()
+            tops, stops = set(), set()
             deadline = time.monotonic() + 90
             while attr(d, "banner", "data-phase") != "shuffled":
                 assert time.monotonic() < deadline, d.execute_script("return window.seen")
                 phase = attr(d, "banner", "data-phase")
                 tops.add(d.execute_script("return document.getElementById('deal')"
                                           ".getBoundingClientRect().top"))
+                if phase == "dealing":
+                    assert not shown(d, "handbox")  # no hand is over yet
+                    stops.add(d.execute_script(  # in one look: the phase moves on meanwhile
+                        "return document.getElementById('banner').dataset.phase === 'dealing'"
+                        " ? document.getElementById('stop').className : 'danger'"))
                 if phase == "dealing" and not seen_dealing and \
                         d.execute_script("return window.progress.length") > 5:
                     shot(d, "dealing")
@@ -139,6 +166,7 @@ def test_a_hand_and_a_game_played_from_the_phone(tmp_path):
                     seen_stack = True
                 time.sleep(0.03)
             assert tops == {layout}  # the layout does not jump while dealing
+            assert stops == {"danger"}  # a red Stop while the motor runs
             seen = d.execute_script("return window.seen")
             for n in range(1, 6):
                 assert f"Dealing pass {n} of 5" in seen, seen
@@ -154,8 +182,10 @@ def test_a_hand_and_a_game_played_from_the_phone(tmp_path):
             wait_for(lambda: text(d, "dealer") == "East", what="the deal to move on")
             time.sleep(2.5)  # past the service's status refresh and the LED's READY
             assert text(d, "prompt") == "Shuffled: deal", d.execute_script("return window.seen")
-            assert text(d, "cardline") == "" and text(d, "passline") == ""
-            assert "Hand 1: 5 of 5 passes done" in text(d, "hand")
+            assert text(d, "cardline") == ""
+            assert text(d, "passline") == "The pack is perfectly shuffled."
+            assert text(d, "hand") == ("Hand 1, dealt by North: 5 passes. "
+                                       "The pack is perfectly shuffled.")
             assert d.execute_script("return document.body.dataset.awake") == "false"
             audit(d, "hand-done")
             shot(d, "hand-done")
@@ -186,6 +216,7 @@ def play_the_seeds_worked_game(d):
         d.find_element("id", f"name{team}").clear()
         d.find_element("id", f"name{team}").send_keys(name)
     Select(d.find_element("id", "target")).select_by_value("10")
+    audit(d, "target, names and a new game")
     tap(d, "savegame")
     wait_for(lambda: text(d, "t0") == "Us" and text(d, "t1") == "Them", what="the names")
     for where in ("0", "document.body.scrollHeight"):  # the score stays on a phone's screen
@@ -212,6 +243,8 @@ def play_the_seeds_worked_game(d):
     assert "Them" in text(d, "scoremsg") and "renege" in text(d, "scoremsg")
     audit(d, "renege")
     tap(d, css="#handsbox summary")
+    audit(d, "the hands listed, each with Edit and Delete")
+    shot(d, "hands")
     tap(d, css="[aria-label='Delete hand 5']")
     wait_for(lambda: totals(d) == ("8", "1"), what="the renege deleted")
     # a double tap scores once
@@ -228,6 +261,24 @@ def play_the_seeds_worked_game(d):
     assert text(d, "winner") == "Us win!"
     audit(d, "game won")
     shot(d, "game-won")
+    # a target past the winner's score would take the win back: the page asks first
+    Select(d.find_element("id", "target")).select_by_value("15")
+    tap(d, "savegame")
+    assert shown(d, "confirm") and text(d, "winner") == "Us win!"
+    assert text(d, "confirmsay") == ("Us won this game 10 to 1. A target of 15 takes the win "
+                                     "back and the game goes on. Play on to 15?")
+    audit(d, "asking before the target reopens a won game")
+    shot(d, "target-confirm")
+    tap(d, "confirmno")
+    assert not shown(d, "confirm") and text(d, "gamemsg") == "The win stands: nothing changed."
+    assert d.find_element("id", "target").get_attribute("value") == "10"
+    Select(d.find_element("id", "target")).select_by_value("15")
+    tap(d, "savegame")
+    tap(d, "confirmyes")
+    wait_for(lambda: not shown(d, "winner"), what="the game reopened")
+    assert text(d, "gamemsg") == "The target (15); Us had won at 10, so the game goes on."
+    tap(d, "undo")  # back to the win at 10
+    wait_for(lambda: text(d, "winner") == "Us win!", what="the win back")
     # undo and redo say what they did
     tap(d, "undo")
     wait_for(lambda: totals(d) == ("9", "1"), what="undo")
@@ -267,6 +318,16 @@ def test_a_jam_is_shown_with_its_steps_and_cleared_from_the_page(tmp_path, dark)
             assert text(d, "prompt") == "Jam at card 13 of 24: 12 cards dealt"
             assert "Put every card back in the tray" in text(d, "steps")
             assert shown(d, "clear") and text(d, "phaseword") == "stopped"
+            # the motor is already stopped: no Stop; the bar where the jam stopped the pass
+            assert not visible(d, "stop") and not visible(d, "deal")
+            assert (attr(d, "progress", "aria-valuenow"), attr(d, "progress", "aria-valuemax")
+                    ) == ("12", "24")
+            assert text(d, "cardline") == "12 of 24 cards dealt before it stopped"
+            width = d.execute_script("return document.querySelector('#progress > div')"
+                                     ".getBoundingClientRect().width / document."
+                                     "getElementById('progress').getBoundingClientRect().width")
+            assert abs(width - 0.5) < 0.01, width
+            assert not shown(d, "handbox")  # the jammed hand is not over: it goes on
             audit(d, "jam", dark)
             shot(d, "jam-dark" if dark else "jam")
             tap(d, "clear")
@@ -283,7 +344,9 @@ def test_a_low_battery_is_shown_before_any_touch_as_the_led_shows_it(tmp_path, v
         with phone_browser() as d:
             open_page(d, f"http://127.0.0.1:{port}/")
             wait_for(lambda: attr(d, "banner", "data-battery") == state, what=state)
-            assert text(d, "battbadge") == f"battery {state}" and shown(d, "battbadge")
+            # said once above the headline: by the phase when the battery refuses the touch
+            wait_for(lambda: attr(d, "banner", "data-phase") == "low_battery", what="refused")
+            assert text(d, "phaseword") == f"battery {state}" and not shown(d, "battbadge")
             style = d.execute_script(  # the colour read with the blink held still
                 "const b = document.getElementById('banner'), s = getComputedStyle(b);"
                 "const blink = [s.animationName, s.animationDuration];"
@@ -291,13 +354,19 @@ def test_a_low_battery_is_shown_before_any_touch_as_the_led_shows_it(tmp_path, v
                 "b.style.animation = ''; return [...blink, colour];")
             # the LED's slow blink (1 s on, 1 s off) in amber, not a jam's red
             assert style[:2] == ["slowblink", "2s"] and style[2] == "rgb(255, 176, 0)", style
+            # the headline says the battery refuses before anyone touches
+            wait_for(lambda: text(d, "prompt").startswith("Battery "), what="the refusal")
+            assert "touch to start" not in text(d, "prompt")
+            assert text(d, "prompt").startswith(
+                "Battery critical" if state == "critical" else "Battery low: about ")
             audit(d, f"battery {state}")
             shot(d, f"battery-{state}")
-            if state == "critical":  # Start pass is refused, and says so: never a false ok
-                tap(d, "deal")
-                wait_for(lambda: text(d, "dealmsg").startswith("Not done:"), what="the refusal")
-                assert "Pass started" not in text(d, "dealmsg")
-                assert "battery" in text(d, "dealmsg").lower()
+            # Start pass is refused at once, in the headline's words: never a false ok
+            tap(d, "deal")
+            wait_for(lambda: text(d, "dealmsg").startswith("Not done:"), timeout=4,
+                     what="the refusal")
+            assert "Pass started" not in text(d, "dealmsg")
+            assert text(d, "dealmsg").startswith(f"Not done: Battery {state}"), text(d, "dealmsg")
     finally:
         svc.stop()
 
@@ -373,11 +442,28 @@ def test_pairing_from_the_lan_is_asked_next_to_what_was_tapped(tmp_path):
             assert text(d, "scoremsg").startswith("Not done:")
             audit(d, "pairing")
             shot(d, "pairing")
+            tap(d, "touchpair")  # asks the table: the page waits for a touch on the sensor
+            wait_for(lambda: text(d, "pairmsg").startswith(
+                "Touch the sensor on the machine to pair"), what="touch the sensor")
+            audit(d, "pairing by touch")
+            shot(d, "pairing-touch")
             code = Pairing(svc.state).current_or_new().code
-            d.find_element("id", "code").send_keys(code)
+            wrong = "000000" if code != "000000" else "111111"
+            field = d.find_element("id", "code")
+            for _ in range(4):  # a mistyped code, again and again: the phone must wait
+                field.clear()
+                field.send_keys(wrong)
+                tap(d, "savecode")
+                time.sleep(0.3)
+            wait_for(lambda: text(d, "pairmsg").startswith("too many wrong codes"),
+                     what="the wait")
+            time.sleep(5.5)  # its wait over
+            field.clear()
+            field.send_keys(code)
             tap(d, "savecode")
             wait_for(lambda: not shown(d, "pairbox"), what="paired")
             assert text(d, "scoremsg") == "Paired: tap again."
+            assert text(d, "pairmsg") == ""  # the stale "too many wrong codes" line is gone
             enter(d, 0, (5, 0))
             wait_for(lambda: totals(d) == ("2", "0"), what="a score from the paired phone")
     finally:
@@ -409,5 +495,60 @@ def test_two_phones_entering_the_same_hand_score_it_once(tmp_path):
         score = client.request("score")["score"]
         assert score["totals"] == [0, 0] and score["redo"].startswith("hand 1")
         client.close()
+    finally:
+        svc.stop()
+
+
+def test_the_target_size_check_finds_a_control_too_small_to_tap(tmp_path):
+    from .browser import small_targets
+
+    svc, port = page_service(tmp_path, "targets")
+    try:
+        with phone_browser() as d:
+            open_page(d, f"http://127.0.0.1:{port}/")
+            assert small_targets(d) == []
+            d.execute_script(  # what the page had before: a small radio button, a narrow list
+                "const f = document.getElementById('entry');"
+                "f.insertAdjacentHTML('beforeend', '<input type=radio id=tiny style=\"min-height:0;"
+                "min-width:0;width:16px;height:16px\">"
+                "<select id=narrow style=\"min-height:0;height:30px\"><option>1</option>"
+                "</select><button id=hid class=invisible>x</button>');")
+            found = small_targets(d)
+            assert [f.split(" ")[0] for f in found] == ["input#tiny", "select#narrow"], found
+    finally:
+        svc.stop()
+
+
+def test_the_other_pile_lifted_first_is_said_on_the_page(tmp_path):
+    """A dealer who lifts the other pile first and keeps it (the simulator's deaf dealer):
+    the page says so in the machine's words, in its own phase, while the machine waits."""
+    port = free_port()
+    svc = Service(tmp_path, f"[web]\nenabled = true\nport = {port}\n[hand]\npasses = 2\n",
+                  speed=3.0, name="wrong")
+    svc.args += ["--sim-dealer", "other", "--sim-ignores"]
+    svc.start()
+    try:
+        with phone_browser() as d:
+            open_page(d, f"http://127.0.0.1:{port}/")
+            d.execute_script(WATCH + """
+window.phases = [];
+new MutationObserver(() => window.phases.push(
+    [document.getElementById('banner').dataset.phase,
+     document.getElementById('phaseword').textContent,
+     getComputedStyle(document.getElementById('banner')).borderTopStyle]))
+  .observe(document.getElementById('banner'), {attributes: true,
+                                               attributeFilter: ['data-phase']});""")
+            tap(d, "deal")
+            wait_for(lambda: attr(d, "banner", "data-phase") == "shuffled", timeout=60,
+                     what="the hand done")
+            said = d.execute_script("return window.seen")
+            assert any(t.startswith("The other pile first: put it back and lift the LEFT "
+                                    "pile first") for t in said), said
+            phases = d.execute_script("return window.phases")
+            assert ["wrong_pile", "the other pile first", "double"] in phases, phases
+            # the touch it refused meanwhile, said next to Start pass
+            assert any("the other pile first" in a
+                       for a in d.execute_script("return window.answers")), \
+                d.execute_script("return window.answers")
     finally:
         svc.stop()

@@ -15,8 +15,8 @@ HAND = {"number": 1, "dealer": "North", "passes_done": 5, "passes": 5, "complete
 
 def test_a_finished_hand_says_shuffled_deal_until_the_next_pass_starts():
     board = Panel(5)
-    board.event({"event": "pass_start", "number": 5, "of": 5})
-    board.event({"event": "card", "counted": 24, "expected": 24})
+    board.pass_started(5, 5)
+    board.counted(24, 24)
     board.signal(Status(Signal.STACK, on_top=Pile.LEFT, next_pass=None, of=5))
     board.hand_done(HAND)
     board.signal(Status(Signal.READY, next_pass=1, of=5))  # the LED goes green: still dealt
@@ -26,7 +26,7 @@ def test_a_finished_hand_says_shuffled_deal_until_the_next_pass_starts():
     assert (data["phase"], data["prompt"]) == ("shuffled", SHUFFLED_PROMPT)
     assert SHUFFLED_PROMPT == "Shuffled: deal"
     assert data["pass"]["expected"] is None and data["pass"]["number"] == 1  # no "24 of 24"
-    board.event({"event": "pass_start", "number": 1, "of": 5})
+    board.pass_started(1, 5)
     assert board.snapshot()[1]["phase"] == "dealing"
 
 
@@ -38,12 +38,12 @@ def test_a_hand_stopped_by_a_fault_is_not_shuffled():
 
 def test_an_ignored_touch_is_named_and_counted_until_a_pass_starts():
     board = Panel(5)
-    board.event({"event": "touch_ignored", "why": "touch ignored: the tray is empty"})
-    board.event({"event": "touch_ignored", "why": "touch ignored: the tray is empty"})
+    board.touch_ignored("touch ignored: the tray is empty")
+    board.touch_ignored("touch ignored: the tray is empty")
     _, data = board.snapshot()
     validate(data, "panel")
     assert data["notice"] == "touch ignored: the tray is empty" and data["ignored"] == 2
-    board.event({"event": "pass_start", "number": 1, "of": 5})
+    board.pass_started(1, 5)
     assert board.snapshot()[1]["notice"] is None
 
 
@@ -56,8 +56,8 @@ def test_the_page_can_be_zoomed_and_has_its_heading():
 
 
 @pytest.mark.parametrize("then, ok", [
-    ({"event": "pass_start", "number": 1, "of": 5}, True),
-    ({"event": "touch_ignored", "why": "touch ignored: the tray is empty"}, False),
+    (lambda board: board.pass_started(1, 5), True),
+    (lambda board: board.touch_ignored("touch ignored: the tray is empty"), False),
     (None, False),  # nothing happened: never a false ok
 ])
 def test_start_pass_answers_ok_only_once_a_pass_has_started(then, ok):
@@ -68,13 +68,14 @@ def test_start_pass_answers_ok_only_once_a_pass_has_started(then, ok):
     from shuffler.faces.router import Faces
 
     board, touches = Panel(5), queue.Queue()
+    # the service's touch() (stamped in device time there) queues it for the loop
     faces = SimpleNamespace(board=board, service=SimpleNamespace(
-        session=SimpleNamespace(device=SimpleNamespace(events=touches))))
+        touch=lambda: touches.put("touch")))
 
     def machine():  # the deciding loop takes the touch and does what it does
         touches.get(timeout=5)
         if then:
-            board.event(then)
+            then(board)
 
     threading.Thread(target=machine, daemon=True).start()
     reply = Faces.touch(faces, answer_within=1.0)  # type: ignore[arg-type]
@@ -83,3 +84,63 @@ def test_start_pass_answers_ok_only_once_a_pass_has_started(then, ok):
         assert reply["error"]["kind"] == "touch_ignored"
         assert reply["error"]["message"].startswith(
             "touch ignored: the tray is empty" if then else "the touch started no pass")
+
+
+def test_with_a_jam_latched_start_pass_says_so_at_once_and_how_to_clear_it():
+    import time
+    from types import SimpleNamespace
+
+    from shuffler.faces.router import Faces
+
+    board, touched = Panel(5), []
+    board.status({"fault": {"kind": "jam", "message": "Jam at card 12. Open the throat."},
+                  "dealer": "North"})
+    faces = SimpleNamespace(board=board, service=SimpleNamespace(
+        touch=lambda: touched.append("touch")))
+    sent = time.monotonic()
+    reply = Faces.touch(faces, answer_within=6.0)  # type: ignore[arg-type]
+    assert time.monotonic() - sent < 0.5  # not after 6 s of "busy or restacking"
+    assert not reply["ok"] and reply["error"]["kind"] == "fault_latched"
+    message = reply["error"]["message"]
+    assert message.startswith("Jam at card 12: it is latched") and "press Clear" in message
+    assert touched == []  # nothing for the machine to decide
+
+
+LOW = {"measured": True, "state": "low", "volts": 7.0, "percent": 8.0, "passes_left": 3,
+       "hands_left": 0}
+
+
+@pytest.mark.parametrize("battery, headline", [
+    (LOW, "Battery low: about 3 passes left, 5 needed: change the 9 V battery"),
+    ({**LOW, "state": "critical", "passes_left": 0},
+     "Battery critical: change the 9 V battery, no pass can start"),
+])
+def test_the_headline_says_the_battery_refuses_before_the_touch(battery, headline):
+    board = Panel(5)
+    board.status({"battery": battery, "dealer": "North"})
+    _, data = board.snapshot()
+    assert (data["phase"], data["prompt"]) == ("low_battery", headline)
+    board.signal(Status(Signal.READY, next_pass=1, of=5))  # the LED's READY: still refused
+    assert board.snapshot()[1]["prompt"] == headline
+    board.status({"battery": {**LOW, "state": "ok", "passes_left": 300}, "dealer": "North"})
+    assert board.snapshot()[1]["prompt"] == "Load the pack and touch to start pass 1 of 5"
+
+
+def test_a_low_battery_that_still_runs_the_hand_keeps_the_ready_headline():
+    board = Panel(5)
+    board.status({"battery": {**LOW, "passes_left": 12}, "dealer": "North"})
+    assert board.snapshot()[1]["prompt"] == "Load the pack and touch to start pass 1 of 5"
+    board.pass_started(4, 5)
+    board.signal(Status(Signal.READY, next_pass=4, of=5))
+    board.status({"battery": {**LOW, "passes_left": 2}, "dealer": "North"})
+    assert board.snapshot()[1]["prompt"] == "Load the pack and touch to start pass 4 of 5"
+
+
+def test_the_last_hand_is_a_hand_that_is_over():
+    board = Panel(5)
+    board.hand_done(HAND)
+    stopped = {**HAND, "number": 2, "completed": False, "passes_done": 2,
+               "fault": {"kind": "jam", "message": "Jam at card 13", "card": 13}}
+    board.hand_done(stopped)
+    board.status({"battery": None, "dealer": "East", "last_hand": stopped})
+    assert board.snapshot()[1]["hand"]["number"] == 1

@@ -2,7 +2,10 @@
 for the host with a recording shim, firmware/harness/pass_shim.c) and the host's pass
 engine (shuffler/device/engine.py) are driven with the same random event scripts, thousands of
 them, with ties and limit boundaries, and must command exactly the same things: motor
-speeds, diverter piles, cards counted, and the end of the pass with its report.
+speeds, diverter piles, cards counted, and the end of the pass with its report. A STOP
+comes in every state of the pass, naming no pass, this one or another (STOP means stop:
+both end the pass, and nothing moves after it), and the host falls quiet (past the
+heartbeat rule) in the middle of retries (no retry drives the motor until it is heard).
 
 How they are driven is how the chip runs: a 1 kHz tick; beam edges timestamped to the
 microsecond, handled at the next tick in order; the tray sensor and the battery read at
@@ -13,7 +16,6 @@ in microseconds too, so every sum is exact). The chip's clock starts just before
 from __future__ import annotations
 
 import ctypes
-import inspect
 import random
 import subprocess
 from dataclasses import dataclass
@@ -21,14 +23,16 @@ from dataclasses import dataclass
 import pytest
 
 from firmware_bridge.messages import FAULT_KIND, FaultCode
-from hardware_sim.sim_avr import FIRMWARE_DIR
+from hardware_sim.sim_avr import FIRMWARE_DIR, build_dir
 from hardware_sim.virtual_mcu import BRAKE_S  # firmware/pass.c's BRAKE_MS
-from shuffler.device.contract import FaultLimits
-from shuffler.device.engine import Card, Divert, Done, Motor, PassEngine
+from shuffler.device.contract import EngineTimings, FaultLimits
+from shuffler.device.engine import Card, Divert, Done, Motor, PassEngine, Phase
+
+pytestmark = pytest.mark.slow
 
 SCRIPTS = 3000
+PASS_ID = 1
 WRAP = 1 << 32
-ENGINE_HAS_GAP = "min_gap" in inspect.signature(PassEngine).parameters
 CODE_OF = {kind: code for code, kind in FAULT_KIND.items()}
 
 
@@ -39,11 +43,11 @@ class Entry(ctypes.Structure):
 @pytest.fixture(scope="module")
 def chip():
     try:
-        subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), "shim"], check=True,
-                       capture_output=True)
+        subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), f"BUILD={build_dir()}", "shim"],
+                       check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError) as e:
         pytest.skip(f"cannot build the pass shim (make, cc): {e}")
-    lib = ctypes.CDLL(str(FIRMWARE_DIR / "build" / "libpass_shim.so"))
+    lib = ctypes.CDLL(str(build_dir() / "libpass_shim.so"))
     lib.shim_limits.argtypes = [ctypes.c_uint16, ctypes.c_uint16, ctypes.c_uint8,
                                 ctypes.c_uint16, ctypes.c_uint32, ctypes.c_uint16,
                                 ctypes.c_uint16, ctypes.c_uint16, ctypes.c_uint16]
@@ -53,6 +57,8 @@ def chip():
                                ctypes.c_uint32]
     lib.pass_tick.argtypes = [ctypes.c_uint32]
     lib.pass_end.argtypes = [ctypes.c_uint8, ctypes.c_uint32]
+    lib.pass_stop.argtypes = [ctypes.c_uint16, ctypes.c_uint32]
+    lib.pass_host_quiet.argtypes = [ctypes.c_bool]
     return lib
 
 
@@ -72,13 +78,15 @@ class Script:
     tray_empty_at: int | None  # the tick (ms) after which the tray reads empty
     mv: list[int]  # the battery, ms by ms
     stop_at: int | None  # the tick (ms) after which a STOP ends the pass
+    stop_id: int  # the pass it names: 0 (none), 1 (this one) or another
+    quiet: list[tuple[int, int]]  # ticks [from, to) the host is silent past the rule
     clock0: int  # the chip's clock at the start (us)
 
 
 def make_script(rng: random.Random) -> Script:
     jam, misfeed = rng.randint(5, 40), rng.randint(5, 60)
     min_blocked = rng.choice([0, 1000, rng.randint(0, 3000)])
-    min_gap = rng.choice([0, 0, 1000, rng.randint(0, 3000)]) if ENGINE_HAS_GAP else 0
+    min_gap = rng.choice([0, 0, 1000, rng.randint(0, 3000)])
     lengths = [min_blocked, min_blocked - 1, min_blocked + 1, min_gap, min_gap - 1, min_gap + 1,
                jam * 1000, jam * 1000 - 1, jam * 1000 + 1, misfeed * 1000, 1000, 2000, 0]
     edges, t, blocked = [], 0, False
@@ -100,7 +108,10 @@ def make_script(rng: random.Random) -> Script:
         tray_empty_at=rng.choice([None, rng.randint(0, 300)]),
         mv=[rng.choice([stall - 1, stall, stall + 1, rng.randint(stall - 500, stall + 3000)])
             for _ in range(700)],
-        stop_at=rng.choice([None, None, None, rng.randint(0, 300)]),
+        stop_at=rng.choice([None, None, rng.randint(0, 300)]),
+        stop_id=rng.choice([0, PASS_ID, rng.randint(2, 0xFFFF)]),
+        quiet=sorted((a, a + rng.randint(1, 120)) for a in
+                     rng.sample(range(300), rng.choice([0, 0, 1, 2, 3]))),
         clock0=(WRAP - rng.randint(0, 300_000)) % WRAP)
 
 
@@ -139,13 +150,22 @@ def chip_stream(lib, out: list[tuple]) -> list[int]:
     return readings
 
 
-def run_both(lib, s: Script) -> tuple[list[tuple], list[tuple]]:
+def stopped_in(eng: PassEngine) -> str:
+    """The state of the pass a STOP finds."""
+    if eng.phase is Phase.REVERSE:
+        return "brake" if eng._braking else "reverse"
+    if eng.phase in (Phase.RAMP, Phase.FEED) and eng._retries_here:
+        return "retry"
+    return eng.phase.value
+
+
+def run_both(lib, s: Script, seen: set[str] | None = None) -> tuple[list[tuple], list[tuple]]:
     limits = FaultLimits(jam_seconds=s.jam_ms * 1000, misfeed_seconds=s.misfeed_ms * 1000,
                          retries=s.retries, reverse_seconds=s.reverse_ms * 1000,
                          stall_volts=s.stall_mv, max_pass_seconds=s.max_pass_ms * 1000)
-    gap = {"min_gap": s.min_gap_us} if ENGINE_HAS_GAP else {}
-    eng = PassEngine(s.labels, limits, soft_start_s=s.soft_start_ms * 1000,
-                     min_blocked=s.min_blocked_us, brake_s=BRAKE_S * 1e6, **gap)
+    timings = EngineTimings(soft_start_s=s.soft_start_ms * 1000, min_blocked_s=s.min_blocked_us,
+                            min_gap_s=s.min_gap_us)
+    eng = PassEngine(s.labels, limits, timings=timings, brake_s=BRAKE_S * 1e6)
     lib.shim_reset()
     lib.shim_limits(s.jam_ms, s.misfeed_ms, s.retries, s.reverse_ms, s.max_pass_ms,
                     s.min_blocked_us, s.min_gap_us, s.stall_mv, s.soft_start_ms)
@@ -154,13 +174,16 @@ def run_both(lib, s: Script) -> tuple[list[tuple], list[tuple]]:
         plan[i // 8] |= label << (i % 8)
     fw: list[tuple] = []
     py: list[tuple] = []
-    lib.pass_start(1, bytes(plan), len(s.labels), s.clock0)
+    lib.pass_start(PASS_ID, bytes(plan), len(s.labels), s.clock0)
     chip_stream(lib, fw)
     engine_stream(eng.start(0), py)
     edges = iter(s.edges)
     pending = next(edges, None)
     for tick in range(1, s.max_pass_ms + 2):
         now = tick * 1000
+        quiet = any(a <= tick < b for a, b in s.quiet)
+        lib.pass_host_quiet(quiet)
+        eng.quiet = quiet
         lib.shim_mv(s.mv[tick])
         while pending is not None and pending[0] <= now:
             lib.shim_edge((s.clock0 + pending[0]) % WRAP, int(pending[1]))
@@ -172,8 +195,12 @@ def run_both(lib, s: Script) -> tuple[list[tuple], list[tuple]]:
         if tick == s.tray_empty_at:
             lib.shim_tray(0)
             engine_stream(eng.tray(False, now), py)
+        if seen is not None and eng.phase is Phase.HOLD:
+            seen.add("held")
         if tick == s.stop_at:
-            lib.pass_end(int(FaultCode.STOPPED), (s.clock0 + now) % WRAP)
+            if seen is not None and not eng.done:
+                seen.add(f"stop {stopped_in(eng)} {'other' if s.stop_id > 1 else s.stop_id}")
+            lib.pass_stop(s.stop_id, (s.clock0 + now) % WRAP)
             chip_stream(lib, fw)
             engine_stream(eng.stop(now), py)
         if eng.done and fw and fw[-1][0] == "done":
@@ -185,9 +212,10 @@ def test_the_chip_and_the_engine_command_the_same_for_every_script(chip):
     rng = random.Random(23)
     differ = []
     ends: dict[int, int] = {}
+    seen: set[str] = set()
     for n in range(SCRIPTS):
         script = make_script(rng)
-        fw, py = run_both(chip, script)
+        fw, py = run_both(chip, script, seen)
         if fw != py:
             differ.append((n, script, fw, py))
         end = fw[-1][8] if fw and fw[-1][0] == "done" else -1
@@ -205,3 +233,7 @@ def test_the_chip_and_the_engine_command_the_same_for_every_script(chip):
     assert {int(FaultCode.NONE), int(FaultCode.JAM), int(FaultCode.MISFEED),
             int(FaultCode.LOW_BATTERY), int(FaultCode.TIMEOUT),
             int(FaultCode.STOPPED)} <= set(ends), ends
+    # a STOP of each kind in every state, and a quiet host holding a retry
+    assert {f"stop {state} {kind}" for state in ("ramp", "feed", "brake", "reverse", "retry",
+                                                 "hold") for kind in (0, 1, "other")} | {
+        "held"} <= seen, sorted(seen)

@@ -86,6 +86,7 @@ def test_planned_passes_are_uniform_over_exactly_the_reachable_orders(monkeypatc
         assert runs(relative) <= 2**k
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("feed", list(Feed))
 @pytest.mark.parametrize(("n", "k"), [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3), (6, 3), (7, 3)])
 def test_with_distinct_codes_every_observed_stacking_is_exactly_uniform(monkeypatch, feed, n, k):
@@ -140,6 +141,7 @@ def test_a_departure_on_the_last_pass_is_no_longer_free():
 
 
 # 7 cards took four minutes on a busy machine (25 times 6 cards) for no new kind of case
+@pytest.mark.slow
 @pytest.mark.parametrize(("n", "k"), [(5, 2), (6, 2)])
 def test_a_dealer_who_always_does_the_other_thing_costs_at_most_one_pass(n, k):
     """By exhaustion: the true distance with the contrary dealer, against one pass fewer

@@ -295,6 +295,7 @@ SERIAL_LATENCY = 0.05
 RACES = {"sim": race_sim, "gpio": race_gpio, "serial": race_serial, "sim-avr": race_avr}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["sim", "gpio", "serial", "sim-avr"])
 def test_a_stop_at_any_moment_after_pass_start_keeps_the_motor_off_after_its_answer(
         tmp_path, backend):

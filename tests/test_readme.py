@@ -45,3 +45,18 @@ def test_the_readme_lists_every_exit_code():
     text = (ROOT / "README.md").read_text()
     for code in range(5):
         assert re.search(rf"^\| {code} \|", text, flags=re.M)
+
+
+def test_ci_runs_the_vm_tier_as_its_own_step_and_the_readme_command_the_rest():
+    """The whole suite is the two: the README's command on two xdist workers leaves out
+    only the VM tier, which .ci/run runs before it, as README says."""
+    lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    vm = ".venv/bin/python -m pytest -q -m vm"
+    assert vm in lines and lines.index(vm) < len(lines) - 1
+    test = readme_commands()[1]
+    assert test.endswith('pytest -q -n 2 -m "not vm"')
+    assert vm in (ROOT / "README.md").read_text()
+    import tomllib
+
+    pytest_ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
+    assert "--dist loadfile" in pytest_ini["ini_options"]["addopts"]  # README says so

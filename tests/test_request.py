@@ -85,3 +85,19 @@ def test_the_pages_action_is_the_command_whatever_its_body_says():
     faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or {}))
     Faces.act(faces, "clear", {"cmd": "hand", "passes": 30})  # type: ignore[arg-type]
     assert sent == [{"cmd": "clear", "passes": 30}]
+
+
+def test_one_table_says_what_each_command_is():
+    """The loop's sets, its handlers, the client's rule and the schema's enum come from
+    request.TRAITS: a command added there is claimed, handled and checked everywhere."""
+    import inspect
+
+    from shuffler.service import loop, request
+
+    assert request.schema()["properties"]["cmd"]["enum"] == list(request.TRAITS)
+    claimed = {n for n, c in request.TRAITS.items() if c.claimed and not c.score}
+    source = inspect.getsource(loop.Service._run)
+    assert all(f'"{n}":' in source for n in claimed), claimed
+    assert {n for n, c in request.TRAITS.items() if c.moves} <= claimed
+    for name in ("CLAIMED", "MOVING", "SCORE_COMMANDS"):  # no second list of the same traits
+        assert not hasattr(loop, name)

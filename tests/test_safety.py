@@ -10,25 +10,27 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
-from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
 
+import firmware_bridge
+import hardware_sim
+import shuffler
+import shuffler_cli
 from shuffler.config import GpioConfig
 from shuffler.service.client import ServiceClient
+from tests.kept import kept_pins_env
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.slow
+
 MOTOR, BACKWARD, DIVERTER = "GPIO12", "GPIO13", "GPIO18"
-
-kept_factory = pytest.mark.skipif(
-    not any(ep.name == "shuffler-kept" for ep in entry_points(group="gpiozero_pin_factories")),
-    reason="the shuffler-kept pin factory is not registered: pip install -e '.[test]' again")
-
 
 def level(pins: Path, name: str) -> float | None:
     try:
@@ -83,15 +85,14 @@ def signal_mid_pass(proc: subprocess.Popen, pins: Path, sig: int) -> tuple[int, 
     return code, proc.stderr.read() if proc.stderr else ""
 
 
-@kept_factory
 def test_sigkill_mid_pass_leaves_the_motor_on_until_the_safe_command(tmp_path):
     pins = tmp_path / "pins.json"
     code, _ = signal_mid_pass(start_pass(tmp_path), pins, signal.SIGKILL)
     assert code == -signal.SIGKILL  # no Python ran: nothing stopped the motor
     assert level(pins, MOTOR) == GpioConfig().motor_max_duty  # kept: the motor turns on
 
-    out = subprocess.run([sys.executable, "-m", "shuffler.gpio.safe_pins", "--device", "gpio"],
-                         env=env_for(tmp_path, GPIOZERO_PIN_FACTORY="shuffler-kept"),
+    out = subprocess.run([sys.executable, "-m", "shuffler_cli.safe", "--device", "gpio"],
+                         env=kept_pins_env(env_for(tmp_path)),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     kept = json.loads(pins.read_text())
@@ -100,7 +101,6 @@ def test_sigkill_mid_pass_leaves_the_motor_on_until_the_safe_command(tmp_path):
     assert "Traceback" not in out.stderr and "motor GPIO12" in out.stderr
 
 
-@kept_factory
 def test_sighup_mid_pass_stops_the_motor_and_exits_cleanly(tmp_path):
     pins = tmp_path / "pins.json"
     # the SSH session running the CLI dropped
@@ -109,11 +109,11 @@ def test_sighup_mid_pass_stops_the_motor_and_exits_cleanly(tmp_path):
     assert level(pins, MOTOR) == 0.0 and level(pins, BACKWARD) == 0.0
 
 
-@kept_factory
-@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGQUIT,
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGQUIT,
                                  signal.SIGUSR1, signal.SIGUSR2],
                          ids=lambda s: signal.Signals(s).name)
 def test_the_service_stops_the_motor_and_exits_0_on_every_ending_signal(tmp_path, sig):
+    """(SIGHUP is the service's reload: tests/test_reload.py.)"""
     pins, sock = tmp_path / "pins.json", tmp_path / "s.sock"
     proc = subprocess.Popen(
         [sys.executable, "-m", "shuffler", "--device", "sim-gpio", "--sim-speed", "1",
@@ -162,14 +162,14 @@ def test_no_pin_library_names_each_fallback_reason(tmp_path):
 
 
 def test_the_safe_command_without_lgpio_is_one_line_too(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "shuffler.gpio.safe_pins", "--device", "gpio"],
+    out = subprocess.run([sys.executable, "-m", "shuffler_cli.safe", "--device", "gpio"],
                          env=env_for(tmp_path, GPIOZERO_PIN_FACTORY="lgpio"),
                          capture_output=True, text=True, timeout=60)
     assert "No module named 'lgpio'" in one_line_exit_3(out)
 
 
 def test_the_safe_command_has_nothing_to_do_off_gpio(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "shuffler.gpio.safe_pins"], env=env_for(tmp_path),
+    out = subprocess.run([sys.executable, "-m", "shuffler_cli.safe"], env=env_for(tmp_path),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and "no GPIO pins to drive" in out.stderr
 
@@ -180,9 +180,9 @@ def test_lgpio_busy_is_a_device_error_with_the_cause(monkeypatch):
     from gpiozero import Device
     from gpiozero.pins.mock import MockFactory, MockPWMPin
 
-    from shuffler.backends import _gpio
     from shuffler.config import Config
     from shuffler.errors import DeviceError
+    from shuffler.gpio.backend import open_gpio
 
     error = type("error", (Exception,), {"__module__": "lgpio"})
 
@@ -194,7 +194,7 @@ def test_lgpio_busy_is_a_device_error_with_the_cause(monkeypatch):
 
     monkeypatch.setattr(Device, "pin_factory", Busy(pin_class=MockPWMPin))
     with pytest.raises(DeviceError) as caught:
-        _gpio(Config())
+        open_gpio(Config())
     message = str(caught.value)
     assert message.startswith("cannot open the GPIO pins: lgpio: GPIO busy")
     assert "second shuffler" in message and "\n" not in message
@@ -208,8 +208,8 @@ BROKEN = {"a TOML error": "[pins\nmotor = 22\n",
 
 
 def safe(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shuffler.gpio.safe_pins", *args],
-                          env=env_for(tmp, GPIOZERO_PIN_FACTORY="shuffler-kept"),
+    return subprocess.run([sys.executable, "-m", "shuffler_cli.safe", *args],
+                          env=kept_pins_env(env_for(tmp)),
                           capture_output=True, text=True, timeout=60)
 
 
@@ -218,7 +218,6 @@ def all_high(pins: Path, names) -> None:
     pins.write_text(json.dumps({n: {"function": "output", "level": 1.0} for n in names}))
 
 
-@kept_factory
 @pytest.mark.parametrize("case", ["no config file", *BROKEN])
 def test_the_safe_command_falls_back_to_the_default_pin_map_and_exits_0(tmp_path, case):
     pins, config = tmp_path / "pins.json", tmp_path / "config.toml"
@@ -234,7 +233,6 @@ def test_the_safe_command_falls_back_to_the_default_pin_map_and_exits_0(tmp_path
     assert "Traceback" not in out.stderr and str(config) in out.stderr
 
 
-@kept_factory
 @pytest.mark.parametrize("change", ["a pin changed", *BROKEN])
 def test_the_safe_command_drives_the_pins_the_killed_service_drove(tmp_path, change):
     pins, config = tmp_path / "pins.json", tmp_path / "config.toml"
@@ -275,7 +273,6 @@ def motor_off_at(pins: Path) -> bool:
     return level(pins, MOTOR) in (None, 0.0) and level(pins, BACKWARD) in (None, 0.0)
 
 
-@kept_factory
 @pytest.mark.parametrize("command", ["pass", "hand"])
 @pytest.mark.parametrize("sig", ENDING, ids=lambda s: signal.Signals(s).name)
 def test_every_ending_signal_mid_pass_stops_the_motor_without_a_traceback(tmp_path, sig,
@@ -286,21 +283,65 @@ def test_every_ending_signal_mid_pass_stops_the_motor_without_a_traceback(tmp_pa
     assert motor_off_at(pins)
 
 
-@pytest.mark.parametrize("after", [0.15, 0.3, 0.6])
+#: where a signal lands in start-up: every 7.5 ms of the first 0.3 s (the interpreter's
+#: own start-up, then our imports, the config, the device opening), then later on
+START_UP_OFFSETS = [round(k * 0.0075, 4) for k in range(41)] + [0.45, 0.6]
+#: the project's own source folders: a traceback frame in any of them is ours
+OURS = tuple(str(Path(module.__file__).resolve().parent) + os.sep
+             for module in (shuffler, shuffler_cli, hardware_sim, firmware_bridge))
+
+
+def frames_of_ours(stderr: str) -> list[str]:
+    """The frames of a Python traceback (or a fatal error's frame dump) in our files."""
+    return [f for f in re.findall(r'^\s*File "([^"]+)", line', stderr, flags=re.M)
+            if str(Path(f).resolve()).startswith(OURS)]
+
+
+def test_a_frame_of_ours_is_told_from_the_interpreters_own():
+    ours = f'  File "{Path(shuffler.__file__).parent / "config.py"}", line 3, in <module>'
+    assert frames_of_ours(f"Traceback (most recent call last):\n{ours}\n") != []
+    theirs = ('Fatal Python error: init_import_site: Failed to import the site module\n'
+              'Traceback (most recent call last):\n  File "<frozen site>", line 973, in '
+              '<module>\n  File "/usr/lib/python3.11/pathlib.py", line 1, in <module>\n')
+    assert frames_of_ours(theirs) == []
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGQUIT, signal.SIGTERM],
                          ids=lambda s: signal.Signals(s).name)
-def test_a_signal_during_start_up_is_a_quiet_exit(tmp_path, sig, after):
-    proc = start_cli(tmp_path, "pass")
-    time.sleep(after)  # importing, reading the config, opening the device
-    proc.send_signal(sig)
-    _, stderr = proc.communicate(timeout=30)
-    # 0: it finished first; -N: the interpreter itself was still starting (no code of ours
-    # had run, nothing was open)
-    assert proc.returncode in (128 + sig, -sig, 0), stderr
-    assert "Traceback" not in stderr, stderr
+def test_a_signal_during_start_up_is_a_quiet_exit(tmp_path, sig):
+    """At every moment of start-up an ending signal is a quiet exit: 128 + N (our code
+    had started), 0 (the pass was over) or -N (no handler of ours yet), and never a
+    traceback through our files. Before any code of ours runs the interpreter is still
+    starting: importing ``site`` and the editable install's ``.pth`` (which imports
+    pathlib), then for ``-m`` runpy finding and compiling the package. A SIGINT there is
+    Python's own KeyboardInterrupt: a traceback of ``<frozen site>``, ``<frozen runpy>``
+    or importlib frames, exit -2 (or 1, "Fatal Python error: init_import_site" or
+    "init_sys_streams", inside its own init); README, "Signals". That window is allowed;
+    a frame of our files never is. Four processes at a time: the load widens every
+    window."""
+    offsets = START_UP_OFFSETS if sig == signal.SIGINT else START_UP_OFFSETS[::3]
+    bad = []
+    for first in range(0, len(offsets), 4):
+        runs = []
+        for k, after in enumerate(offsets[first:first + 4], start=first):
+            (tmp_path / str(k)).mkdir()
+            runs.append((after, time.monotonic(), start_cli(tmp_path / str(k), "pass")))
+        for after, started, proc in sorted(runs, key=lambda r: r[0] + r[1]):
+            time.sleep(max(0.0, started + after - time.monotonic()))
+            proc.send_signal(sig)
+        for after, _, proc in runs:
+            _, stderr = proc.communicate(timeout=30)
+            code = proc.returncode
+            # "Fatal Python error: init_import_site" (or init_sys_streams), or "Could not
+            # import runpy module" for -m: the interpreter's own init, before our code
+            interpreters = (sig == signal.SIGINT and code == 1
+                            and ("Fatal Python error: init_" in stderr
+                                 or stderr.startswith("Could not import runpy module")))
+            if frames_of_ours(stderr) or not (code in (128 + sig, -sig, 0) or interpreters):
+                bad.append(f"at {after:.4f} s: exit {code}\n{stderr}")
+    assert not bad, "\n".join(bad)
 
 
-@kept_factory
 @pytest.mark.parametrize("command", ["pass", "hand"])
 def test_ctrl_z_stops_the_motor_before_the_process_suspends(tmp_path, command):
     pins = tmp_path / "pins.json"
@@ -367,7 +408,6 @@ SELFTEST_ONLY_MOTOR = [a for step in ("battery", "touch", "tray", "pile_left", "
                        for a in ("--skip", step)]
 
 
-@kept_factory
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGQUIT],
                          ids=lambda s: signal.Signals(s).name)
 def test_an_ending_signal_while_selftest_turns_the_motor_stops_it(tmp_path, sig):

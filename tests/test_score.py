@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from shuffler.backends import open_device, plan_source
 from shuffler.config import Config, load_config_text
 from shuffler.control.controller import PassController
 from shuffler.control.session import Session
 from shuffler.core.score import Game, Result, ScoreError, new_game, teams_for
+from shuffler.device.registry import open_device, plan_source
 from shuffler.store.state import StateStore
 
 
@@ -259,7 +261,7 @@ def test_the_cli_enters_a_renege_edits_deletes_and_sets_the_next_target(tmp_path
 
     svc = Service(tmp_path, speed=1e6).start() if served else None
     env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
-           "SHUFFLER_SOCKET": str(svc.socket if svc else tmp_path / "none.sock"),
+           **({"SHUFFLER_SOCKET": str(svc.socket)} if svc else {"SHUFFLER_NO_SERVICE": "1"}),
            "SHUFFLER_CHECK_SCHEMAS": "1"}
 
     def run(*args):
@@ -300,3 +302,104 @@ def test_a_game_stored_before_versions_and_reneges_still_loads(tmp_path):
     assert (g["version"], g["target"], g["totals"], g["undo"]) == (0, 11, [0, 4], None)
     assert b.record(0, 3, version=0)["score"]["version"] == 1
     assert isinstance(store.load(), State)
+
+
+def test_games_are_numbered_as_played_a_replaced_unplayed_game_keeps_its_number(tmp_path):
+    b = book(tmp_path)
+    assert b.new_game("East")["score"]["number"] == 1  # game 1 replaced before a hand: 1
+    assert b.new_game("South", names=["Us", "Them"])["score"]["number"] == 1
+    b.record(0, 5)
+    second = b.new_game()["score"]
+    assert second["number"] == 2  # game 1 had a hand: the next is 2
+    assert b.new_game()["score"]["number"] == 2  # and an unplayed game 2 stays 2
+    assert [g["number"] for g in b.show()["score"]["played"]] == [1]
+
+
+def test_the_played_games_are_kept_for_the_results_sheet_and_follow_undo(tmp_path):
+    b = book(tmp_path)
+    b.settings(names=["Us", "Them"])
+    for _ in range(5):
+        b.record(0, 5)  # 10 to 0: Us win
+    b.new_game()
+    b.record(1, 3)  # game 2 given up at 0 to 1
+    b.new_game()
+    played = b.show()["score"]["played"]
+    assert played == [
+        {"number": 1, "target": 10, "names": ["Us", "Them"], "team_names": ["Us", "Them"],
+         "totals": [10, 0], "winner": 0, "hands": 5},
+        {"number": 2, "target": 10, "names": ["Us", "Them"], "team_names": ["Us", "Them"],
+         "totals": [0, 1], "winner": None, "hands": 1}]
+    undone = b.undo()["score"]  # the new game undone: game 2 is being played again
+    assert undone["number"] == 2 and [g["number"] for g in undone["played"]] == [1]
+    assert b.redo()["score"]["played"] == played
+    # a restart reads them back, checked
+    again = book(tmp_path)
+    assert again.show()["score"]["played"] == played
+
+
+def test_a_damaged_played_game_is_a_clear_error():
+    stored = new_game(("N", "E", "S", "W")).to_dict()
+    stored["played"] = [{"number": 1, "target": 10, "team_names": ["a"], "totals": [1, 2],
+                         "winner": 0, "hands": 3}]
+    with pytest.raises(ScoreError, match="the stored score is damaged"):
+        Game.from_dict(stored)
+
+
+def test_raising_the_target_after_a_win_says_the_game_goes_on(tmp_path):
+    b = book(tmp_path)
+    b.settings(names=["Us", "Them"])
+    for _ in range(5):
+        b.record(0, 5)
+    assert b.show()["score"]["winner"] == 0
+    done = b.settings(target=15)
+    assert done["score"]["winner"] is None
+    assert done["done"] == "the target (15); Us had won at 10, so the game goes on"
+    assert b.settings(target=10)["done"] == "the target (10)"  # won again: nothing reopened
+
+
+def test_the_losing_phone_of_two_scoring_at_once_is_told_the_score_changed(tmp_path):
+    """Two phones enter the same hand: the second's request comes while the first's
+    holds the machine. It waits for it and is judged against its version: the score
+    changed (and the page shows the new one), never "busy: a pass is running"."""
+    import random
+    import threading
+
+    from hardware_sim import SimDevice
+    from shuffler.config import Config
+    from shuffler.control.controller import PassController
+    from shuffler.control.session import Session
+    from shuffler.faces.router import Faces
+    from shuffler.service.loop import Service
+    from shuffler.store.state import StateStore
+
+    from .test_watchdog import run
+
+    device = SimDevice.for_cards(24)
+    service = Service(Session(PassController(device, StateStore(tmp_path)), Config(),
+                              random.Random(1)), tmp_path / "s.sock", faces=Faces)
+    stop = threading.Event()
+    loop = threading.Thread(target=lambda: [service.step(0.02) for _ in iter(
+        stop.is_set, True)], daemon=True)
+    try:
+        version = service.score()["score"]["version"]
+        hand = {"makers": 0, "tricks": 3, "version": version}
+        service.claim.acquire()  # the first phone's score change holds the machine
+        second: list = []
+        late = threading.Thread(target=lambda: second.append(
+            service.faces.act("score", dict(hand))))
+        late.start()
+        time.sleep(0.5)
+        assert second == []  # it waits for the first, not told a pass is running
+        assert run(service, "score", **hand)["ok"]  # the first phone's hand, entered
+        service.claim.release()
+        loop.start()
+        late.join(10)
+        [reply] = second
+        assert not reply["ok"] and reply["error"]["kind"] == "stale_score", reply
+        assert "the score changed" in reply["error"]["message"]
+        assert service.faces.board.snapshot()[1]["score"]["version"] > version  # shown
+    finally:
+        stop.set()
+        if loop.is_alive():
+            loop.join(5)
+        device.close()

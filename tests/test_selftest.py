@@ -13,7 +13,15 @@ from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler import pinmap
 from shuffler.config import GpioConfig, load_config_text
 from shuffler.core.mechanics import Pile
-from shuffler.gpio.selftest import GpioBench, Outcome, SelfTest, set_divider_ratio
+from shuffler.gpio.selftest import (
+    MOTOR_SECONDS,
+    GpioBench,
+    Outcome,
+    SelfTest,
+    set_divider_ratio,
+)
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -150,7 +158,7 @@ def selftest_cli(tmp_path, *args: str):
     from shuffler_cli.main import cli
 
     env = {"SHUFFLER_STATE_DIR": str(tmp_path / "state"), "SHUFFLER_CONFIG": "",
-           "SHUFFLER_SOCKET": str(tmp_path / "none.sock")}
+           "SHUFFLER_NO_SERVICE": "1"}
     return CliRunner().invoke(cli, ["--device", "sim-gpio", *args], env=env,
                               catch_exceptions=False)
 
@@ -210,7 +218,7 @@ def test_low_battery_and_a_jam_differ_in_blink_and_beeps():
     from gpiozero.pins.mock import MockFactory, MockPWMPin
 
     from shuffler.device.contract import Signal, Status
-    from shuffler.gpio.backend import GpioDevice
+    from shuffler.gpio.device import GpioDevice
 
     factory = MockFactory(pin_class=MockPWMPin)
     dev = GpioDevice(replace(GpioConfig(), adc_channel=None), pin_factory=factory)
@@ -285,10 +293,19 @@ def test_unattended_nothing_that_moves_is_driven_on_the_pins(rigged, builder):
 def test_a_builder_who_says_hands_are_clear_sees_the_motor_run(rigged):
     dev, test = rigged()
     backward = dev.rig.factory.pin(dev.gpio.motor_backward)
+    runs, real = [], test.bench.run_motor
+
+    def run_motor(speed: float, seconds: float) -> None:
+        if seconds:
+            runs.append((speed, seconds))
+        real(speed, seconds)
+    test.bench.run_motor = run_motor  # type: ignore[method-assign]
     report = test.run()
     assert {s.step: s.outcome for s in report.steps}["motor"] is Outcome.PASS
-    # the last run (backward) at 0.6 of the motor's capped full duty, then off
-    assert max(driven(backward)) == pytest.approx(0.6 * dev.gpio.motor_max_duty, abs=0.01)
+    # the last run (backward) at the motor's capped full duty, as the docs say, for 1.5 s
+    assert max(driven(backward)) == pytest.approx(dev.gpio.motor_max_duty, abs=0.01)
+    assert [round(abs(speed), 2) for speed, _ in runs] == [1.0, 1.0]
+    assert [seconds for _, seconds in runs] == [MOTOR_SECONDS] * 2 and MOTOR_SECONDS >= 1.5
     assert driven(backward)[-1] == 0.0 and not dev.motor_on
 
 

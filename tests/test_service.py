@@ -45,6 +45,7 @@ def test_greeting_status_and_socket_mode(served):
     assert oct(served.socket.stat().st_mode & 0o777) == "0o660"
 
 
+@pytest.mark.slow
 def test_killed_mid_pass_then_restarted_loses_nothing(served):
     client = served.client()
     seen: list[dict] = []
@@ -164,9 +165,10 @@ def test_the_cli_uses_the_service_and_prints_the_same(served, tmp_path):
     assert not (tmp_path / "elsewhere").exists()  # the service's state, not a local one
     status = subprocess.run([sys.executable, "-m", "shuffler", "status"], capture_output=True,
                             text=True, env=env, timeout=30)
-    assert "counters: 1 hands, 2 passes" in status.stdout
+    assert "counters: 1 hand, 2 passes" in status.stdout
 
 
+@pytest.mark.slow
 def test_sigterm_stops_cleanly_and_nothing_anywhere_holds_a_plan(served):
     served.client().request("hand", passes=5)
     assert served.stop() == 0

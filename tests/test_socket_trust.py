@@ -155,3 +155,83 @@ def test_a_service_that_stops_mid_hand_says_so_exit_3(fake_service, tmp_path):
     assert error["kind"] == "service_stopped"
     assert "stopped in the middle of the hand" in error["message"]
     assert "interrupted" in error["message"]
+
+
+
+def _other_group() -> tuple[int, str]:
+    import grp
+
+    return next((g.gr_gid, g.gr_name) for g in grp.getgrall() if g.gr_gid not in (0, 4322))
+
+
+def as_another_user(body) -> tuple[int, str]:
+    """``body()`` (exit code, stdout) in a child forked as uid 4321 outside every group
+    (forked: another account cannot run this interpreter, so what the CLI imports is
+    imported first)."""
+    import grp  # noqa: F401
+    import struct  # noqa: F401
+
+    import shuffler.control.reports  # noqa: F401
+    import shuffler_cli.commands  # noqa: F401
+
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(4322)
+            os.setuid(4321)
+            code, out = body()
+            os.write(write, json.dumps([code, out]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answer:
+        got = answer.read()
+    os.waitpid(pid, 0)
+    assert got, "the child said nothing"
+    code, out = json.loads(got)
+    return code, out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can run a command as another user")
+@pytest.mark.parametrize("named", [True, False], ids=["socket", "deployed"])
+def test_a_user_outside_the_group_is_told_to_join_it_not_that_nothing_runs(named):
+    """The deploy page's last step, ``shuffler status`` by a user not yet in the
+    ``shuffler`` group: /run/shuffler is 0750, so the socket cannot even be seen. That is
+    exit 3 naming the folder and the group to join, never "not running: start it"."""
+    import shutil
+    import tempfile
+
+    gid, group = _other_group()
+    root = Path(tempfile.mkdtemp(prefix="shuffler-perm-"))  # /tmp: another user can enter
+    try:
+        root.chmod(0o755)
+        run = root / "run" / "shuffler"
+        run.mkdir(parents=True)
+        (root / "etc" / "shuffler").mkdir(parents=True)
+        (root / "etc" / "shuffler" / "config.toml").write_text("")
+        os.chmod(root / "etc" / "shuffler" / "config.toml", 0o644)
+        for folder in (root / "run", root / "etc", root / "etc" / "shuffler"):
+            folder.chmod(0o755)
+        os.chown(run, 0, gid)
+        run.chmod(0o750)
+        env = {"HOME": str(root), "SHUFFLER_SYSTEM_ROOT": str(root), "SHUFFLER_CONFIG": None,
+               "SHUFFLER_STATE_DIR": str(root / "st"), "SHUFFLER_CHECK_SCHEMAS": "",
+               "SHUFFLER_SOCKET": str(run / "shuffler.sock") if named else None}
+
+        def status() -> tuple[int, str]:
+            result = CliRunner().invoke(cli, ["--json", "status"], env=env)
+            return result.exit_code, result.stdout
+
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+            listener.bind(str(run / "shuffler.sock"))  # a service is there
+            code, out = as_another_user(status)
+    finally:
+        shutil.rmtree(root)
+    assert code == 3, out
+    error = json.loads(out)["error"]
+    assert error["kind"] == "service_permission", error
+    assert f"may not enter {run}" in error["message"] and repr(group) in error["message"]
+    assert "not running" not in error["message"]

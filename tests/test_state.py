@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,18 +20,16 @@ from shuffler.errors import FileAccessError, StateFileError
 from shuffler.store.audit import AuditLog
 from shuffler.store.state import SCHEMA, State, StateStore
 
-SHUFFLER = str(Path(sys.executable).with_name("shuffler"))
+from .cli import SHUFFLER, process
+
 JAM = {"kind": "jam", "message": "Jam at card 13 of 24: free the throat.", "card": 13}
 
 
 def shuffler(state_dir: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """The installed command, as a dealer runs it (fast simulator, no service): for the
-    test whose promise a process's timeout checks; the others run the CLI in-process
-    (conftest's ``run``, the same command line)."""
-    env = {**os.environ, "SHUFFLER_CONFIG": ""}
-    return subprocess.run([SHUFFLER, "--no-service", "--sim-speed", "1000000", "--state-dir",
-                           str(state_dir), *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    """The installed command, as a dealer runs it (fast simulator, no service), on
+    ``state_dir``: for the tests whose promise a process checks (a timeout, a real disk);
+    the others run the CLI in-process (conftest's ``run``, the same command line)."""
+    return process(state_dir, "--no-service", *args, state=str(state_dir), timeout=timeout)
 
 
 def latched_state(**changes) -> dict:

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-SHUFFLER = str(Path(sys.executable).with_name("shuffler"))
+from .cli import SHUFFLER
 
 
 def run(tmp_path: Path, args: list[str], stdout, stderr) -> tuple[int, str]:

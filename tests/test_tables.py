@@ -21,6 +21,8 @@ from .mqtt_broker import Broker, needs_mosquitto
 from .served import SHUFFLER, Service
 from .waiting import wait_for
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("paho.mqtt.client", reason="needs paho-mqtt: pip install 'shuffler[mqtt]'")
 
 #: the room: 50 tables for a minute (SHUFFLER_ROOM="tables,seconds" to try another)
@@ -225,6 +227,209 @@ def test_the_page_shows_every_table_problems_first(tmp_path):
         other.stop(signal.SIGKILL)
         wait_for(lambda: rows()[0]["table"] == "other" and rows()[0]["state"] == "offline",
                  20, "the dead table first")
+    finally:
+        for s in (page, other):
+            if s.proc and s.proc.poll() is None:
+                s.stop()
+        broker.kill()
+
+
+# -- the tournament board: 20 tables' keepers, the organiser's standings ------------------
+
+def keeper_plays(client, rng, hands=None) -> None:
+    """One game played out at a table as its keeper scores it (to the target, or
+    ``hands`` hands): random makers, tricks, now and then a loner or a renege."""
+    n = 0
+    while hands is None or n < hands:
+        score = client.request("score")["score"]
+        if score["winner"] is not None:
+            return
+        makers, tricks = rng.randrange(2), rng.choice((0, 1, 2, 3, 3, 4, 4, 5, 5))
+        renege = rng.randrange(2) if rng.random() < 0.05 else None
+        client.request("score", makers=makers, tricks=tricks, renege=renege,
+                       alone=tricks == 5 and rng.random() < 0.2, version=score["version"])
+        n += 1
+
+
+def sum_of_scorebooks(books: dict[str, dict]) -> dict[str, dict]:
+    """The standings as the test adds them up itself from each table's own scorebook:
+    every won game, played or at the table, by team name."""
+    lines: dict[str, dict] = {}
+    for score in books.values():
+        current = {**score, "hands": len(score["hands"])}
+        for g in [*score["played"], current]:
+            if g["winner"] is None:
+                continue
+            for t in (0, 1):
+                line = lines.setdefault(g["team_names"][t], {"played": 0, "won": 0, "lost": 0,
+                                                             "points_for": 0,
+                                                             "points_against": 0})
+                line["played"] += 1
+                line["won" if g["winner"] == t else "lost"] += 1
+                line["points_for"] += g["totals"][t]
+                line["points_against"] += g["totals"][1 - t]
+    return lines
+
+
+@needs_mosquitto
+def test_a_tournament_of_20_tables_fills_the_board_by_itself(tmp_path):
+    import csv
+    import io
+    import random
+
+    from shuffler.faces.tables import board
+
+    rng = random.Random(36)  # the games' results only: nothing here is a plan
+    broker = Broker(tmp_path).start()
+    names = [f"t{i:02d}" for i in range(20)]
+    services = {n: Service(tmp_path, table_config(broker.port, n), speed=200, name=n)
+                for n in names}
+    teams = [f"Team {k:02d}" for k in range(40)]
+    watcher = TableWatcher(MqttConfig(host="127.0.0.1", port=broker.port), "organiser")
+    try:
+        for s in services.values():
+            s.start(timeout=120)
+        watcher.start()
+        assert watcher.subscribed.wait(10)
+
+        def play_round(r: int, i: int, hands=None) -> None:
+            """Round r at table i: two teams (they move between rounds), a game."""
+            a, b = teams[2 * i], teams[(2 * i + 1 + 2 * r) % 40]
+            client = services[names[i]].client()
+            try:
+                client.request("new_game", names=[a, b])
+                keeper_plays(client, rng, hands)
+            finally:
+                client.close()
+
+        for r in range(2):  # two rounds played out at every table, one left going
+            for i in range(20):
+                play_round(r, i)
+        # table 3 drops off the broker (killed: the broker sends its last will) and comes
+        # back, replaying its retained score; table 4 is stopped and restarted
+        services["t03"].stop(signal.SIGKILL)
+        services["t04"].stop()
+        wait_for(lambda: all(watcher.book.rows[n].online is False for n in ("t03", "t04")),
+                 60, "t03 and t04 offline")
+        services["t03"].start(timeout=60)
+        services["t04"].start(timeout=60)
+        for i in range(20):
+            play_round(2, i, hands=2 if i % 2 else None)
+        books = {n: s.client().request("score")["score"] for n, s in services.items()}
+
+        def caught_up() -> bool:
+            rows = watcher.book.rows
+            return all(rows.get(n) and rows[n].online and rows[n].score
+                       and rows[n].score["version"] == books[n]["version"] for n in names)
+        wait_for(caught_up, 60, "every table's last score on the board")
+        view = board(watcher.book, time.time())
+        expected = sum_of_scorebooks(books)
+        got = {s["team"]: {k: s[k] for k in ("played", "won", "lost", "points_for",
+                                             "points_against")} for s in view["standings"]}
+        assert got == expected
+        assert sum(s["won"] for s in view["standings"]) == sum(
+            len([g for g in [*b["played"], b] if g["winner"] is not None]) for b in books.values())
+        # the games at the tables now: each team playing one is shown with its score
+        playing = {s["team"]: s["playing"] for s in view["standings"] if s["playing"]}
+        for i in range(1, 20, 2):
+            b = books[names[i]]
+            assert b["winner"] is None and len(b["hands"]) == 2
+            assert playing[b["team_names"][0]] == {
+                "table": names[i], "game": b["number"], "against": b["team_names"][1],
+                "score": b["totals"][0], "their_score": b["totals"][1]}
+        # games numbered as played: three at every table
+        assert all([g["number"] for g in b["played"]] == [1, 2] and b["number"] == 3
+                   for b in books.values())
+        # the organiser's sheet: a round clock started, then the CSV and the JSON agree
+        conf = tmp_path / "organiser.toml"
+        conf.write_text(f'[mqtt]\nhost = "127.0.0.1"\nport = {broker.port}\n')
+        started = cli("tables", "--round", "20", "--once", "--wait", "2", config=conf)
+        assert started.returncode == 0, started.stderr
+        assert "round 1 started: 20 minutes" in started.stdout
+        assert "round 1: 19:5" in started.stdout or "round 1: 20:00" in started.stdout
+        sheet = cli("tables", "--results", "csv", "--wait", "2", config=conf)
+        data = cli("tables", "--results", "json", "--wait", "2", config=conf)
+        assert sheet.returncode == data.returncode == 0, sheet.stderr + data.stderr
+        rows = list(csv.DictReader(io.StringIO(sheet.stdout)))
+        standings = json.loads(data.stdout)["standings"]
+        assert len(rows) == len(standings) == 40
+        for row, line in zip(rows, standings, strict=True):
+            assert row["team"] == line["team"]
+            assert all(int(row[k]) == line[k] for k in ("place", "played", "won", "lost",
+                                                        "points_for", "points_against",
+                                                        "difference"))
+        assert {line["team"]: {k: line[k] for k in expected[line["team"]]}
+                for line in standings} == expected
+        assert json.loads(data.stdout)["round"]["round"] == 1
+        snapshot = cli("--json", "tables", "--wait", "2", config=conf)
+        validate(json.loads(snapshot.stdout), "tables")
+        # nothing published carries a plan or a card order: only the scores' words
+        for row in watcher.book.rows.values():
+            text = json.dumps(row.score)
+            assert "plan" not in text and "order" not in text
+    finally:
+        watcher.close()
+        for s in services.values():
+            if s.proc and s.proc.poll() is None:
+                s.stop()
+        broker.kill()
+
+
+@needs_mosquitto
+def test_the_board_page_shows_the_standings_and_the_horn_to_a_phone(tmp_path):
+    import random
+    from pathlib import Path
+
+    from .browser import AXE_JS, CHROMIUM, audit, phone_browser
+    from .mqtt_broker import free_port
+
+    if not CHROMIUM or AXE_JS is None:
+        pytest.skip("needs chromium and axe-core (see tests/browser.py)")
+    shots = os.environ.get("SHUFFLER_SCREENSHOTS")
+    broker = Broker(tmp_path).start()
+    port = free_port()
+    page = Service(tmp_path, table_config(broker.port, "table-1")
+                   + f"\n[web]\nenabled = true\nport = {port}\n", speed=200, name="table-1")
+    other = Service(tmp_path, table_config(broker.port, "table-2"), speed=200, name="table-2")
+    rng = random.Random(7)
+    try:
+        for s, pair in ((page, ["Ann & Bo", "Cy & Di"]), (other, ["Ed & Fay", "Gus & Hal"])):
+            s.start()
+            client = s.client()
+            client.request("new_game", names=pair)
+            keeper_plays(client, rng)
+            client.request("new_game", names=pair[::-1])
+            keeper_plays(client, rng, hands=3)
+            client.close()
+        with phone_browser() as d:
+            d.get(f"http://127.0.0.1:{port}/tables")
+            count = "return document.querySelectorAll('#standings tr').length"
+            wait_for(lambda: d.execute_script(count) == 4, 30, "four teams on the board")
+            audit(d, "the tournament board")
+            if shots:
+                d.save_screenshot(str(Path(shots) / "board.png"))
+            conf = tmp_path / "organiser.toml"
+            conf.write_text(f'[mqtt]\nhost = "127.0.0.1"\nport = {broker.port}\n')
+            started = cli("tables", "--round", "20", "--once", "--wait", "1", config=conf)
+            assert started.returncode == 0, started.stderr
+            clock = "return document.getElementById('clock').textContent"
+            wait_for(lambda: d.execute_script(clock) in ("20:00", "19:59", "19:58", "19:57"),
+                     15, "the round clock")
+            from shuffler.faces.telemetry import connect_client
+
+            horn = connect_client(MqttConfig(host="127.0.0.1", port=broker.port), "horn")
+            horn.connect("127.0.0.1", broker.port)
+            horn.loop_start()
+            horn.publish("shuffler/.room/round", json.dumps(
+                {"round": 2, "started": time.time() - 20 * 60 - 1, "minutes": 20}),
+                qos=1, retain=True).wait_for_publish(5)
+            horn.loop_stop()
+            horn.disconnect()
+            wait_for(lambda: d.execute_script(clock) == "Time!", 15, "the horn")
+            assert d.find_element("id", "clockbox").get_attribute("data-horn") == "true"
+            audit(d, "the tournament board at the horn")
+            if shots:
+                d.save_screenshot(str(Path(shots) / "board-horn.png"))
     finally:
         for s in (page, other):
             if s.proc and s.proc.poll() is None:

@@ -15,6 +15,8 @@ from shuffler.faces.telemetry import Telemetry, discovery_messages, parse_comman
 from .mqtt_broker import Broker, needs_mosquitto
 from .waiting import wait_for
 
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("paho.mqtt.client", reason="needs paho-mqtt: pip install 'shuffler[mqtt]'")
 
 STATUS = {"fault": None, "battery": {"volts": 8.9, "percent": 80.0, "passes_left": 400,
@@ -88,6 +90,27 @@ def test_discovery_names_units_device_and_origin_with_current_keys():
     assert msgs["homeassistant/binary_sensor/t9/fault/config"]["default_entity_id"] == \
         "binary_sensor.shuffler_t9_fault"
     assert msgs["homeassistant/sensor/t9/battery_volts/config"]["unit_of_measurement"] == "V"
+
+
+#: Home Assistant's rule for an entity id (homeassistant.core.valid_entity_id)
+VALID_ENTITY_ID = r"(?!.+__)(?!_)[\da-z_]+(?<!_)\.(?!_)[\da-z_]+(?<!_)"
+
+
+@pytest.mark.parametrize("table, slug", [("table-7", "table_7"), ("Table_7", "table_7"),
+                                         ("t9", "t9"), ("club-A--2", "club_a_2"),
+                                         ("_7-", "7")])
+def test_every_entity_id_is_valid_whatever_the_tables_name(table, slug):
+    import re
+
+    from shuffler.faces.telemetry import Topics
+
+    msgs = discovery_messages(MqttConfig(host="h", table=table), Topics("shuffler", table))
+    for _, body in msgs:
+        assert re.fullmatch(VALID_ENTITY_ID, body["default_entity_id"]), body
+        assert f"shuffler_{slug}_" in body["default_entity_id"]
+        assert body["unique_id"].startswith(f"shuffler_{table}_")  # kept: no entity moves
+    assert "sensor.shuffler_table_7_battery" in {b["default_entity_id"] for _, b in msgs} \
+        or table != "table-7"
 
 
 @pytest.mark.parametrize("battery, expected", [
@@ -428,3 +451,61 @@ def test_a_flood_of_passes_with_a_slow_sender_drops_passes_never_a_command_reply
         t._closing = True
         t._wake.notify()
     t._sender.join(5)
+
+
+def test_the_service_tells_the_broker_each_pass_as_it_ends_and_each_fault_change_once(
+        broker, tmp_path, monkeypatch):
+    """The service's bus to MQTT (Telemetry.hear): a jam's fault once as it latches and
+    null once as it clears, however often the state is told; a hand's passes one by one,
+    before its summary."""
+    import dataclasses
+    import random
+
+    from hardware_sim import SimDevice, parse_fault_specs
+    from shuffler.config import Config
+    from shuffler.control.controller import PassController
+    from shuffler.control.session import Session
+    from shuffler.device.clock import VirtualClock
+    from shuffler.faces.router import Faces
+    from shuffler.service.loop import Service
+    from shuffler.store.state import StateStore
+
+    from .test_watchdog import run
+
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    config = dataclasses.replace(Config(), mqtt=cfg(broker))
+    clock = VirtualClock()
+    device = SimDevice.for_cards(24, faults=parse_fault_specs(["jam:5:99"]),
+                                 rng=random.Random(3), clock=clock)
+    session = Session(PassController(device, StateStore(tmp_path / "state")), config,
+                      random.Random(1))
+    service = Service(session, tmp_path / "s.sock", clock=clock, faces=Faces)
+    sub = Subscriber(cfg(broker), "shuffler/t1/#")
+    service.faces.start()
+
+    def faults(n: int) -> list:
+        """The fault messages once there are ``n`` (a retained topic's newest is sent: each
+        step waits for its own, or a quick one would replace the last unsent)."""
+        told = lambda: [m["fault"] and m["fault"]["kind"] for m in sub.on("shuffler/t1/fault")]  # noqa: E731
+        wait_for(lambda: len(told()) >= n, what=f"{n} fault messages")
+        return told()
+
+    try:
+        wait_for(service.faces.telemetry.connected.is_set, what="connection")
+        service.refresh()  # the first state tells its fault: none
+        assert faults(1) == [None]
+        assert run(service, "pass")["result"]["pass"]["fault"]["kind"] == "jam"
+        assert faults(2) == [None, "jam"]
+        service.refresh()
+        assert run(service, "clear")["result"]["cleared"]
+        assert faults(3) == [None, "jam", None]
+        service.refresh()
+        assert run(service, "hand", passes=2)["ok"]
+        wait_for(lambda: sub.on("shuffler/t1/hand"), what="the hand")
+        assert faults(3) == [None, "jam", None]  # the states between: no fault told again
+        order = [t.rsplit("/", 1)[1] for t, _, _ in sub.messages
+                 if t.endswith(("/pass", "/hand"))]
+        assert order == ["pass", "pass", "pass", "hand"]  # the jammed one, then the hand's
+    finally:
+        service.faces.close()
+        sub.close()

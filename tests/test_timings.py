@@ -5,14 +5,15 @@ sim-gpio, and a change of limits sends them again."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
-from firmware_bridge.device import SerialDevice, Timings, config_message
-from shuffler.backends import SimOptions, open_device
+from firmware_bridge.device import SerialDevice, Timings, config_message, default_timings
 from shuffler.config import load_config_text
 from shuffler.core.planning import coin_plan
-from shuffler.device.contract import FaultLimits
+from shuffler.device.contract import EngineTimings, FaultLimits
+from shuffler.device.registry import SimOptions, open_device
 from shuffler.errors import DeviceError
 from shuffler.pinmap import SERVO_FRAME_S
 
@@ -43,7 +44,7 @@ def test_soft_start_lengthens_the_pass_on_every_backend(name):
 
 
 def test_the_config_carries_the_timings_and_the_servo_frame():
-    t = Timings(soft_start_s=0.25, flap_travel_s=0.08, min_blocked_s=0.004, min_gap_s=0.001)
+    t = Timings(EngineTimings(soft_start_s=0.25, min_blocked_s=0.004, min_gap_s=0.001), 0.08)
     msg = config_message(FaultLimits(), 5.0, t)
     assert (msg.soft_start_ms, msg.min_blocked_us, msg.min_gap_us) == (250, 4000, 1000)
     assert msg.settle_ms == round((0.08 + SERVO_FRAME_S) * 1000) == 100
@@ -51,9 +52,9 @@ def test_the_config_carries_the_timings_and_the_servo_frame():
 
 def test_timings_the_microcontroller_cannot_take_are_refused_before_anything_is_sent():
     with pytest.raises(DeviceError, match=r"settle_ms|diverter"):  # flap + frame > a card
-        config_message(FaultLimits(), 10.0, Timings(flap_travel_s=0.09))
+        config_message(FaultLimits(), 10.0, replace(default_timings(), flap_travel_s=0.09))
     with pytest.raises(DeviceError, match="min_blocked_us"):
-        config_message(FaultLimits(), 5.0, Timings(min_blocked_s=0.2))
+        config_message(FaultLimits(), 5.0, Timings(EngineTimings(min_blocked_s=0.2), 0.05))
 
 
 def test_new_limits_reach_the_virtual_mcu_with_the_timings():
@@ -61,12 +62,45 @@ def test_new_limits_reach_the_virtual_mcu_with_the_timings():
     from hardware_sim.virtual_mcu import VirtualMCU
 
     mcu = VirtualMCU(SimDevice.for_cards(24))
-    dev = SerialDevice(mcu.path, timings=Timings(soft_start_s=0.5))
+    dev = SerialDevice(mcu.path, timings=Timings(EngineTimings(soft_start_s=0.5), 0.05))
     try:
         assert mcu.config is not None and mcu.config.soft_start_ms == 500
         dev.limits = FaultLimits(jam_seconds=0.7)
         assert mcu.config.jam_ms == 700 and mcu.config.soft_start_ms == 500
-        assert mcu.sim.engine_options["soft_start_s"] == 0.5
+        assert mcu.sim.timings.soft_start_s == 0.5
     finally:
         dev.close()
         mcu.close()
+
+
+def test_the_engine_timings_have_one_set_of_defaults_the_configs():
+    """The bridge, the simulator and the GPIO backend take the config's values through
+    one type; none of them keeps a default of its own (a second set drifted before)."""
+    import ast
+    from pathlib import Path
+
+    from shuffler.config import Config
+
+    assert default_timings().engine == Config().gpio.engine_timings()
+    assert EngineTimings() == EngineTimings(0.0, 0.0, 0.0, 0.0)  # the engine's own: ideal
+    names = {"soft_start_s", "glitch_s", "min_blocked_s", "min_gap_s", "min_blocked",
+             "min_gap", "beam_glitch_s", "beam_min_blocked_s", "beam_min_gap_s"}
+    top = Path(__file__).resolve().parents[1]
+    found = []
+    for folder in ("shuffler", "firmware_bridge", "hardware-sim", "cli"):
+        for path in (top / folder).rglob("*.py"):
+            if path.name == "config.py" and path.parent.name == "shuffler":
+                continue  # the one place: [gpio]'s keys
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                        and node.target.id in names and isinstance(node.value, ast.Constant)
+                        and node.value.value):
+                    found.append(f"{path.relative_to(top)}:{node.lineno} {node.target.id}")
+                if isinstance(node, ast.arguments):
+                    args = node.args[len(node.args) - len(node.defaults):] + node.kwonlyargs
+                    defaults = list(node.defaults) + list(node.kw_defaults)
+                    for arg, default in zip(args, defaults, strict=False):
+                        if (arg.arg in names and isinstance(default, ast.Constant)
+                                and default.value):
+                            found.append(f"{path.relative_to(top)}:{arg.lineno} {arg.arg}")
+    assert found == [], f"a second set of engine timing defaults: {found}"

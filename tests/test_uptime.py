@@ -20,6 +20,8 @@ from shuffler.device.clock import ScaledClock
 
 from .test_firmware import MISSING
 
+pytestmark = pytest.mark.slow
+
 WRAP_US, WRAP_MS = 2**32 / 1e6, 2**32 / 1e3  # 4294.967296 s, 4294967.296 s
 #: started 1 s before a wrap, the passes run across it; 0.5 s after, they run past it
 UPTIMES = [WRAP_US - 1.0, WRAP_US + 0.5, WRAP_MS - 1.0, WRAP_MS + 0.5]

@@ -17,8 +17,8 @@ import pytest
 from hardware_sim import SimDevice
 from shuffler.config import Config
 from shuffler.control.controller import PassController
-from shuffler.control.hand import RESTACK_LOCKOUT
 from shuffler.control.session import Session
+from shuffler.control.touch import RESTACK_LOCKOUT
 from shuffler.device.clock import VirtualClock
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.errors import DeviceTimeoutError
@@ -263,7 +263,7 @@ def test_a_touch_waits_for_a_clients_short_job_and_then_starts_the_hand(tmp_path
 
 
 def test_a_touch_that_cannot_start_within_its_wait_says_why(tmp_path, clock):
-    from shuffler.service.loop import TOUCH_WAIT_S
+    from shuffler.control.touch import TOUCH_WAIT_S
 
     device = sim(clock=clock)
     service = serve(tmp_path, device, clock)

@@ -187,45 +187,149 @@ def test_a_head_over_8_kib_is_refused_and_a_slow_one_cut_off(served, monkeypatch
     assert raw_exchange(web, big).startswith(b"HTTP/1.0 431")
     assert raw_exchange(web, b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\n\r\n").startswith(
         b"HTTP/1.0 414")
-    monkeypatch.setattr("shuffler.faces.web_limits.HEAD_TIMEOUT_S", 1.0)
+    monkeypatch.setattr("shuffler.faces.web_limits.REQUEST_S", 1.0)
+    took, _ = drip(web, b"GET /api/panel HTTP/1.1\r\n", 80)
+    assert took < 6  # cut off after about 1 s; left alone it would run 8 s
+
+
+def drip(web, start: bytes, count: int) -> tuple[float, bytes]:
+    """Send ``start`` and then a byte every 0.1 s (every wait short, the request not) until
+    the server hangs up or ``count`` are sent: (seconds from the first byte, its answer)."""
+    answer = b""
     with socket.create_connection(web.address, timeout=10) as s:
         sent = time.monotonic()
-        s.sendall(b"GET /api/panel HTTP/1.1\r\n")
-        for _ in range(80):  # a byte every 0.1 s: every wait is short, the head is not
+        s.sendall(start)
+        for _ in range(count):
             try:
-                s.sendall(b"X")
+                s.sendall(b" ")
             except OSError:
                 break
             time.sleep(0.1)
             s.setblocking(False)
             try:
-                if s.recv(1) == b"":
+                chunk = s.recv(4096)
+                answer += chunk
+                if chunk == b"":
                     break
             except BlockingIOError:
                 pass
             finally:
                 s.setblocking(True)
-        took = time.monotonic() - sent
-    assert took < 6  # cut off after about 1 s; left alone it would run 8 s
+        return time.monotonic() - sent, answer
 
 
-def test_connections_past_a_clients_share_are_turned_away_at_once(served, monkeypatch):
+def wait_for(test, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while not test() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return test()
+
+
+def hung_up(s: socket.socket, seconds: float = 2.0) -> bool:
+    """Whether the server closed ``s`` within ``seconds`` (it sent nothing)."""
+    s.settimeout(seconds)
+    try:
+        return s.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_a_client_past_its_share_of_waiting_connections_is_turned_away(served,
+                                                                        monkeypatch):
     _, web = served
-    monkeypatch.setattr(web.httpd.gate, "per_client", 3)
+    monkeypatch.setattr(web.httpd.gate, "waiting_per_client", 3)
     held = [socket.create_connection(web.address, timeout=5) for _ in range(3)]
     try:
-        deadline = time.monotonic() + 5
-        while sum(web.httpd.gate.open.values()) < 3 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        assert wait_for(lambda: web.httpd.gate.count() == 3)
         assert raw_exchange(web, b"GET /api/panel HTTP/1.1\r\nHost: localhost\r\n\r\n") \
             .startswith(b"HTTP/1.1 503")
+        assert not hung_up(held[0], 0.3)  # it made no room for itself
     finally:
         for s in held:
             s.close()
-    deadline = time.monotonic() + 5
-    while web.httpd.gate.open and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_for(lambda: web.httpd.gate.count() == 0)
     assert request(web, "GET", "/api/panel")[0] == 200
+
+
+def test_only_connections_all_being_answered_turn_a_client_away(served, monkeypatch):
+    _, web = served
+    monkeypatch.setattr(web.httpd.gate, "per_client", 3)
+    streams = [open_stream(web) for _ in range(3)]  # being answered: never closed for room
+    try:
+        assert raw_exchange(web, b"GET /api/panel HTTP/1.1\r\nHost: localhost\r\n\r\n") \
+            .startswith(b"HTTP/1.1 503")
+    finally:
+        for conn, _ in streams:
+            conn.close()
+        for _, closed in list(web.streams.open):
+            closed.set()
+    assert wait_for(lambda: web.httpd.gate.count() == 0)
+    assert request(web, "GET", "/api/panel")[0] == 200
+
+
+def test_a_silent_connection_is_closed_after_its_idle_time(served, monkeypatch):
+    _, web = served
+    monkeypatch.setattr("shuffler.faces.web_limits.IDLE_S", 0.5)
+    with socket.create_connection(web.address, timeout=5) as s:
+        sent = time.monotonic()
+        assert hung_up(s, 3.0) and time.monotonic() - sent < 2
+    assert wait_for(lambda: web.httpd.gate.count() == 0)
+
+
+def test_past_the_total_the_greediest_address_makes_room(monkeypatch):
+    from shuffler.faces.web_limits import Connections
+
+    gate = Connections(total=4, per_client=3, waiting_per_client=3)
+    a = [gate.enter("10.0.0.1") for _ in range(3)]
+    b = gate.enter("10.0.0.2")
+    assert all(a) and b and gate.count() == 4
+    assert gate.enter("10.0.0.1") is None  # past its own share
+    fresh = gate.enter("10.0.0.9")
+    assert fresh is not None and a[0].closed and not b.closed  # the one holding most gives
+    assert gate.enter("10.0.0.2") is not None and a[1].closed
+    # now .1 holds 1, .9 holds 1, .2 holds 2: another from .9 takes .2's oldest
+    b2 = gate.conns[-1]
+    assert gate.enter("10.0.0.9") is not None and b.closed and not b2.closed
+    # .9 holds 2, the others 1: a third from .9 has no one greedier to take from
+    assert gate.enter("10.0.0.9") is None
+    for c in gate.conns:
+        gate.busy(c)
+    assert gate.enter("10.0.0.8") is None  # all being answered: none to close
+    gate.leave(b2)
+    assert gate.enter("10.0.0.8") is not None
+
+
+def test_a_phone_whose_last_connection_is_not_yet_counted_out_is_let_in():
+    """Fifty addresses hold one connection each, the phone's just-ended one among them
+    (closed by the phone, its thread not yet awake): its next one is let in in its place,
+    never 503; one the phone still holds open is not taken."""
+    from shuffler.faces.web_limits import Connections
+
+    gate = Connections(total=4, per_client=3, waiting_per_client=3)
+    held = [gate.enter(f"10.0.0.{i}") for i in range(1, 4)]
+    ours, theirs = socket.socketpair()
+    try:
+        phone = gate.enter("10.0.0.50", ours)
+        assert all(held) and phone
+        assert gate.enter("10.0.0.50") is None  # its one is open: it waits its turn
+        theirs.close()  # the phone's request is over
+        assert gate.enter("10.0.0.50") is not None and phone.closed
+        assert not any(c.closed for c in held)
+    finally:
+        ours.close()
+        theirs.close()
+
+
+def test_a_slow_body_is_cut_off_within_the_requests_time(served, monkeypatch):
+    source, web = served
+    monkeypatch.setattr("shuffler.faces.web_limits.BODY_S", 1.0)
+    took, answer = drip(web, b"POST /api/pair HTTP/1.1\r\nHost: localhost\r\nContent-Type: "
+                        b"application/json\r\nContent-Length: 100\r\n\r\n{", 60)
+    assert took < 3, took  # cut off after about 1 s; left alone it would run 6 s
+    assert answer.startswith(b"HTTP/1.0 408") and b"too_slow" in answer
+    assert source.actions == []
 
 
 def open_stream(web):

@@ -15,7 +15,7 @@ from .lan import lan_host, needs_netns, popen
 from .mqtt_broker import free_port
 from .served import SHUFFLER, Service
 
-pytestmark = needs_netns
+pytestmark = [pytest.mark.slow, needs_netns]
 
 POST = """
 import http.client, json, sys
@@ -175,3 +175,50 @@ def test_huge_headers_and_slow_sockets_leave_memory_and_threads_flat(lan_served)
     assert after - before < 10 * 1024, (before, after)
     assert most_threads - before_threads <= 50, (before_threads, most_threads)
 
+
+
+#: POST /api/pair bodies, each from the address named beside it: [status, reply] each
+PAIRS = """
+import http.client, json
+out = []
+for src, body in {calls!r}:
+    c = http.client.HTTPConnection({host!r}, {port}, timeout=10, source_address=(src, 0))
+    c.request("POST", "/api/pair", body=json.dumps(body),
+              headers={{"Content-Type": "application/json"}})
+    r = c.getresponse()
+    out.append([src, r.status, json.loads(r.read() or b"null")])
+    c.close()
+print(json.dumps(out))
+"""
+
+
+def test_guessing_from_the_lan_neither_pairs_nor_keeps_the_dealers_phone_out(tmp_path):
+    """Ten addresses guess codes (far past the table's ten a minute) and ask to pair by
+    touch with nobody touching; the dealer's phone, on an address of its own, pairs with
+    the code `shuffler pair --new` made at the machine, at once."""
+    svc, port = lan_service(tmp_path)
+    try:
+        with lan_host(addresses=11) as lan:
+            def pairs(calls):
+                out = lan.python(PAIRS.format(host=lan.here, port=port, calls=calls),
+                                 timeout=120)
+                assert out.returncode == 0, out.stderr
+                return json.loads(out.stdout)
+
+            guessers, dealer = lan.others[:10], lan.others[10]
+            asks = pairs([(g, {"touch": True}) for g in guessers])
+            assert {a[1] for a in asks} == {202}
+            code = cli(svc, "--new")["pairing_code"]
+            wrong = [f"{n:06d}" for n in range(200) if f"{n:06d}" != code]
+            guesses = pairs([(guessers[i % 10], {"code": wrong[i]}) for i in range(60)])
+            assert {g[1] for g in guesses} <= {403, 429}
+            assert sum(g[1] == 403 for g in guesses) <= 10 + 10  # each one's first, then 10
+            polled = pairs([(g, {"request": a[2]["result"]["request"]})
+                            for g, a in zip(guessers, asks, strict=True)])
+            assert {p[1] for p in polled} == {202}  # asking still: no touch, no token
+            [mine] = pairs([(dealer, {"code": code})])
+            assert mine[1] == 200, mine  # judged at once, whatever the guessers sent
+            phones = cli(svc, "--list")["phones"]
+            assert [p["address"] for p in phones] == [dealer]
+    finally:
+        svc.stop()

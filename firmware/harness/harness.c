@@ -89,6 +89,7 @@ static struct {
     double rest_volts, noise;
     struct fault jams[MAX_FAULTS], misfeeds[MAX_FAULTS];
     int njams, nmisfeeds, doubles[MAX_FAULTS], ndoubles;
+    double dropout_us;  /* --fault dropout:MS: the beam clears this long inside every card */
     /* cards: index 0 is the top */
     int tray[MAX_CARDS], ntray;
     int pile[2][MAX_CARDS], npile[2];
@@ -97,7 +98,8 @@ static struct {
     bool retrying, was_forward, retry_after_stop;
     /* the card in flight */
     enum transit state;
-    uint64_t until, half;
+    uint64_t until, half, dropout_at;
+    unsigned card_gen;  /* bumped as a card enters the beam: its drop-out's timers name it */
     int moving, land_pile;
     /* the dealer */
     bool restacked;
@@ -362,8 +364,39 @@ static void next_transit(bool first, uint64_t t)
             m.doubles[i] = m.doubles[--m.ndoubles];
             m.moving = 2;
         }
-    m.half = (uint64_t)(interval * m.duty / 2);
+    double blocked = interval * m.duty;
+    if (m.dropout_us > 0 && blocked < m.dropout_us + blocked / 5)
+        blocked = m.dropout_us + blocked / 5;  /* a tenth of the card either side of it */
+    m.half = (uint64_t)(blocked / 2);
+    m.dropout_at = (uint64_t)((blocked - m.dropout_us) / 2);
     m.state = T_GAP;
+}
+
+/* a drop-out's edge, on a cycle timer of its own (exact, not on the 500 us tick); param:
+ * the card's generation, times two, plus 1 for the beam clearing */
+static avr_cycle_count_t dropout_edge(avr_t *a, avr_cycle_count_t when, void *param)
+{
+    (void)a;
+    (void)when;
+    uintptr_t p = (uintptr_t)param;
+    if (m.state == T_BLOCKED && (unsigned)(p >> 1) == m.card_gen) drive('D', D_BEAM, p & 1);
+    return 0;
+}
+
+static void card_enters(uint64_t t)
+{
+    drive('D', D_BEAM, false);
+    m.until = t + m.half;
+    m.state = T_BLOCKED;
+    m.land_pile = -1;
+    m.card_gen++;
+    if (m.dropout_us > 0) {
+        uintptr_t gen = (uintptr_t)m.card_gen << 1;
+        avr_cycle_timer_register_usec(avr, (uint32_t)m.dropout_at, dropout_edge,
+                                      (void *)(gen | 1));
+        avr_cycle_timer_register_usec(avr, (uint32_t)(m.dropout_at + m.dropout_us),
+                                      dropout_edge, (void *)gen);
+    }
 }
 
 static void land(void)
@@ -403,10 +436,7 @@ static void mechanism(uint64_t t)
             m.state = T_IDLE;  /* stopped before the card reached the beam */
             m.was_forward = false;
         } else if (t >= m.until) {
-            drive('D', D_BEAM, false);
-            m.until = t + m.half;
-            m.state = T_BLOCKED;
-            m.land_pile = -1;
+            card_enters(t);
         }
         return;
     case T_BLOCKED:  /* a card in the beam finishes its way, motor or not */
@@ -761,11 +791,14 @@ static void parse_fault(const char *spec)
         m.misfeeds[m.nmisfeeds++] = (struct fault){card, frees};
     } else if (sscanf(spec, "double:%d", &card) == 1 && card > 0 && m.ndoubles < MAX_FAULTS) {
         m.doubles[m.ndoubles++] = card;
-    } else if (sscanf(spec, "battery:%lf", &volts) == 1 && volts > 0 && volts <= 10) {
+    } else if (sscanf(spec, "battery:%lf", &volts) == 1 && volts > 0 && volts <= 15) {
         m.rest_volts = volts;
+    } else if (sscanf(spec, "dropout:%lf", &volts) == 1 && volts > 0 && volts <= 1000) {
+        m.dropout_us = volts * 1000;  /* milliseconds */
     } else {
         fprintf(stderr, "simavr-harness: bad --fault %s: expected jam:CARD[:FREES_AFTER], "
-                "misfeed:CARD[:FREES_AFTER], double:CARD or battery:VOLTS\n", spec);
+                "misfeed:CARD[:FREES_AFTER], double:CARD, battery:VOLTS or dropout:MS\n",
+                spec);
         exit(2);
     }
 }
@@ -783,7 +816,8 @@ static void usage(void)
             "usage: simavr-harness [--cards N] [--card-rate PER_S] [--spinup S] [--feed top|bottom]\n"
             "       [--dealer instructed|other|both] [--lift-gap S] [--seed N] [--noise P]\n"
             "       [--uptime SECONDS] [--flap-travel S] [--frame-scale F]\n"
-            "       [--fault jam:CARD[:FREES]|misfeed:CARD[:FREES]|double:CARD|battery:VOLTS]...\n"
+            "       [--fault jam:CARD[:FREES]|misfeed:CARD[:FREES]|double:CARD|battery:VOLTS|\n"
+            "                dropout:MS]...\n"
             "       FIRMWARE.elf\n");
     exit(2);
 }

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from shuffler import __version__
 from shuffler.config import BatteryConfig
+from shuffler.control.touch import TouchPolicy
 from shuffler.core import battery as batt
+from shuffler.core import words
 from shuffler.device.contract import (
     CardCallback,
     Fault,
@@ -31,10 +33,14 @@ from shuffler.errors import (
     FaultLatchedError,
     FileAccessError,
     LowBatteryError,
+    OverVoltageError,
+    TrayEmptyError,
     UnsavedFaultError,
 )
+from shuffler.limits import over_voltage
 from shuffler.logs import get_logger
 from shuffler.store.audit import AuditLog
+from shuffler.store.lock import LockLostError
 from shuffler.store.state import FAULT, Invalid, State, StateStore
 
 if TYPE_CHECKING:
@@ -48,9 +54,14 @@ def _now() -> str:
 
 
 def count_fault(report: PassReport) -> Fault | None:
-    """A pass that counted other than it planned is degraded (not latched)."""
+    """A pass that counted fewer than it planned, the tray empty, is degraded (a double
+    feed: not latched). One that reached its count with cards still in the tray (or
+    counted more than it planned) counted wrong: a latched ``miscount``."""
     if report.fault is not None:
         return report.fault
+    if report.counted > report.expected or (report.counted == report.expected
+                                            and not report.tray_empty):
+        return miscount_fault(report.counted, report.expected)
     if report.counted < report.expected:
         return Fault(
             FaultKind.COUNT_MISMATCH,
@@ -58,13 +69,20 @@ def count_fault(report: PassReport) -> Fault | None:
             "through as one (double feed) or cards are missing. The pass is done but "
             f"degraded; check that the pack holds {report.expected} cards.",
         )
-    if not report.tray_empty:
-        return Fault(
-            FaultKind.COUNT_MISMATCH,
-            f"Dealt {report.counted} cards but the tray still holds cards: the pack "
-            f"has more than {report.expected}. Set --cards to the real count.",
-        )
     return None
+
+
+def miscount_fault(counted: int, expected: int) -> Fault:
+    """The beam counted more cards than went through it."""
+    return Fault(
+        FaultKind.MISCOUNT,
+        f"The beam counted {counted} of {expected} cards but the tray still holds "
+        "cards: it saw a card as two (a drop-out inside a card: a dirty or misaligned "
+        "beam, a bent or holed card), or the tray holds more cards than the pass was "
+        f"for. The count cannot be trusted. Clean and check the beam, put every card "
+        f"back in the tray (exactly {expected}), then run `shuffler clear` and start "
+        "again.",
+    )
 
 
 def interrupted_fault(flight: dict[str, Any]) -> Fault:
@@ -88,6 +106,9 @@ class PassController:
 
     #: battery history kept in the state file, per pass
     HISTORY = 200
+    #: the wall clock of the audit's ``started`` and ``time`` (for a person to read; the
+    #: log's ``seq`` is the order), a method so a test can step it back
+    wall: Callable[[], str] = staticmethod(_now)
 
     def __init__(self, device: ShufflerDevice, store: StateStore,
                  battery: BatteryConfig | None = None, passes_per_hand: int = 4) -> None:
@@ -105,6 +126,9 @@ class PassController:
         self._job_lock = threading.Lock()
         self._job_active = False  # a pass or hand was accepted and has not ended
         self._job_stopped = False
+        #: what the dealer's touch means (shuffler/control/touch.py), between hands and
+        #: between passes alike: one lock-out, kept here beside the job it follows
+        self.touch = TouchPolicy()
 
     def show(self, status: Status) -> None:
         """Show ``status`` to the dealer (:meth:`ShufflerDevice.show`): the one way
@@ -166,29 +190,39 @@ class PassController:
             self.update(lambda s: setattr(s, "battery", []))
         return replace(est, monitor=reading.monitor)
 
-    def check_ready(self, cards: int, passes: int = 1) -> None:
-        """Raise if nothing may move: a latched fault, or a battery that cannot finish
-        ``passes`` passes of ``cards`` cards."""
+    def check_ready(self, cards: int, passes: int = 1, *, what: str = "pass") -> None:
+        """Raise if nothing may move: a latched fault, an empty tray, or a battery that
+        cannot finish ``passes`` passes of ``cards`` cards. ``what`` is refused: the
+        ``pass`` or the ``hand`` the refusal names."""
         fault = self.latched_fault()
         if fault is not None:
             article = "An" if fault.kind.value[0] in "aeiou" else "A"
             raise FaultLatchedError(f"{article} {fault.kind.value} fault is latched: "
                                     f"{fault.message}")
+        if not self.device.health().tray_loaded:
+            raise TrayEmptyError(f"The tray is empty: put the {cards} cards in the tray, "
+                                 "then start again. Nothing was started.")
         est = self.battery_estimate(cards)
         if est.monitor is not None and est.monitor.blocks:
             # nothing is known of the battery: not "low battery", and not the battery's fix
             self.show(Status(Signal.FAULT))
-            raise BatteryMonitorError(f"{est.monitor.message} This pass was not started.")
+            raise BatteryMonitorError(f"{est.monitor.message} This {what} was not started.")
+        over = over_voltage(est.volts)
+        if over is not None:  # the driver's limit, whatever the charge says
+            self.show(Status(Signal.FAULT))
+            raise OverVoltageError(f"{over} This {what} was not started.")
         why = batt.refusal(est, passes)
         if why is None:
             return
         where = "under load" if est.under_load else "at rest"
         block = " (a different block from the last pass's)" if est.swapped else ""
+        left = (f"about {words.passes(est.passes_left)}" if est.passes_left
+                else "not one pass")
         figures = (f"Battery {est.volts:.2f} V {where}{block}, {est.percent:.0f}% "
-                   f"({self.battery_config.chemistry}): about {est.passes_left} passes of "
-                   f"{cards} cards left, {passes} asked.")
+                   f"({self.battery_config.chemistry}): {left} of "
+                   f"{words.plural(cards, 'card')} left, {passes} asked.")
         self.show(Status(Signal.LOW_BATTERY))
-        raise LowBatteryError(f"{figures} {why} This pass was not started.")
+        raise LowBatteryError(f"{figures} {why} This {what} was not started.")
 
     def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None,
                  passes_after: int = 0, context: dict[str, Any] | None = None, *,
@@ -228,24 +262,23 @@ class PassController:
         report = replace(report, fault=count_fault(report))
         problems = []
         try:
-            self.audit.append(self._audit_entry(entry, report))
+            other = self.audit.append(self._audit_entry(entry, report))
         except FileAccessError as e:
             problems.append(str(e))
+        else:
+            if other is not None:  # another process settled it: its record and latch stand
+                raise LockLostError(self._recorded_elsewhere(other, report))
         try:
             self._record(report)
         except FileAccessError as e:
             problems.append(str(e))
         if problems:
             raise self._unsaved(report, problems)
-        log.info(
-            "pass",
-            expected=report.expected,
-            counted=report.counted,
-            piles=list(report.piles),
-            seconds=round(report.seconds, 3),
-            fault=report.fault.kind.value if report.fault else None,
-            min_volts=report.min_volts,
-        )
+        log.info(  # as reports.pass_log says it (the CLI logs a service's passes so)
+            "pass", expected=report.expected, counted=report.counted,
+            piles=list(report.piles), seconds=round(report.seconds, 3),
+            fault=report.fault.kind.value if report.fault else None, retries=report.retries,
+            min_volts=None if report.min_volts is None else round(report.min_volts, 2))
         if report.fault is not None:
             self.show(Status(Signal.FAULT if report.fault.kind.latches else Signal.READY))
             log.info("pass fault", kind=report.fault.kind.value, message=report.fault.message)
@@ -274,12 +307,22 @@ class PassController:
             return UnsavedFaultError(f"{report.fault.message} {tail}")
         return FileAccessError(tail)
 
+    def _recorded_elsewhere(self, other: dict[str, Any], report: PassReport) -> str:
+        how = "interrupted" if other.get("interrupted") else "ended"
+        return (f"The pass ran ({report.counted} of {report.expected} cards), but another "
+                f"process already recorded pass {other.get('id')} as {how} in "
+                f"{self.audit.path}: was the machine's lock file removed while this one "
+                "ran? This pass's end is not recorded a second time, and that record and "
+                "its latch stand: put every card back in the tray, then `shuffler status` "
+                "and `shuffler clear`.")
+
     def _settle_cut_off(self, entry: dict[str, Any]) -> None:
         """A pass that ended by an exception: recorded as interrupted, its latch kept
         (best effort: when even this cannot be written the next start settles it)."""
         try:
-            self.audit.append({**entry, "time": _now(), "interrupted": True,
-                               "counted": None, "version": __version__})
+            if self.audit.append({**entry, "time": self.wall(), "interrupted": True,
+                                  "counted": None, "version": __version__}) is not None:
+                return  # settled by another process already: its counters stand
 
             def change(s: State) -> None:
                 s.interrupted += 1
@@ -308,7 +351,7 @@ class PassController:
         entry: dict[str, Any] = {}
 
         def change(s: State) -> None:
-            entry.update(id=s.next_pass_id, started=_now(), cards=cards,
+            entry.update(id=s.next_pass_id, started=self.wall(), cards=cards,
                          device=self.device.info.kind, **context)
             s.next_pass_id += 1
             s.in_flight = dict(entry)
@@ -317,7 +360,7 @@ class PassController:
         return entry
 
     def _audit_entry(self, entry: dict[str, Any], report: PassReport) -> dict[str, Any]:
-        return {**entry, "time": _now(), "counted": report.counted,
+        return {**entry, "time": self.wall(), "counted": report.counted,
                 "expected": report.expected, "piles": list(report.piles),
                 "seconds": round(report.seconds, 3),
                 "volts": None if report.min_volts is None else round(report.min_volts, 3),
@@ -335,11 +378,11 @@ class PassController:
         flight = state.in_flight
         if not flight:
             return None
-        done = self.audit.has(flight["id"])
+        cut_off = {**flight, "time": self.wall(), "interrupted": True, "counted": None,
+                   "version": __version__}
+        done = self.audit.append(cut_off)  # the record there if the pass has one already
         if done is None:
-            done = {**flight, "time": _now(), "interrupted": True, "counted": None,
-                    "version": __version__}
-            self.audit.append(done)
+            done = cut_off
             log.warning("interrupted pass recorded", id=flight["id"])
 
         def change(s: State) -> None:

@@ -7,14 +7,15 @@ and touch for the next pass. The two pile sensors tell which pile went on top
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from shuffler.config import Config
 from shuffler.control.controller import PassController
-from shuffler.core.mechanics import Pile
+from shuffler.control.touch import PASS_RUNNING, Ignore, Keep, Machine, Start
+from shuffler.core.labels import Watch, hand_label
+from shuffler.core.mechanics import Pile, Stacked
 from shuffler.core.planning import Mode, PackTracker, Planner, RandomSource, make_planner
 from shuffler.device.contract import (
     EventKind,
@@ -38,9 +39,6 @@ log = get_logger("shuffler.hand")
 TICK = 0.1
 #: seconds of device time a hand's last pass waits for the dealer to lift the first pile
 LAST_LIFT = 3.0
-#: seconds after a pass ends during which a touch is the dealer restacking, not a start
-RESTACK_LOCKOUT = 0.5
-
 #: faults after which the hand goes on (the pass finished, only degraded)
 CONTINUABLE = frozenset({FaultKind.COUNT_MISMATCH})
 
@@ -50,6 +48,8 @@ class PassRecord:
     number: int  # 1-based within the hand
     report: PassReport
     stacking: Pile | None  # which pile the sensors saw go on top afterwards
+    #: how that stacking came about (None: no restack followed, a fault stopped the hand)
+    stacked: Stacked | None = None
 
 
 @dataclass
@@ -67,10 +67,97 @@ class HandReport:
     resumed_at: int | None = None  # the pass an interrupted hand resumed at
     departures: list[int] = field(default_factory=list)  # passes stacked off the light
     deck: str | None = None  # with two decks in turn: "A" or "B", the one shuffled
+    #: the rule the seat's departures were seen to follow before this hand (None: none),
+    #: which takes the exact label off it (shuffler.core.labels)
+    pattern: str | None = None
 
     @property
     def fault(self):
         return next((r.report.fault for r in reversed(self.records) if r.report.fault), None)
+
+
+def stacked_as(stacking: Pile | None, asked: Pile, *, warned: bool = False,
+               kept: bool = False) -> Stacked:
+    """The pass's record: how the stacking the sensors saw came about."""
+    if stacking is None:
+        return Stacked.UNKNOWN
+    if stacking is asked:
+        return Stacked.CORRECTED if warned else Stacked.FOLLOWED
+    return Stacked.KEPT if kept else Stacked.IGNORED
+
+
+class Lifts:
+    """The pile lifts after a pass, as the sensors see them, against the light's ask.
+
+    An *attempt* is the lifts since the light asked, or since the last warning. When an
+    attempt's first lift is the other pile than the light shows, or the other pile
+    follows the first within ``both_window`` (both at once: the sensors cannot tell), the
+    machine warns at once (:meth:`lift` answers ``"warn"``) and a new attempt begins: the
+    dealer puts the piles back and lifts the one the light shows. The warning stands
+    until an attempt lifts the pile the light shows first and the other one at least
+    ``both_window`` seconds later (``"right"``): the stack then matches the light. Pure.
+    """
+
+    def __init__(self, ask: Status, both_window: float) -> None:
+        assert ask.on_top is not None
+        self.ask, self.asked, self.both_window = ask, ask.on_top, both_window
+        self.seen: list[InputEvent] = []  # every lift since the light asked
+        self.attempt: list[InputEvent] = []
+        #: device time of the wrong first lift the stack has not yet answered (None: none)
+        self.warned: float | None = None
+        self.ever_warned = False
+        self.kept = False  # the dealer kept the warned-of stack on purpose (a long press)
+
+    def lift(self, ev: InputEvent) -> str | None:
+        """``"warn"``: the other pile lifted first, say so now; ``"right"``: the stack now
+        matches the light after a warning; None: nothing to say."""
+        self.seen.append(ev)
+        first = self.attempt[0] if self.attempt else None
+        together = (first is not None and len(self.attempt) == 1 and ev.pile is not first.pile
+                    and ev.at - first.at < self.both_window)
+        if (first is None and ev.pile is not self.asked) or together:
+            self.warned, self.ever_warned, self.attempt = ev.at, True, []
+            return "warn"
+        self.attempt.append(ev)
+        if self.warned is not None and \
+                stacking_from_lifts(self.attempt, self.both_window) is self.asked:
+            self.warned = None
+            return "right"
+        return None
+
+    @property
+    def light(self) -> Status:
+        """What the light shows now: the ask, or its warning."""
+        return replace(self.ask, warn=True) if self.warned is not None else self.ask
+
+    @property
+    def settled(self) -> bool:
+        """No warning stands and both piles have been lifted."""
+        return self.warned is None and len({e.pile for e in self.seen}) == 2
+
+    @property
+    def stacking(self) -> Pile | None:
+        """The pile that went on top: the light's after a correction, else as the
+        sensors saw every lift (the first lift of each pile)."""
+        if self.ever_warned and self.warned is None:
+            return self.asked
+        return stacking_from_lifts(self.seen, self.both_window)
+
+    @property
+    def stacked(self) -> Stacked:
+        return stacked_as(self.stacking, self.asked, warned=self.ever_warned, kept=self.kept)
+
+
+@dataclass(frozen=True)
+class Listeners:
+    """Who hears what a hand does (see :meth:`HandRunner.run`)."""
+
+    on_pass_start: Callable[[int, int], None] | None = None
+    on_card: Callable[[int, int], None] | None = None
+    on_pass_done: Callable[[PassRecord], None] | None = None
+    on_stack: Callable[[Status, PassReport | None], None] | None = None
+    on_tick: Callable[[], None] | None = None
+    on_ignored: Callable[[str], None] | None = None
 
 
 def pending_hand(state: State) -> dict | None:
@@ -93,6 +180,9 @@ class HandRunner:
         self.planner = planner
         self.config = config
         self.tracker: PackTracker | None = None  # in memory only: it is as secret as a plan
+        #: the seat's watch on departures that follow a rule looking at the cards
+        self.watch = Watch()
+        self.hear = Listeners()
 
     def run(
         self,
@@ -102,82 +192,112 @@ class HandRunner:
         on_pass_start: Callable[[int, int], None] | None = None,
         on_card: Callable[[int, int], None] | None = None,
         on_pass_done: Callable[[PassRecord], None] | None = None,
-        on_stack: Callable[[Status], None] | None = None,
+        on_stack: Callable[[Status, PassReport | None], None] | None = None,
         on_tick: Callable[[], None] | None = None,
         on_ignored: Callable[[str], None] | None = None,
     ) -> HandReport:
         """``on_stack`` hears what the status LED is about to ask the dealer (which pile
-        on top), before the dealer does it. ``on_tick()`` is called while a pass runs (by
-        a device that does so) and at least every :data:`TICK` seconds while the hand
-        waits for the dealer. ``on_ignored(why)`` hears of every touch the machine did not
-        take (while a pass ran, or inside the restack lock-out): the dealer is told too."""
-        self._on_ignored = on_ignored
+        on top, or its warning: ``Status.warn``, the other pile lifted first), before the
+        dealer does it; its first ask after a pass comes with the report of the pass just
+        dealt (its record, with the stacking, follows the restack in ``on_pass_done``),
+        the warning and the ask again after it with None. ``on_tick()`` is called while
+        a pass runs (by a device that does so) and at least every :data:`TICK` seconds
+        while the hand waits for the dealer.
+        ``on_ignored(why)`` hears of every touch the machine did not take (while a pass
+        ran, inside the restack lock-out, while the warning stands): the dealer is told
+        too."""
+        self.hear = Listeners(on_pass_start, on_card, on_pass_done, on_stack, on_tick,
+                              on_ignored)
+        report, first, dealer = self._begin(passes, cards)
+        for index in range(first, passes):
+            record = self._pass(report, index, passes, cards)
+            report.records.append(record)
+            if self.hear.on_pass_done:
+                self.hear.on_pass_done(record)
+            if self._stops(record.report):
+                break
+        self._finish(report, first, passes, cards, dealer)
+        return report
+
+    def _begin(self, passes: int, cards: int) -> tuple[HandReport, int, int]:
+        """The hand's report, and the pass it starts at (a pending hand resumes)."""
         seats = self.config.table.seats
         state = self.controller.store.load()
         dealer = dealer_index(state, self.config)
-        report = HandReport(
-            state.hands_completed + 1,
-            seats[dealer],
-            seats[(dealer + 1) % len(seats)],
-            passes,
-            self.planner.mode,
-        )
+        report = HandReport(state.hands_completed + 1, seats[dealer],
+                            seats[(dealer + 1) % len(seats)], passes, self.planner.mode)
         if self.config.table.decks == 2:
             report.deck = "AB"[state.deck % 2]
         tracker = self.tracker = PackTracker(cards, self.device.info.feed)
+        # the seat's watch: a pattern seen before this hand takes the exact label off it
+        self.watch = Watch.from_dict(state.watch.get(report.dealer))
+        report.pattern = self.watch.pattern
         pending = state.hand
         first, resuming = 0, False
         if pending and (pending["passes"], pending["cards"]) == (passes, cards):
             resuming = True
             first = pending["done"]  # resume: the passes done are done, the rest follow
             tracker.order, tracker.from_start = None, False  # where the cards are is unknown
-        self.controller.check_ready(cards, passes - first)
+        self.controller.check_ready(cards, passes - first, what="hand")
         self.controller.update(lambda s: setattr(s, "hand", {
             "number": report.number, "passes": passes, "cards": cards,
             "mode": self.planner.mode.value, "done": first}))
         # a hand left pending resumes, even at its first pass (a jam in pass 1): the
         # field says so whenever "resuming hand N at pass P" was said
         report.resumed_at = first + 1 if resuming else None
-        for index in range(first, passes):
-            number = index + 1
-            if on_pass_start:
-                on_pass_start(number, passes)
-            plan = self.planner.plan(index, cards, tracker)
-            context = {"hand": report.number, "pass": number, "mode": self.planner.mode.value}
-            result = self.controller.run_pass(plan, on_card, passes_after=passes - number,
-                                              context=context, on_tick=on_tick)
-            ended = self._now()
-            self._ignore_touches("a pass was running", tell=True)
-            stop = result.fault is not None and result.fault.kind not in CONTINUABLE
-            last = number == passes
-            stacking = None
-            if not stop:  # done, whatever happens while the dealer restacks
-                self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
-                ask = Status(Signal.STACK, plan.on_top, None if last else number + 1, passes)
-                if on_stack:
-                    on_stack(ask)
-                self.controller.show(ask)
-                try:
-                    stacking = self._await_restack(number, passes, not last, ended, on_tick,
-                                                   ask)
-                except DeviceTimeoutError:  # no touch: the pass that ran is still reported
-                    record = PassRecord(number, result, None)
-                    report.records.append(record)
-                    if on_pass_done:
-                        on_pass_done(record)
-                    raise
-            tracker.after_pass(plan, result.counted, stacking)
-            self.planner.observe(index, plan, result.counted, stacking)
-            record = PassRecord(number, result, stacking)
-            report.records.append(record)
-            if on_pass_done:
-                on_pass_done(record)
-            if stop:
-                break
-        report.tracking = tracker.known and tracker.from_start
-        report.distance = self.planner.distance(cards, first + len(report.records))
-        report.distance_exact = self.planner.exact and report.resumed_at is None
-        report.departures = list(self.planner.departures)
+        return report, first, dealer
+
+    @staticmethod
+    def _stops(result: PassReport) -> bool:
+        return result.fault is not None and result.fault.kind not in CONTINUABLE
+
+    def _pass(self, report: HandReport, index: int, passes: int, cards: int) -> PassRecord:
+        """One pass and the restack after it (none after a fault that stops the hand)."""
+        assert self.tracker is not None
+        number = index + 1
+        if self.hear.on_pass_start:
+            self.hear.on_pass_start(number, passes)
+        plan = self.planner.plan(index, cards, self.tracker)
+        context = {"hand": report.number, "pass": number, "mode": self.planner.mode.value}
+        result = self.controller.run_pass(plan, self.hear.on_card, passes_after=passes - number,
+                                          context=context, on_tick=self.hear.on_tick)
+        self._ignore_touches(PASS_RUNNING, tell=True)
+        lifts = None
+        if not self._stops(result):  # done, whatever happens while the dealer restacks
+            self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
+            ask = Status(Signal.STACK, plan.on_top, None if number == passes else number + 1,
+                         passes)
+            try:
+                lifts = self._restack(ask, result, number, passes)
+            except DeviceTimeoutError:  # no touch: the pass that ran is still reported
+                record = PassRecord(number, result, None)
+                report.records.append(record)
+                if self.hear.on_pass_done:
+                    self.hear.on_pass_done(record)
+                raise
+        stacking = lifts.stacking if lifts else None
+        self.tracker.after_pass(plan, result.counted, stacking)
+        self.planner.observe(index, plan, result.counted, stacking)
+        if lifts is not None:
+            self.watch.see(plan.on_top, stacking, plan.labels)
+        return PassRecord(number, result, stacking, lifts.stacked if lifts else None)
+
+    def _finish(self, report: HandReport, first: int, passes: int, cards: int,
+                dealer: int) -> None:
+        """The hand's figures; a completed hand moves the deal on and shows ready."""
+        assert self.tracker is not None
+        seats = self.config.table.seats
+        report.tracking = self.tracker.known and self.tracker.from_start
+        done = first + len(report.records)
+        label = hand_label(self.planner.exact and report.resumed_at is None,
+                           self.planner.distance(cards, done),
+                           self.planner.steered_distance(cards, done), report.pattern)
+        report.distance, report.distance_exact = label.distance, label.exact
+        watch = self.watch.to_dict()
+        self.controller.update(lambda s: s.watch.update({report.dealer: watch}))
+        # a pass a fault stopped was never restacked: no departure (a jam is a jam)
+        unfinished = {r.number for r in report.records if r.stacked is None}
+        report.departures = [d for d in self.planner.departures if d not in unfinished]
         report.completed = first + len(report.records) == passes and not (
             report.fault and report.fault.kind not in CONTINUABLE
         )
@@ -192,122 +312,129 @@ class HandRunner:
 
             self.controller.update(advance)
             self.controller.show(Status(Signal.READY))
-        log.info(
-            "hand",
-            number=report.number,
-            dealer=report.dealer,
-            passes=len(report.records),
-            completed=report.completed,
-        )
-        return report
+        log.info("hand", number=report.number, dealer=report.dealer,
+                 passes=len(report.records), completed=report.completed)
 
     def _now(self) -> float:
-        return device_now(self.device)
+        return self.device.now()
 
-    _on_ignored: Callable[[str], None] | None = None
-
-    def _told(self, why: str, ask: Status | None = None) -> None:
-        """A touch the machine did not take is told, never dropped in silence: the event
-        (the page shows it) and, between passes, the prompt again (one short beep and
-        the pile's colour: touch again)."""
-        log.info("touch ignored", why=why)
-        if self._on_ignored is not None:
-            self._on_ignored(why)
-        if ask is not None:
-            self.controller.show(ask)
-
-    def _ignore_touches(self, why: str, tell: bool = False) -> list[InputEvent]:
-        """Drop the touches queued so far (they never start a pass); keep the rest."""
-        kept = []
-        for ev in self.device.drain_events():
-            if ev.kind is not EventKind.TOUCH:
-                kept.append(ev)
-            elif tell:
-                self._told(why)
-            else:
-                log.debug("touch ignored", why=why)
-        return kept
-
-    def _await_last_lifts(self, queued: list[InputEvent],
-                          on_tick: Callable[[], None] | None) -> list[InputEvent]:
-        """After the last pass no touch follows: wait (up to :data:`LAST_LIFT` seconds of
-        device time) for the dealer to lift both piles, so a backend whose dealer acts a
-        moment after the light (gpio, serial) sees the same stacking as one whose dealer
-        acts at once (sim). Only one pile lifted by then: the sensors cannot tell."""
-        lifts: list[InputEvent] = []
-        start = self._now()
-        while len({e.pile for e in [*queued, *lifts]}) < 2:
-            left = LAST_LIFT - (self._now() - start)
-            if left <= 0:
-                break
-            ev = self.device.wait_event(min(TICK, left))
-            if on_tick is not None:
-                on_tick()
-            if ev is not None and ev.kind is EventKind.PILE_LIFTED:
-                lifts.append(ev)
+    # -- between passes: the restack ------------------------------------------------
+    def _restack(self, ask: Status, result: PassReport, done: int, of: int) -> Lifts:
+        """Ask for the stack and follow the dealer's lifts; between passes also wait for
+        the touch that starts the next, as the touch policy decides
+        (:mod:`shuffler.control.touch`: not within the restack lock-out of the pass's
+        end, nor with the tray empty, nor while a warning stands unless kept)."""
+        # the lock-out runs from the light that asks for the restack (device time): on a
+        # simulator many times faster than real, the host's own work after the pass is
+        # seconds of the machine's time
+        self.controller.touch.pass_ended(self._now())
+        self._ask(ask, result)
+        lifts = Lifts(ask, self.config.mechanism.both_window_s)
+        if ask.next_pass is None:
+            self._await_last_lifts(lifts)
+        else:
+            self._await_touch(lifts, done, of)
+            self._ignore_touches()
+        log.debug("restacked", after_pass=done,
+                  on_top=lifts.stacking.name if lifts.stacking is not None else None,
+                  stacked=lifts.stacked.value)
         return lifts
 
-    def _await_restack(self, done: int, of: int, wait_touch: bool, ended: float,
-                       on_tick: Callable[[], None] | None = None,
-                       ask: Status | None = None) -> Pile | None:
-        """Collect pile lifts; between passes also wait for the touch that starts the next.
-        A touch within :data:`RESTACK_LOCKOUT` seconds of the pass's end (the dealer is
-        still restacking) or with the tray empty starts nothing."""
-        lifts = [e for e in self._ignore_touches("the dealer is restacking")
-                 if e.kind is EventKind.PILE_LIFTED] if not wait_touch else []
-        if not wait_touch:
-            lifts += self._await_last_lifts(lifts, on_tick)
+    def _ask(self, ask: Status, result: PassReport | None = None) -> None:
+        if self.hear.on_stack:
+            self.hear.on_stack(ask, result)
+        self.controller.show(ask)
+
+    def _lifted(self, lifts: Lifts, ev: InputEvent) -> None:
+        """A pile lifted: the wrong one first is warned of at once (the light, its beeps,
+        the page and the prompt); a stack that now matches the light asks again as before."""
+        said = lifts.lift(ev)
+        if said == "warn":
+            log.info("the other pile lifted first", asked=lifts.asked.name.lower())
+            self._ask(lifts.light)
+        elif said == "right":
+            log.info("the stack now matches the light", asked=lifts.asked.name.lower())
+            self._ask(lifts.ask)
+
+    def _wait(self, seconds: float) -> InputEvent | None:
+        ev = self.device.wait_event(seconds)
+        if self.hear.on_tick is not None:
+            self.hear.on_tick()
+        return ev
+
+    def _await_last_lifts(self, lifts: Lifts) -> None:
+        """After the last pass no touch follows: wait (up to :data:`LAST_LIFT` seconds of
+        device time, from the light or from a warning) for the dealer to lift both piles,
+        so a backend whose dealer acts a moment after the light (gpio, serial) sees the
+        same stacking as one whose dealer acts at once (sim). Only one pile lifted by
+        then: the sensors cannot tell; a warning not answered by then: ignored."""
+        for ev in self._ignore_touches():
+            if ev.kind is EventKind.PILE_LIFTED:
+                self._lifted(lifts, ev)
+        start = self._now()
+        while not lifts.settled:
+            since = max(start, lifts.warned) if lifts.warned is not None else start
+            left = LAST_LIFT - (self._now() - since)
+            if left <= 0:
+                break
+            got = self._wait(min(TICK, left))
+            if got is not None and got.kind is EventKind.PILE_LIFTED:
+                self._lifted(lifts, got)
+
+    def _await_touch(self, lifts: Lifts, done: int, of: int) -> None:
+        """Follow the lifts until a touch starts the next pass (or a long press keeps a
+        stack warned of, or a stop ends the hand)."""
         timeout = self.config.hand.touch_timeout_s
         since = self._now()
-        while wait_touch:
-            if self.controller.stop_requested:  # the next pass never starts: the hand ends
-                break
+        while not self.controller.stop_requested:  # a stop: the next pass never starts
             left = timeout - (self._now() - since)
             if left <= 1e-9:  # never a wait too short for the clock to move
                 raise DeviceTimeoutError(
                     f"No touch within {timeout:.0f} s after pass {done} of {of}: the hand "
                     "stops here. Run the hand again when ready."
                 )
-            ev = self.device.wait_event(min(TICK, left))
-            if on_tick is not None:
-                on_tick()
+            ev = self._wait(min(TICK, left))
             if ev is None:
                 continue
             if ev.kind is EventKind.PILE_LIFTED:
-                lifts.append(ev)
-            elif ev.kind is EventKind.TOUCH:
-                if too_soon(self.device, ev, ended, lifts):
-                    self._told("too soon after the pass: the dealer is still restacking", ask)
-                elif not self.device.health().tray_loaded:
-                    log.warning("touch ignored: the tray is empty; put the pack in the tray, "
-                                "then touch", after_pass=done)
-                else:
-                    break
-        if wait_touch:
-            self._ignore_touches("a second touch for the same pass")
-        stacking = stacking_from_lifts(lifts, self.config.mechanism.both_window_s)
-        log.debug("restacked", after_pass=done, on_top=stacking.name if stacking else None)
-        return stacking
+                self._lifted(lifts, ev)
+            elif ev.kind in (EventKind.TOUCH, EventKind.LONG_PRESS):
+                decision = self.controller.touch.decide(ev, Machine(
+                    tray_loaded=self.device.health().tray_loaded, restacking=True,
+                    warned=lifts.warned))
+                if isinstance(decision, Keep):
+                    lifts.kept = True
+                    log.info("the stack kept as it is", asked=lifts.asked.name.lower())
+                if isinstance(decision, Start | Keep):
+                    return
+                if isinstance(decision, Ignore):
+                    self._told(decision, lifts.light)
 
+    # -- touches not taken ----------------------------------------------------------
+    def _told(self, ignored: Ignore, ask: Status | None = None) -> None:
+        """A touch the machine did not take is told, never dropped in silence: the event
+        (the page shows it) and, between passes, the prompt again (one short beep and
+        the pile's colour: touch again; or the warning, while it stands), or the
+        refusal's own light."""
+        log.info("touch ignored", why=ignored.why)
+        if self.hear.on_ignored is not None:
+            self.hear.on_ignored(ignored.why)
+        light = ignored.light or ask
+        if light is not None:
+            self.controller.show(light)
 
-def too_soon(device: object, touch: InputEvent, ended: float,
-             lifts: list[InputEvent]) -> bool:
-    """A touch within :data:`RESTACK_LOCKOUT` of the pass's end (``ended``,
-    :func:`device_now`), measured on the device's clock. A serial MCU stamps its inputs
-    in its own time but has no clock the host can read, so there the first pile lifted
-    since the pass is the mark: a touch that far after it on the MCU's clock is
-    certainly past the lock-out (however fast a simulated MCU runs); else host time."""
-    if getattr(device, "clock", None) is None and lifts and \
-            touch.at - lifts[0].at >= RESTACK_LOCKOUT:
-        return False
-    return device_now(device) - ended < RESTACK_LOCKOUT
-
-
-def device_now(device: object) -> float:
-    """Device time when the device keeps a clock (its events are stamped in it), so the
-    restack lock-out is the same however fast a simulated machine runs; else the host's."""
-    clock = getattr(device, "clock", None)
-    return clock.now() if clock is not None else time.monotonic()
+    def _ignore_touches(self, ignored: Ignore | None = None,
+                        tell: bool = False) -> list[InputEvent]:
+        """Drop the touches queued so far (they never start a pass); keep the rest."""
+        kept = []
+        for ev in self.device.drain_events():
+            if ev.kind is not EventKind.TOUCH:
+                kept.append(ev)
+            elif tell and ignored is not None:
+                self._told(ignored)
+            else:
+                log.debug("touch ignored", why="a touch for a pass already decided")
+        return kept
 
 
 def play_hand(controller: PassController, config: Config, *, passes: int, cards: int,

@@ -1,8 +1,8 @@
 """What the dealer sees: one panel, the same words on the page and in the terminal.
 
-:class:`Panel` is pure: the service feeds it what happens (the status LED's signal,
-pass progress, reports, the status snapshot, the score) and it keeps the panel the page
-draws, with a version number that goes up on every change. The prompts are written
+:class:`Panel` is pure: the page's face feeds it what the service says (the status
+LED's signal, pass progress, reports, the status snapshot, the score) and it keeps the
+panel the page draws, with a version number that goes up on every change. The prompts are written
 once here, so ``shuffler hand`` in a terminal and the page say the same thing.
 """
 
@@ -25,9 +25,19 @@ def stack_prompt(on_top: Pile | None, last: bool = False) -> str:
     return f"Put {pile}, then touch"
 
 
+def wrong_pile_prompt(on_top: Pile | None) -> str:
+    """The other pile was lifted first (``Status.warn``): the page and the CLI say so."""
+    pile = "the pile the light shows" if on_top is None else f"the {on_top.name} pile"
+    return (f"The other pile first: put it back and lift {pile} first "
+            "(or hold the sensor to keep the stack as it is)")
+
+
 def ready_prompt(number: int, of: int) -> str:
     return f"Load the pack and touch to start pass {number} of {of}"
 
+
+#: a pass refused for the battery, when the panel has no figures to say more
+LOW_BATTERY_PROMPT = "Battery low: change the 9 V battery before the next pass"
 
 #: after a hand's last pass, until the next pass starts: the pack is ready to deal
 SHUFFLED_PROMPT = "Shuffled: deal"
@@ -48,6 +58,21 @@ def clear_steps(kind: str) -> list[str]:
         return ["Check the cable to the machine's board.",
                 "Hold the touch sensor for two seconds, or press Clear."]
     return list(CLEAR_STEPS)
+
+
+def battery_headline(battery: dict[str, Any] | None, passes: int) -> str | None:
+    """What the headline says when the battery would refuse the next touch, which needs
+    ``passes`` more passes (None: it would not). The same rule as the refusal
+    (shuffler.core.battery.refusal): critical, or fewer passes left than needed."""
+    if not battery or battery.get("measured") is False or "passes_left" not in battery:
+        return None
+    left = battery["passes_left"]
+    if battery.get("state") == "critical":
+        return "Battery critical: change the 9 V battery, no pass can start"
+    if isinstance(left, int) and left < passes:
+        return (f"Battery low: about {left} pass{'es' if left != 1 else ''} left, {passes} "
+                "needed: change the 9 V battery")
+    return None
 
 
 def fault_headline(message: str) -> str:
@@ -82,42 +107,59 @@ class Panel:
             p["number"] = status.next_pass
         if status.of is not None:
             p["of"] = status.of
-        if status.signal is Signal.STACK:
+        if status.signal is Signal.STACK and status.warn:
+            self._change(phase="wrong_pile", prompt=wrong_pile_prompt(status.on_top),
+                         **{"pass": p})
+        elif status.signal is Signal.STACK:
             last = status.next_pass is None
             self._change(phase="stack", prompt=stack_prompt(status.on_top, last), **{"pass": p})
         elif status.signal is Signal.RUNNING:
             self._change(phase="dealing", prompt=f"Dealing pass {p['number']} of {p['of']}",
                          **{"pass": p})
-        elif status.signal is Signal.LOW_BATTERY:
-            self._change(phase="low_battery",
-                         prompt="Battery low: change the 9 V battery before the next pass")
+        elif status.signal is Signal.LOW_BATTERY:  # a pass refused: the figures if known
+            need = p["of"] - p["number"] + 1 if self.data["phase"] != "shuffled" else p["of"]
+            self._change(phase="low_battery", prompt=battery_headline(
+                self.data["battery"], need) or LOW_BATTERY_PROMPT)
         elif status.signal is Signal.READY and self.data["phase"] not in ("fault", "shuffled"):
-            self._change(phase="ready", prompt=ready_prompt(p["number"], p["of"]),
-                         **{"pass": p})
+            self._change(**self._ready(p, self.data["battery"]), **{"pass": p})
 
-    def event(self, ev: dict[str, Any]) -> None:
-        """A progress event of a pass or hand (the socket's events)."""
-        kind = ev.get("event")
-        p = dict(self.data["pass"])
-        if kind == "pass_start":
-            p.update(number=ev["number"], of=ev["of"], counted=0)
-            self._change(phase="dealing", prompt=f"Dealing pass {p['number']} of {p['of']}",
-                         notice=None, **{"pass": p})
-        elif kind == "touch_ignored":  # the touch (or the page's Start pass) started nothing
-            self._change(notice=str(ev.get("why") or "touch ignored"),
-                         ignored=self.data["ignored"] + 1)
-        elif kind == "card":
-            p.update(counted=ev["counted"], expected=ev["expected"])
-            self._change(**{"pass": p})
+    def _ready(self, p: dict[str, Any], battery: dict[str, Any] | None,
+               shuffled: bool = False) -> dict[str, Any]:
+        """The phase and headline before a touch: ready (or shuffled), or what the battery
+        would refuse the touch for."""
+        need = p["of"] if shuffled else p["of"] - p["number"] + 1
+        if (why := battery_headline(battery, need)) is not None:
+            return {"phase": "low_battery", "prompt": why}
+        if shuffled:
+            return {"phase": "shuffled", "prompt": SHUFFLED_PROMPT}
+        return {"phase": "ready", "prompt": ready_prompt(p["number"], p["of"])}
+
+    def pass_started(self, number: int, of: int) -> None:
+        p = {**self.data["pass"], "number": number, "of": of, "counted": 0}
+        self._change(phase="dealing", prompt=f"Dealing pass {number} of {of}", notice=None,
+                     **{"pass": p})
+
+    def counted(self, counted: int, expected: int) -> None:
+        self._change(**{"pass": {**self.data["pass"], "counted": counted,
+                                 "expected": expected}})
+
+    def touch_ignored(self, why: str) -> None:
+        """The touch (or the page's Start pass) started nothing, and why."""
+        self._change(notice=why or "touch ignored", ignored=self.data["ignored"] + 1)
 
     def hand_done(self, summary: dict[str, Any]) -> None:
         """A hand's summary (also when a fault stopped it): shuffler.control.reports.last_hand. A
-        completed hand leaves the panel at "shuffled: deal" until the next pass starts."""
-        if not summary.get("completed") or self.data["phase"] == "fault":
+        completed hand leaves the panel at "shuffled: deal" until the next pass starts; the
+        panel's ``hand`` is the last hand that is over (one a fault stopped goes on after
+        the clear, so it is not)."""
+        if not summary.get("completed"):
+            return
+        if self.data["phase"] == "fault":
             self._change(hand=summary)
             return
         p = {**self.data["pass"], "number": 1, "counted": 0, "expected": None}
-        self._change(hand=summary, phase="shuffled", prompt=SHUFFLED_PROMPT, **{"pass": p})
+        self._change(hand=summary, **self._ready(p, self.data["battery"], shuffled=True),
+                     **{"pass": p})
 
     def status(self, status: dict[str, Any]) -> None:
         """The service's status snapshot: fault, battery, dealer, counters."""
@@ -128,15 +170,16 @@ class Panel:
             "counters": status.get("counters"), "fault": fault}
         if status.get("notice"):
             values["notice"] = status["notice"]
-        if status.get("last_hand"):
+        if (status.get("last_hand") or {}).get("completed"):
             values["hand"] = status["last_hand"]
+        phase, p = self.data["phase"], self.data["pass"]
         if fault:
             values.update(phase="fault", prompt=fault_headline(fault["message"]),
                           clear_steps=clear_steps(fault["kind"]))
-        elif self.data["phase"] == "fault":
-            p = self.data["pass"]
-            values.update(phase="ready", prompt=ready_prompt(p["number"], p["of"]),
-                          clear_steps=[])
+        elif phase == "fault":
+            values.update(**self._ready(p, values["battery"]), clear_steps=[])
+        elif phase in ("ready", "shuffled", "low_battery"):
+            values.update(self._ready(p, values["battery"], shuffled=phase == "shuffled"))
         if {k: self.data.get(k) for k in values} != values:
             self._change(**values)
 

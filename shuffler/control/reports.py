@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from fractions import Fraction
+
     from shuffler.config import Config
     from shuffler.control.controller import PassController
     from shuffler.control.hand import HandReport, PassRecord
@@ -20,7 +22,8 @@ def exit_code(fault: dict[str, Any] | None) -> int:
     return EXIT_BATTERY if fault["kind"] == "low_battery" else EXIT_FAULT
 
 
-def pass_dict(report: PassReport, number: int = 1, stacking=None) -> dict[str, Any]:
+def pass_dict(report: PassReport, number: int = 1, stacking=None,
+              stacked=None) -> dict[str, Any]:
     return {
         "number": number,
         "counted": report.counted,
@@ -31,11 +34,23 @@ def pass_dict(report: PassReport, number: int = 1, stacking=None) -> dict[str, A
         "min_volts": None if report.min_volts is None else round(report.min_volts, 3),
         "retries": report.retries,
         "stacking": stacking.name.lower() if stacking is not None else None,
+        "stacked": stacked.value if stacked is not None else None,
     }
 
 
+def pass_log(p: dict[str, Any]) -> dict[str, Any]:
+    """A pass's log line (``-v``), from its report as :func:`pass_dict` makes it: the
+    volts as the text rounds them, the retries said; the same in-process or through the
+    service (the CLI logs the service's pass events so)."""
+    fault = p["fault"]
+    return {"expected": p["expected"], "counted": p["counted"], "piles": list(p["piles"]),
+            "seconds": p["seconds"], "fault": fault["kind"] if fault else None,
+            "retries": p["retries"],
+            "min_volts": None if p["min_volts"] is None else round(p["min_volts"], 2)}
+
+
 def record_dict(record: PassRecord) -> dict[str, Any]:
-    return pass_dict(record.report, record.number, record.stacking)
+    return pass_dict(record.report, record.number, record.stacking, record.stacked)
 
 
 def passes_done(hand: HandReport) -> int:
@@ -54,6 +69,7 @@ def last_hand(hand: dict[str, Any]) -> dict[str, Any]:
     return {k: hand[k] for k in ("number", "dealer", "passes_done", "passes",
                                  "completed", "tracking", "distance")} | {
         "distance_note": hand.get("distance_note"),
+        "distance_exact": hand.get("distance_exact"),
         "fault": hand["fault"]}
 
 
@@ -81,34 +97,73 @@ def _passes(numbers: list[int]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+#: the watch's rules in the dealer's words
+RULE_WORDS = {"last-card": "the pile the last card fell on goes on top",
+              "first-card": "the pile the first card fell on goes on top",
+              "taller": "the taller pile goes on top",
+              "not-last-card": "the pile the last card did not fall on goes on top",
+              "not-first-card": "the pile the first card did not fall on goes on top",
+              "shorter": "the shorter pile goes on top"}
+
+
 def distance_note(hand: HandReport) -> str | None:
     """Why the distance is a bound, in the dealer's words (None: it is what was planned).
 
     The bound after a departure from the light covers a dealer who chose the pile by
     looking at the cards (docs/mixing.md): the figure is what can be promised, not what
     a careless dealer usually costs."""
-    said = []
+    said = [*_stacking_reasons(hand), *_fault_reasons(hand)]
+    if hand.pattern is not None:
+        said.append(f"the dealer's departures have followed a rule ({RULE_WORDS[hand.pattern]})"
+                    ", which can bias even the hands that matched the light, until the "
+                    "light is followed a while")
+    if not said:
+        return None
+    if hand.distance is None:
+        return "; ".join(said) + ": how random this hand is cannot be said"
+    return "; ".join(said) + f": this hand is random to within {_limit_words(hand.distance)}"
+
+
+def _stacking_reasons(hand: HandReport) -> list[str]:
+    """What the dealer's stacking did to the hand: departures, seen and unseen."""
     seen = {r.number: r.stacking for r in hand.records}
     unseen = [n for n in hand.departures if seen.get(n, 0) is None]
     other = [n for n in hand.departures if n not in unseen]
+    said = []
     if other:
         said.append(f"you put the other pile on top after pass {_passes(other)}")
     if unseen:
         said.append(f"the pile sensors could not tell which pile went on top after pass "
                     f"{_passes(unseen)}")
+    return said
+
+
+def _fault_reasons(hand: HandReport) -> list[str]:
+    """What the machine did to the hand: a resume, a wrong count, a pass that stopped."""
+    from shuffler.control.hand import CONTINUABLE
+
+    stopped = [r for r in hand.records
+               if r.report.fault is not None and r.report.fault.kind not in CONTINUABLE]
+    miscounted = [r.number for r in hand.records
+                  if r not in stopped and r.report.counted != r.report.expected]
+    said = []
     if hand.resumed_at is not None:
         said.append(f"the hand resumed at pass {hand.resumed_at} from an order nobody tracked")
-    if not hand.tracking and not unseen:
-        said.append("a count came out wrong, so the controller lost track of the cards")
-    if not said:
-        return None
-    if hand.distance is None:
-        return "; ".join(said) + ": how random this hand is cannot be said"
-    x = f"{float(hand.distance):.4g}"
-    limit = ">0.9999" if hand.distance < 1 and float(x) >= 1 else x
-    if hand.distance == 0:
-        limit = "0 (exactly random)"
-    return "; ".join(said) + f": this hand is random to within {limit}"
+    if miscounted:
+        said.append(f"the count came out wrong in pass {_passes(miscounted)}, so the "
+                    "controller lost track of the cards")
+    for r in stopped:
+        kind = r.report.fault.kind.value.replace("_", " ")  # type: ignore[union-attr]
+        said.append(f"pass {r.number} stopped ({kind})")
+    return said
+
+
+def _limit_words(distance: Fraction) -> str:
+    """The bound as the note prints it: four digits, never a rounded-up 1."""
+    if distance == 0:
+        return "0 (exactly random)"
+    x = f"{float(distance):.4g}"
+    return ">0.9999" if distance < 1 and float(x) >= 1 else x
 
 
 def hand_dict(hand: HandReport) -> dict[str, Any]:
@@ -126,6 +181,7 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "distance_exact": hand.distance_exact,
         "resumed_at": hand.resumed_at,
         "departures": list(hand.departures),
+        "pattern": hand.pattern,
         "distance_note": distance_note(hand),
         "deck": hand.deck,
         "fault": fault.to_dict() if fault else None,

@@ -18,7 +18,15 @@ from collections.abc import Callable
 from typing import Any
 
 from shuffler.config import Config
-from shuffler.core.score import Game, Result, ScoreError, StaleScoreError, check_target, new_game
+from shuffler.core.score import (
+    Game,
+    Result,
+    ScoreError,
+    StaleScoreError,
+    after,
+    check_target,
+    new_game,
+)
 from shuffler.store.state import State, StateStore
 
 HISTORY = 20  # undo steps kept with the game
@@ -40,14 +48,16 @@ class ScoreBook:
         """The game being scored: the stored one, or a first game for the seats."""
         return self._load()[0]
 
-    def _reply(self, game: Game, undo: list, redo: list, done: str | None = None
+    def _reply(self, game: Game, undo: list[dict[str, Any]], redo: list[dict[str, Any]],
+               done: str | None = None
                ) -> dict[str, Any]:
         score = game.to_dict()
         score["undo"] = undo[-1]["label"] if undo else None
         score["redo"] = redo[-1]["label"] if redo else None
         return {"score": score, "done": done, "exit": 0}
 
-    def _save(self, game: Game, undo: list, redo: list, dealer: int | None = None) -> None:
+    def _save(self, game: Game, undo: list[dict[str, Any]], redo: list[dict[str, Any]],
+              dealer: int | None = None) -> None:
         state: State = self.store.load()
         state.score = {**game.to_dict(), "undo": undo[-HISTORY:], "redo": redo[-HISTORY:]}
         if dealer is not None:
@@ -102,16 +112,22 @@ class ScoreBook:
                  version: int | None = None) -> dict[str, Any]:
         """Change the game's target or the teams' names."""
         def change(game: Game) -> str:
-            said = []
+            said, reopened = [], ""
             if target is not None:
+                won = game.winner
                 game.retarget(target)
                 said.append(f"the target ({target})")
+                if won is not None and game.winner is None:  # the page asks before this
+                    reopened = (f"; {game.team_name(won)} had won at {game.totals[won]}, so "
+                                "the game goes on")
             if names is not None:
+                before = game.names
                 game.rename(names)
-                said.append(f"the names ({game.team_name(0)}, {game.team_name(1)})")
+                if game.names != before or not said:
+                    said.append(f"the names ({game.team_name(0)}, {game.team_name(1)})")
             if not said:
                 raise ScoreError("give a target or names to change")
-            return " and ".join(said)
+            return " and ".join(said) + reopened
         return self._change(version, change)
 
     def undo(self, version: int | None = None) -> dict[str, Any]:
@@ -159,8 +175,8 @@ class ScoreBook:
             label = f"the new game (game {game.number} stood {a} to {b})"
             fresh = new_game(seats, target or (game.target if stored else
                                                self.config.table.game_to),
-                             game.number + 1 if stored else 1,
-                             game.names if names is None else None)
+                             game.next_number(), game.names if names is None else None,
+                             after(game))
             if names is not None:
                 fresh.rename(names)
             return fresh, label

@@ -17,7 +17,7 @@ from typing import Any
 from shuffler.config import Config
 from shuffler.control.controller import PassController
 from shuffler.control.hand import pending_hand, play_hand
-from shuffler.control.panel import stack_prompt
+from shuffler.control.panel import stack_prompt, wrong_pile_prompt
 from shuffler.control.reports import (
     EXIT_OK,
     battery_dict,
@@ -32,7 +32,7 @@ from shuffler.control.scorebook import ScoreBook
 from shuffler.control.signals import ENDINGS, ending
 from shuffler.core.planning import Mode, PackTracker, RandomSource, make_planner
 from shuffler.core.score import Game
-from shuffler.device.contract import ShufflerDevice, Signal, Status
+from shuffler.device.contract import PassReport, ShufflerDevice, Signal, Status
 
 Event = Callable[[dict[str, Any]], None]
 Tick = Callable[[], None]
@@ -71,13 +71,22 @@ def motor_off_on_exit(device: ShufflerDevice) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def stack_event(status: Status) -> dict[str, Any]:
-    """Between passes: which pile goes on top, in the words the page uses too."""
+def stack_event(status: Status, report: PassReport | None = None,
+                number: int | None = None) -> dict[str, Any]:
+    """Between passes: which pile goes on top, in the words the page uses too, and the
+    pass just dealt (before the restack: its stacking not yet known), so its report can
+    be said before the prompt; with ``warning``, the other pile was lifted first."""
     last = status.next_pass is None
-    return {"event": "stack",
-            "on_top": status.on_top.name.lower() if status.on_top is not None else None,
-            "next_pass": status.next_pass, "of": status.of,
-            "prompt": stack_prompt(status.on_top, last)}
+    event: dict[str, Any] = {
+        "event": "stack",
+        "on_top": status.on_top.name.lower() if status.on_top is not None else None,
+        "next_pass": status.next_pass, "of": status.of,
+        "prompt": stack_prompt(status.on_top, last)}
+    if report is not None and number is not None:
+        event["pass"] = pass_dict(report, number)
+    if status.warn:
+        event.update(warning=True, prompt=wrong_pile_prompt(status.on_top))
+    return event
 
 
 class Session:
@@ -132,7 +141,8 @@ class Session:
             mode=Mode(mode) if mode else self.config.hand.mode, rng=self.rng,
             on_pass_start=lambda n, of: on_event({"event": "pass_start", "number": n, "of": of}),
             on_card=lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
-            on_stack=lambda st: on_event(stack_event(st)),
+            on_stack=lambda st, report: on_event(stack_event(
+                st, report, (st.next_pass - 1) if st.next_pass else st.of)),
             on_pass_done=lambda r: on_event({"event": "pass", "pass": record_dict(r),
                                              "of": of}),
             on_tick=on_tick,
@@ -141,7 +151,9 @@ class Session:
     def do_clear(self) -> dict[str, Any]:
         had = self.controller.latched_fault()
         cleared = self.controller.clear()
+        still = None if cleared else self.device.health().fault
         return {"cleared": cleared, "cleared_fault": had.to_dict() if had else None,
+                **({"still": still.to_dict()} if still is not None else {}),
                 "exit": 0 if cleared else 3}
 
     # -- the score (no device needed) -----------------------------------------------

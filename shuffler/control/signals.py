@@ -3,7 +3,7 @@
 - SIGINT (Ctrl-C), SIGTERM (``kill``, systemd), SIGHUP (the SSH session dropped;
   left alone under ``nohup``), SIGQUIT (Ctrl-\\, no core dump), SIGUSR1, SIGUSR2: the
   motor goes off and the command exits 128 + N (130, 143, 129, 131, 138, 140); ``serve``
-  exits 0.
+  exits 0, and takes SIGHUP as the daemon's reload (:mod:`shuffler.service.loop`).
 - SIGTSTP (Ctrl-Z): the motor stops first (the pass ends ``stopped``, a hand with it),
   then the process suspends; ``fg`` goes on from there.
 - SIGKILL and SIGSTOP run nothing: ``shuffler-safe`` (systemd's ``ExecStopPost=``) and

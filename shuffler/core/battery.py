@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shuffler.core.planning import default_passes
+from shuffler.limits import ADC_FULL_SCALE_VOLTS
 
 Points = tuple[tuple[float, float], ...]
 
@@ -161,8 +162,13 @@ DEFAULT_CRITICAL_VOLTS = 6.6
 #: one still gives 4.8 V under load), over MONITOR_FULL_SCALE_VOLTS over 12.9 V (the 9 V
 #: side takes 10.8 V at most, which the divider makes 2.68 V). ``selftest`` uses the same.
 MONITOR_FLOOR_VOLTS = 0.3
-MONITOR_FULL_SCALE_VOLTS = 3.2
+MONITOR_FULL_SCALE_VOLTS = ADC_FULL_SCALE_VOLTS
 WARM_UP = 3  # passes on a fresh battery the charge-per-card fit leaves out
+#: the monitor's step at the block: an MCP3008's 10 bits of its 3.3 V reference through the
+#: 100 kΩ + 33 kΩ divider, 13 mV (a reading is known to ± half of it however fine the ADC)
+VOLTS_STEP = 3.3 / 1024 * (100 + 33) / 33
+#: the budget's thriftiest pace (docs/hardware.md's "back to back" column): a pass every 15 s
+BACK_TO_BACK_SECONDS = 15.0
 NEW = 0.1  # this much more charge than the last pass left means a new battery
 
 
@@ -337,6 +343,25 @@ def _line(xs: list[float], ys: list[float]) -> tuple[float, float, float]:
     return slope, math.sqrt(rss / max(n - 2, 1) / sxx), rss
 
 
+def _within(curve: DischargeCurve, volts: float) -> bool:
+    """Inside the load curve, where charge still moves with volts (beyond either end
+    it is clamped, and a line through clamped points is flat whatever the block does)."""
+    return curve.load[0][1] < volts < curve.load[-1][1]
+
+
+def _step_error(curve: DischargeCurve, volts: Sequence[float], xs: Sequence[float]) -> float:
+    """The slope's standard error from the readings' rounding alone: each reading is off
+    by up to half a :data:`VOLTS_STEP` (uniform: σ = step/√12), which the curve turns into
+    charge at its local slope. Readings in the same step give a flat line with no
+    residual at all; this keeps such a fit from claiming a slope it never saw."""
+    mx = sum(xs) / len(xs)
+    sxx = sum((x - mx) ** 2 for x in xs)
+    dv = VOLTS_STEP / 2
+    per_volt = max((curve.charge_at(v + dv, True) - curve.charge_at(v - dv, True)) / VOLTS_STEP
+                   for v in volts)
+    return per_volt * VOLTS_STEP / math.sqrt(12) / math.sqrt(sxx)
+
+
 def fit(history: Sequence[PassRecord], curve: DischargeCurve,
         seconds_per_card: float = SECONDS_PER_CARD, cards: int = 24) -> Fit:
     """Charge used per card, learned from the passes recorded on this battery.
@@ -347,7 +372,10 @@ def fit(history: Sequence[PassRecord], curve: DischargeCurve,
     from 0 to 0.3 V and keeps the one that makes charge most nearly linear in
     cards. The first passes on a battery are left out: the polarisation is
     still building. Too little history: the power budget's charge for a pass of
-    ``cards`` cards at a euchre evening's pace.
+    ``cards`` cards at a euchre evening's pace. An offset that lifts a reading past the
+    curve's top is not tried (the charge there is clamped at full, and the line flat),
+    and the slope's error is at least what the readings' rounding to the monitor's step
+    gives (:func:`_step_error`): a slope is learned only when it stands out of both.
     """
     recs = history[WARM_UP:]
     if len(recs) >= 3:
@@ -359,9 +387,13 @@ def fit(history: Sequence[PassRecord], curve: DischargeCurve,
             fits = []
             for step in range(31):
                 sag = step * 0.01
-                ys = [curve.charge_at(rec.volts + sag, under_load=True) for rec in recs]
+                volts = [rec.volts + sag for rec in recs]
+                if not all(_within(curve, v) for v in volts):
+                    continue
+                ys = [curve.charge_at(v, under_load=True) for v in volts]
                 slope, se, rss = _line(xs, ys)
-                if slope < 0 and se < -slope:
+                se = max(se, _step_error(curve, volts, xs))
+                if slope < 0 and 2 * se < -slope:
                     fits.append((rss, -slope, se, sag))
             if fits:
                 # on a straight stretch of the curve every offset fits alike: take the
@@ -429,6 +461,23 @@ def budget_tables() -> str:
     return "\n".join(rows)
 
 
+def ceiling(usable: float, recorded: int, curve: DischargeCurve, cards: int) -> int:
+    """The most passes left an estimate may give: the power budget's figure for the charge
+    left (at a euchre evening's pace), plus, for each pass recorded on this block, the
+    share of a pass the budget's back-to-back pace uses (0.76 for 24 cards).
+
+    A block that uses at least the back-to-back charge a pass then never reads above the
+    figure the budget gave it fresh (each pass costs the ceiling more than it adds), and
+    one that is thriftier gains less than a pass a pass: from one hand to the next the
+    ceiling never climbs by a hand. What the passes teach lowers the estimate at once and
+    lifts it only as fast as that; a fit through a few readings in 13 mV steps can never
+    claim thousands.
+    """
+    evening = pass_charge(curve, cards)
+    thrifty = pass_charge(curve, cards, seconds_per_pass=BACK_TO_BACK_SECONDS)
+    return int(usable / evening + recorded * thrifty / evening)
+
+
 def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
              cards: int, passes_per_hand: int, chemistry: str = "alkaline",
              cutoff_load_volts: float = DEFAULT_CUTOFF_LOAD_VOLTS,
@@ -453,8 +502,10 @@ def estimate(volts: float, under_load: bool, history: Sequence[PassRecord], *,
     cutoff = curve.charge_at(cutoff_load_volts + f.sag, under_load=True)
     usable = max(0.0, charge - cutoff)
 
+    most = ceiling(usable, len(history), curve, cards)
+
     def passes(rate: float) -> int:
-        return int(usable / (rate * cards)) if rate > 0 else 10**6
+        return min(int(usable / (rate * cards)), most) if rate > 0 else most
 
     best = passes(f.per_card)
     low, high = passes(f.per_card + 2 * f.se), passes(max(f.per_card - 2 * f.se, f.per_card / 4))

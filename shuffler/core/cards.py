@@ -20,15 +20,6 @@ from typing import Protocol
 from shuffler.errors import BadInputError
 
 MAX_CARDS = 104
-#: the loads the machine is built for; any count from 1 to MAX_CARDS is accepted
-NAMED_PACKS = {
-    24: "euchre",
-    25: "euchre + joker",
-    28: "28-card",
-    32: "piquet",
-    52: "standard",
-    104: "two decks",
-}
 
 RANKS = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K", "A")
 

@@ -153,6 +153,11 @@ class Planner(Protocol):
         from the start of the hand) whatever rule the dealer stacks by: exact if
         :attr:`exact`, else an upper bound; None: nothing can be said."""
 
+    def steered_distance(self, cards: int, passes_done: int) -> Fraction | None:
+        """The bound :meth:`distance` would give had the dealer departed from the light:
+        what holds for a seat whose departures are seen to follow a rule that looks at
+        the cards (:mod:`shuffler.core.labels`), on the hands that matched the light too."""
+
     @property
     def exact(self) -> bool:
         """Whether :meth:`distance` is the distance itself rather than a bound."""
@@ -234,13 +239,18 @@ class CoinPlanner(_Departures):
         return not self._faulty and not self._first and not self.departures
 
     def distance(self, cards: int, passes_done: int) -> Fraction | None:
-        from shuffler.core.mixing import tv_coin, tv_steered
+        from shuffler.core.mixing import tv_coin
 
         if self.departures:
-            return min(tv_steered(cards, m) for m in range(self._run + 1))
+            return self.steered_distance(cards, passes_done)
         if self.exact:
             return tv_coin(cards, passes_done)
         return tv_coin(cards, self._best)
+
+    def steered_distance(self, cards: int, passes_done: int) -> Fraction | None:
+        from shuffler.core.mixing import tv_steered
+
+        return min(tv_steered(cards, m) for m in range(self._run + 1))
 
 
 # -- planned mode ---------------------------------------------------------------
@@ -457,6 +467,16 @@ class PlannedPlanner(_Departures):
         if self.since(self._bound_from):  # the dealer departed within the current codes
             return tv_steered(cards, span, "planned") if 2**span >= cards else tv_any(cards)
         return tv_planned(cards, span)
+
+    def steered_distance(self, cards: int, passes_done: int) -> Fraction | None:
+        if self.distance(cards, passes_done) is None:
+            return None
+        from shuffler.core.mixing import tv_any, tv_steered
+
+        span = max(0, passes_done - (self._bound_from or 0))
+        if self._dealer_replan or 2**span < cards:
+            return tv_any(cards)
+        return tv_steered(cards, span, "planned")
 
 
 def make_planner(mode: Mode, passes: int, rng: RandomSource | None = None) -> Planner:

@@ -34,6 +34,8 @@ TARGETS = (10, 11, 15, 21)
 MAX_TARGET = 100
 RENEGE_POINTS = 2  # the house rule: the same as a euchre
 MAX_NAME = 32
+#: finished and abandoned games kept with the score (the evening's results sheet)
+MAX_PLAYED = 200
 
 
 class ScoreError(BadInputError):
@@ -127,6 +129,8 @@ class Game:
     names: tuple[str, str] | None = None
     #: moves on with every change; a request naming another version is stale
     version: int = 0
+    #: the games this table played before this one (:meth:`summary`), oldest first
+    played: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def totals(self) -> tuple[int, int]:
@@ -200,6 +204,20 @@ class Game:
         who = self.team_name(r.makers if r.renege is None else r.renege)
         return f"hand {number} ({who} {r.what()}: {points} to {self.team_name(team)})"
 
+    def summary(self) -> dict[str, Any]:
+        """This game as the results sheet keeps it: who played, the score, who won
+        (None: it was given up before anyone reached the target)."""
+        return {"number": self.number, "target": self.target,
+                "names": list(self.names) if self.names else None,
+                "team_names": [self.team_name(0), self.team_name(1)],
+                "totals": list(self.totals), "winner": self.winner,
+                "hands": len(self.results)}
+
+    def next_number(self) -> int:
+        """The number of the game after this one: games are numbered as played, so a
+        game replaced before its first hand leaves its number to the next."""
+        return self.number + 1 if self.results else self.number
+
     def to_dict(self) -> dict[str, Any]:
         winner = self.winner
         return {"number": self.number, "target": self.target, "version": self.version,
@@ -207,7 +225,8 @@ class Game:
                 "names": list(self.names) if self.names else None,
                 "team_names": [self.team_name(0), self.team_name(1)],
                 "totals": list(self.totals), "winner": winner,
-                "hands": [r.to_dict() for r in self.results]}
+                "hands": [r.to_dict() for r in self.results],
+                "played": [dict(g) for g in self.played]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Game:
@@ -217,14 +236,28 @@ class Game:
             results = [Result(int(h["makers"]), int(h["tricks"]), bool(h["alone"]),
                               None if h.get("renege") is None else int(h["renege"]))
                        for h in data["hands"]]
+            played = [_played(g) for g in data.get("played", [])]
             game = cls((teams[0], teams[1]), int(data["target"]), int(data["number"]), results,
-                       _names(data.get("names")), int(data.get("version", 0)))
+                       _names(data.get("names")), int(data.get("version", 0)), played)
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
             raise ScoreError(f"the stored score is damaged ({e!r})") from None
         return game
 
     def copy(self) -> Game:
-        return replace(self, results=list(self.results))
+        return replace(self, results=list(self.results), played=list(self.played))
+
+
+def _played(g: dict[str, Any]) -> dict[str, Any]:
+    """One stored game of the results sheet, checked."""
+    names = _names(g.get("names"))
+    team_names = [str(n) for n in g["team_names"]]
+    totals = [int(t) for t in g["totals"]]
+    winner = g.get("winner")
+    if len(team_names) != 2 or len(totals) != 2 or winner not in (None, 0, 1):
+        raise ValueError(f"a played game is malformed: {g!r}")
+    return {"number": int(g["number"]), "target": int(g["target"]),
+            "names": list(names) if names else None, "team_names": team_names,
+            "totals": totals, "winner": winner, "hands": int(g["hands"])}
 
 
 def teams_for(seats: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -233,5 +266,14 @@ def teams_for(seats: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]
 
 
 def new_game(seats: tuple[str, ...], target: int = DEFAULT_TARGET, number: int = 1,
-             names: tuple[str, str] | None = None) -> Game:
-    return Game(teams_for(seats), target, number, names=names)
+             names: tuple[str, str] | None = None,
+             played: list[dict[str, Any]] | None = None) -> Game:
+    return Game(teams_for(seats), target, number, names=names, played=list(played or []))
+
+
+def after(game: Game) -> list[dict[str, Any]]:
+    """The results sheet once ``game`` is replaced: it joins the played games if a hand
+    of it was scored (a game replaced before its first hand was never played)."""
+    if not game.results:
+        return list(game.played)
+    return [*game.played, game.summary()][-MAX_PLAYED:]

@@ -24,16 +24,21 @@ from functools import cache
 
 from shuffler.core.mixing import eulerian_row, harmonic
 
-#: a test passes at the 99% level when its p-value is at least this
+#: each test's share of the battery's level: a test fails a truly random pack at most
+#: this often (measured at every size, tests/test_calibration.py)
 ALPHA = 0.01
+#: a test fails when its p-value is below this, half its share: the χ² and normal laws the
+#: p-values come from are approximations, and at 1% the tests measured up to 1.4% (the runs
+#: test, 52 and 104 cards, 500 hands); at 0.5% every test measured 0.2–0.75% at 3 to 104
+#: cards from its fewest hands to 500 (docs/mixing.md, "The battery's level")
+TEST_ALPHA = 0.005
 
 
-def combined_level(tests: int, alpha: float = ALPHA) -> float:
-    """How often the battery fails a truly random pack when it fails on any one of
-    ``tests`` tests at level ``alpha``, were the tests independent: 1 − (1 − α)^m.
-    (The union bound m·α holds whatever their dependence; tests/test_calibration.py
-    measures the rate.)"""
-    return 1 - (1 - alpha) ** tests
+def battery_level(tests: int) -> float:
+    """The most often the battery fails a truly random pack when it fails on any one of
+    ``tests`` tests, whatever their dependence: each fails at most :data:`ALPHA` of the
+    time, so the union bound gives m·α (3% for three tests, 5% for five)."""
+    return tests * ALPHA
 
 
 def ascending_runs(order: Sequence[int]) -> int:
@@ -103,7 +108,7 @@ def min_hands(name: str, n: int) -> int:
 
 def too_few(name: str, needed: int, df: int | None = None) -> TestResult:
     """A test that was not taken: too few hands for it to reach its level (it says so
-    rather than pass in silence; ``passed`` is true, as nothing was seen against it)."""
+    rather than pass in silence; ``passed`` is None: not tested)."""
     return TestResult(name, 0.0, df, 1.0, {"enough_hands": False, "min_hands": needed})
 
 
@@ -116,8 +121,13 @@ class TestResult:
     detail: dict
 
     @property
-    def passed(self) -> bool:
-        return self.p >= ALPHA
+    def taken(self) -> bool:
+        return self.detail.get("enough_hands") is not False
+
+    @property
+    def passed(self) -> bool | None:
+        """True or False by its p-value; None when it was not taken (too few hands)."""
+        return self.p >= TEST_ALPHA if self.taken else None
 
     def to_dict(self) -> dict:
         return {"name": self.name, "statistic": self.statistic, "df": self.df, "p": self.p,
@@ -196,20 +206,27 @@ def position_test(orders: Iterable[Sequence[int]], n: int) -> TestResult:
 
 
 def guess_score(order: Sequence[int]) -> int:
-    """Cards named by the rising-sequence guesser with feedback (see the module notes)."""
+    """Cards named by the rising-sequence guesser with feedback (see the module notes).
+
+    ``above[c]`` leads to the smallest unseen card at or above c (n: none), with the
+    path halved as it is followed, so a hand costs O(n α(n)), not O(n²)."""
     n = len(order)
-    unseen = [True] * n
+    above = list(range(n + 1))
+
+    def find(c: int) -> int:
+        while above[c] != c:
+            above[c] = above[above[c]]
+            c = above[c]
+        return c
+
     last = -1
     score = 0
-    lowest = 0
     for card in order:
-        guess = next((c for c in range(last + 1, n) if unseen[c]), None)
-        if guess is None:
-            while not unseen[lowest]:
-                lowest += 1
-            guess = lowest
+        guess = find(last + 1)
+        if guess == n:  # nothing unseen above the last card: the lowest unseen one
+            guess = find(0)
         score += guess == card
-        unseen[card] = False
+        above[card] = card + 1
         last = card
     return score
 
@@ -350,6 +367,19 @@ class Battery:
         stat = pearson * (n - 1) / n
         df = (n - 1) ** 2
         return TestResult("positions", stat, df, chi2_sf(stat, df), {"cells": n * n})
+
+
+def verdict(results: Sequence[TestResult]) -> bool | None:
+    """The battery's: False when a test failed, True when every test was taken and
+    passed, None when none failed but one was not taken (no pass without a test)."""
+    if any(r.passed is False for r in results):
+        return False
+    return True if all(r.taken for r in results) else None
+
+
+def hands_short(results: Sequence[TestResult], trials: int) -> int:
+    """How many more hands the battery needs before every test is taken."""
+    return max([r.detail["min_hands"] - trials for r in results if not r.taken] or [0])
 
 
 def _adjacent_alike(order: Sequence[int], labels: Sequence[object]) -> int:

@@ -55,13 +55,21 @@ class ScaledClock:
     Simulated time moves only when the simulation sleeps (as a :class:`VirtualClock`
     does), so what the simulator reports does not depend on how busy the host is;
     each sleep also waits ``seconds / speed`` of real time so a person can watch.
+    :meth:`idle` says how much simulated time a machine standing idle has seen since
+    (the simulator's device time goes on by it: shuffler's ``SimDevice.now``).
     """
+
+    #: an idle machine's time moves at most this much (simulated seconds) per look, or the
+    #: real time since if longer (never slower than real), so a very fast simulator
+    #: never jumps past a 32-bit millisecond stamp's wrap at once
+    IDLE_STEP = 60.0
 
     def __init__(self, speed: float, start: float = 0.0) -> None:
         if not speed > 0:
             raise ValueError(f"speed must be > 0, got {speed}")
         self.speed = speed
         self._virtual = VirtualClock(start)
+        self._rested = time.monotonic()  # real time when the simulation last slept
 
     def now(self) -> float:
         return self._virtual.now()
@@ -70,6 +78,17 @@ class ScaledClock:
         if seconds > 0:
             self._virtual.sleep(seconds)
             time.sleep(seconds / self.speed)
+        self._rested = time.monotonic()
+
+    def idle(self) -> float:
+        """Simulated seconds the machine has stood idle since it last slept (or since the
+        last call): real time since, ``speed`` times faster, at most :data:`IDLE_STEP`
+        (or the real time itself, if longer)."""
+        real = time.monotonic()
+        elapsed = max(real - self._rested, 0.0)
+        seconds = min(elapsed * self.speed, max(self.IDLE_STEP, elapsed))
+        self._rested = real
+        return seconds
 
 
 class VirtualClock:

@@ -33,6 +33,8 @@ class FaultKind(enum.Enum):
     JAM = "jam"
     MISFEED = "misfeed"
     COUNT_MISMATCH = "count_mismatch"
+    #: the count was reached with cards still in the tray: the beam saw a card as two
+    MISCOUNT = "miscount"
     LOW_BATTERY = "low_battery"
     LINK_LOST = "link_lost"
     MCU_RESTARTED = "mcu_restarted"
@@ -44,8 +46,8 @@ class FaultKind(enum.Enum):
     @property
     def latches(self) -> bool:
         """Faults that keep the motor locked until the dealer clears them."""
-        return self in (FaultKind.JAM, FaultKind.MISFEED, FaultKind.LINK_LOST,
-                        FaultKind.STATE_DAMAGED, FaultKind.INTERRUPTED)
+        return self in (FaultKind.JAM, FaultKind.MISFEED, FaultKind.MISCOUNT,
+                        FaultKind.LINK_LOST, FaultKind.STATE_DAMAGED, FaultKind.INTERRUPTED)
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,9 @@ class Status:
     of: int | None = None
     #: the same light again with one short beep: a touch the machine did not take
     told: bool = False
+    #: for STACK: the other pile was lifted first; put it back and lift ``on_top`` first
+    #: (its own light and beeps: shuffler.control.hand, docs/guide.md)
+    warn: bool = False
 
 
 @dataclass(frozen=True)
@@ -171,6 +176,25 @@ class FaultLimits:
     reverse_seconds: float = 0.3
     stall_volts: float = 5.6  # a stop with the battery below this under load is low battery
     max_pass_seconds: float = 90.0  # the motor never runs longer than this in one pass
+
+
+@dataclass(frozen=True)
+class EngineTimings:
+    """The mechanism's timings every backend runs a pass with, declared once: the
+    config's ``[gpio]`` keys (``GpioConfig.engine_timings``) give the machine's values,
+    and the GPIO backend, the simulator and a microcontroller's CONFIG all take this one
+    type. Zero everywhere (the default) is an ideal beam and a motor at full speed at once."""
+
+    soft_start_s: float = 0.0  # the motor ramps to full duty over this
+    glitch_s: float = 0.0  # a beam level counts once it has held this long (a pin's filter)
+    min_blocked_s: float = 0.0  # blocked for less than this is not a card
+    min_gap_s: float = 0.0  # a card counts once the beam then stayed clear this long
+
+    def quickened(self, factor: float) -> EngineTimings:
+        """For a machine whose cards come ``1 / factor`` times faster: a quicker card
+        blocks the beam, and leaves it, for less. The motor's soft start stays."""
+        return EngineTimings(self.soft_start_s, self.glitch_s * factor,
+                             self.min_blocked_s * factor, self.min_gap_s * factor)
 
 
 def feed_fault(kind: FaultKind, card: int, counted: int, expected: int) -> Fault:
@@ -282,6 +306,20 @@ class ShufflerDevice(abc.ABC):
         a latched fault makes this raise :class:`~shuffler.errors.FaultLatchedError`
         before anything moves. The motor is off when this returns or raises.
         """
+
+    @abc.abstractmethod
+    def now(self) -> float:
+        """The device's time, in seconds: the clock its :class:`InputEvent` stamps are in
+        and every rule about what the mechanism does is measured on (the restack lock-out,
+        a press that began before a fault). It never goes back while the machine runs.
+        A simulator's moves while the machine is idle, too; a microcontroller's is read
+        from its stamps (shuffler's host cannot read its clock between them)."""
+
+    def idle(self, wait: float) -> float:
+        """The service has ``wait`` seconds (real time) with nothing to do: a device whose
+        simulated machine lives only while someone waits on its clock waits there now;
+        returns what is left of ``wait`` to wait for a job. Default: all of it."""
+        return wait
 
     @abc.abstractmethod
     def battery(self) -> BatteryReading: ...

@@ -26,9 +26,19 @@ States (:class:`Phase`):
   H-bridge reverses; 0 by default, 20 ms on the microcontroller), the roller turns
   backwards for ``reverse_seconds``; beam edges
   now are the card backing out, never a count.
+- ``HOLD``: a microcontroller's host fell silent past the heartbeat rule
+  (:attr:`PassEngine.quiet`, set by the backend): a retry's reverse or ramp waits
+  here with the motor off, and goes on (a new brake first) once the host is heard.
+  An engine on the host itself is never quiet.
 - ``DONE``: the motor is off and the report is out. A stop (or a halt with
   another kind, such as a silent host) and the pass-time limit reach ``DONE``
   from any state; the motor goes off in the same step.
+
+A backend whose pass loop runs on the host (GPIO) tells the engine each time that
+loop wakes (:meth:`PassEngine.awake`), before anything else: a loop that stayed
+asleep longer than :attr:`PassEngine.blind_limit` (the longer of the jam and misfeed
+limits: it could have seen neither) was frozen, a process stopped or starved while
+the motor turned, so the pass ends ``interrupted`` (latched) with the motor off.
 
     >>> from shuffler.device.contract import FaultLimits
     >>> eng = PassEngine((0, 1), FaultLimits())
@@ -53,6 +63,7 @@ from dataclasses import dataclass
 
 from shuffler.core.mechanics import Pile
 from shuffler.device.contract import (
+    EngineTimings,
     Fault,
     FaultKind,
     FaultLimits,
@@ -60,6 +71,9 @@ from shuffler.device.contract import (
     feed_fault,
     stall_fault,
 )
+
+#: no soft start and an ideal beam: the engine's default timings
+IDEAL = EngineTimings()
 
 #: the engine asks for a tick (and backends call ``on_tick``) at least this often
 TICK_SECONDS = 0.05
@@ -76,11 +90,22 @@ HALT_MESSAGES = {
 }
 
 
+def frozen_fault(blind: float, card: int) -> Fault:
+    """The pass's own loop slept ``blind`` seconds: nobody watched the machine."""
+    return Fault(FaultKind.INTERRUPTED,
+                 f"The pass was not watched for {blind:.1f} s (the program was frozen: "
+                 "stopped, suspended or starved of the processor) while the motor ran, so "
+                 "it stopped the motor as soon as it woke: cards may be anywhere. Put "
+                 "every card back in the tray, then run `shuffler clear` and start again.",
+                 card)
+
+
 class Phase(enum.Enum):
     IDLE = "idle"
     RAMP = "ramp"
     FEED = "feed"
     REVERSE = "reverse"
+    HOLD = "hold"
     DONE = "done"
 
 
@@ -120,18 +145,22 @@ class PassEngine:
     """One pass by ``labels`` (0 left, 1 right, in feed order) under ``limits``."""
 
     def __init__(self, labels: Sequence[int], limits: FaultLimits, *,
-                 soft_start_s: float = 0.0, soft_start_steps: int = 5,
-                 can_reverse: bool = True, min_blocked: float = 0.0,
-                 min_gap: float = 0.0, brake_s: float = 0.0) -> None:
+                 timings: EngineTimings = IDEAL, soft_start_steps: int = 5,
+                 can_reverse: bool = True, brake_s: float = 0.0) -> None:
         self.labels = tuple(labels)
         self.limits = limits
-        self.soft_start_s = soft_start_s
-        self.steps = max(1, soft_start_steps) if soft_start_s > 0 else 1
+        self.timings = timings
+        self.soft_start_s = timings.soft_start_s
+        self.steps = max(1, soft_start_steps) if timings.soft_start_s > 0 else 1
         self.can_reverse = can_reverse
-        self.min_blocked = min_blocked
-        self.min_gap = min_gap
+        self.min_blocked = timings.min_blocked_s
+        self.min_gap = timings.min_gap_s
         self.brake_s = brake_s
         self._braking = False  # in REVERSE: the motor still off for brake_s
+        #: the host is silent past the heartbeat rule (a microcontroller's backend sets
+        #: it): no retry drives the motor until it is heard again
+        self.quiet = False
+        self._held = Phase.RAMP  # in HOLD: what starts once the host is heard
         self.phase = Phase.IDLE
         self.counted = self.retries = self._retries_here = 0
         self.piles = [0, 0]
@@ -139,6 +168,7 @@ class PassEngine:
         self.tray_loaded = True
         self.report: PassReport | None = None
         self._start = self._phase_at = self._last_card = self._last_tick = 0.0
+        self._awake_at = 0.0  # the backend's loop last woke (awake)
         self._step = 0
         self._blocked_at: float | None = None  # the card in the beam, if it may count
         self._cleared_at: float | None = None  # that card left the beam: counts after min_gap
@@ -154,6 +184,12 @@ class PassEngine:
         return self.phase is Phase.DONE
 
     @property
+    def blind_limit(self) -> float:
+        """The longest a pass loop may sleep between two :meth:`awake` calls: it could
+        have seen neither a jam nor a misfeed in that time."""
+        return max(self.limits.jam_seconds, self.limits.misfeed_seconds)
+
+    @property
     def deadline(self) -> float:
         """When :meth:`tick` must be called at the latest (inf when done)."""
         if self.done:
@@ -164,6 +200,8 @@ class PassEngine:
         elif self.phase is Phase.REVERSE:
             times.append(self._phase_at + self.brake_s
                          + (0.0 if self._braking else self.limits.reverse_seconds))
+        elif self.phase is Phase.HOLD:
+            pass  # nothing is due but the tick: the backend sets quiet between ticks
         elif self._cleared_at is not None:
             times.append(self._cleared_at + self.min_gap)
         elif self._blocked_at is not None:
@@ -176,7 +214,7 @@ class PassEngine:
     def start(self, at: float, tray_loaded: bool = True) -> list[Command]:
         if self.phase is not Phase.IDLE:
             raise RuntimeError("a pass engine runs one pass")
-        self._start = self._last_tick = at
+        self._start = self._last_tick = self._awake_at = at
         self.tray_loaded = tray_loaded
         if not self.labels:
             return self._finish(at, None)
@@ -235,6 +273,28 @@ class PassEngine:
     def tick(self, at: float) -> list[Command]:
         return self._advance(at)
 
+    def awake(self, at: float) -> list[Command]:
+        """The backend's pass loop woke at ``at`` (host time, read on waking): call it
+        first, before the inputs that came while it slept. Asleep longer than
+        :attr:`blind_limit` since the last call, the loop was frozen: the motor goes off
+        and the pass ends ``interrupted``, latched, before anything else is looked at.
+
+        >>> from shuffler.device.contract import FaultLimits
+        >>> eng = PassEngine((0, 1), FaultLimits())
+        >>> _ = eng.start(0.0)
+        >>> eng.awake(0.05), eng.awake(0.1)
+        ([], [])
+        >>> out = eng.awake(3.1)  # frozen for 3 s
+        >>> out[0], out[1].report.fault.kind.value, out[1].latch
+        (Motor(speed=0.0), 'interrupted', True)
+        """
+        if self.done or self.phase is Phase.IDLE:
+            return []
+        blind, self._awake_at = at - self._awake_at, max(self._awake_at, at)
+        if blind <= self.blind_limit:
+            return []
+        return self._finish(at, frozen_fault(blind, self.counted + 1))
+
     def stop(self, at: float, kind: FaultKind = FaultKind.STOPPED) -> list[Command]:
         """Motor off now; the pass ends with ``kind`` (a stop, a silent host, a reboot)."""
         if self.done:
@@ -245,8 +305,32 @@ class PassEngine:
 
     # -- the rules -----------------------------------------------------------------------
     def _ramp(self, at: float) -> list[Command]:
+        if self.quiet:
+            return self._hold(Phase.RAMP)
         self.phase, self._phase_at, self._step = Phase.RAMP, at, 0
         return self._advance(at)
+
+    def _hold(self, then: Phase) -> list[Command]:
+        """A retry's next move waits, the motor off, until the host is heard again."""
+        self.phase, self._held = Phase.HOLD, then
+        return self._set_motor(0.0)
+
+    def _back_out(self, at: float) -> list[Command]:
+        self.phase, self._phase_at, self._braking = Phase.REVERSE, at, True
+        return self._reversing(at)
+
+    def _reversing(self, at: float) -> list[Command]:
+        out: list[Command] = []
+        if self._braking and at >= self._phase_at + self.brake_s:
+            if self.quiet:
+                return self._hold(Phase.REVERSE)
+            self._braking = False
+            out += self._set_motor(-REVERSE_SPEED)
+        if not self._braking and \
+                at >= self._phase_at + self.brake_s + self.limits.reverse_seconds:
+            out += self._set_motor(0.0)
+            out += self._ramp(at)
+        return out
 
     def _set_motor(self, speed: float) -> list[Command]:
         if speed == self.motor:
@@ -277,13 +361,10 @@ class PassEngine:
                 self.phase = Phase.FEED
                 self._last_card = at  # the misfeed timer runs from full speed
         elif self.phase is Phase.REVERSE:
-            if self._braking and at >= self._phase_at + self.brake_s:
-                self._braking = False
-                out += self._set_motor(-REVERSE_SPEED)
-            if not self._braking and \
-                    at >= self._phase_at + self.brake_s + self.limits.reverse_seconds:
-                out += self._set_motor(0.0)
-                out += self._ramp(at)
+            out += self._reversing(at)
+        elif self.phase is Phase.HOLD:
+            if not self.quiet:  # heard again: the retry goes on where it waited
+                out += self._ramp(at) if self._held is Phase.RAMP else self._back_out(at)
         elif self.phase is Phase.FEED:
             if self._cleared_at is not None:
                 if at >= self._cleared_at + self.min_gap:
@@ -311,11 +392,7 @@ class PassEngine:
         self.retries += 1
         self._blocked_at = self._cleared_at = None  # the next clearing edge: backing out
         if self.can_reverse and self.limits.reverse_seconds > 0:
-            self.phase, self._phase_at = Phase.REVERSE, at
-            if self.brake_s > 0:
-                self._braking = True  # the motor stays off for brake_s first
-                return out
-            return [*out, *self._set_motor(-REVERSE_SPEED)]
+            return [*out, *self._back_out(at)]  # the motor stays off for brake_s first
         return [*out, *self._ramp(at)]
 
     def _finish(self, at: float, fault: Fault | None) -> list[Command]:
@@ -347,6 +424,19 @@ class EdgeFilter:
     def deadline(self) -> float:
         """When the level now pending will have held long enough (inf: none pending)."""
         return math.inf if self._pending is None else self._pending[1] + self.hold
+
+    @property
+    def known_until(self) -> float:
+        """The input's level is known up to this time: when the level now pending began
+        (it may yet prove a glitch, or an edge reported with that time), inf when none
+        is. An engine fed through the filter is advanced no further, or it would decide
+        (a card's gap held) on a level the filter has not yet let through.
+
+        >>> f = EdgeFilter(0.001, level=False)
+        >>> f.known_until, f.feed(True, 1.0), f.known_until
+        (inf, [], 1.0)
+        """
+        return math.inf if self._pending is None else self._pending[1]
 
     def feed(self, level: bool, at: float) -> list[tuple[bool, float]]:
         out = self.poll(at)

@@ -17,21 +17,36 @@ device is opened, so the core never depends on ``hardware_sim`` or
 The entry points are read from the ``*.dist-info/entry_points.txt`` files on
 ``sys.path`` (what :mod:`importlib.metadata` reads, without its import time on every
 command), and through :mod:`importlib.metadata` only when a name is not found so.
+
+:func:`open_device` opens a device by name; :func:`device_identity` says what machine
+a name opens (for its lock); :func:`plan_source` gives a device its plans' randomness.
+
+The *built-in* backends are the ones this distribution (``shuffler``) declares: the
+docs and the tests compare those (:func:`builtin`), so a backend package installed
+beside it changes no page and breaks no test, while help and errors name every one
+(:func:`usage`): the built-in first, then the others.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from shuffler.device.clock import Clock
-from shuffler.device.contract import ShufflerDevice
 from shuffler.errors import BadInputError
 
+if TYPE_CHECKING:  # types only: ``shuffler --help`` lists the devices through this module
+    from shuffler.core.planning import RandomSource
+    from shuffler.device.clock import Clock
+    from shuffler.device.contract import ShufflerDevice
+
 GROUP = "shuffler.devices"
+#: the distribution whose backends are the built-in ones (pyproject.toml's own entry points)
+DISTRIBUTION = "shuffler"
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
 DEFAULT_SIM_SPEED = 20.0
 
@@ -46,12 +61,15 @@ class SimOptions:
     habit: str = "instructed"
     #: the device starts as if powered this long (seconds): its clocks past their wraps
     uptime: float = 0.0
+    #: the simulated dealer ignores the warning of the other pile lifted first (and keeps
+    #: the stack with a long press) rather than correcting when told
+    ignores: bool = False
     clock: Clock | None = field(default=None, compare=False)  # tests inject a virtual clock
 
     @property
     def given(self) -> bool:
         return (self.seed is not None or bool(self.faults) or self.habit != "instructed"
-                or self.uptime > 0)
+                or self.uptime > 0 or self.ignores)
 
 
 @dataclass(frozen=True)
@@ -97,7 +115,17 @@ def unregister(name: str) -> None:
 def _scan() -> dict[str, str]:
     """``name -> "module:attr"`` of the group's entry points in every dist-info on
     sys.path (the first of a name wins, as on the import path)."""
-    found: dict[str, str] = {}
+    return {name: value for name, (value, _) in _scan_dists().items()}
+
+
+def _dist_name(folder: str) -> str:
+    """A distribution's normalised name from its ``NAME-VERSION.dist-info`` folder."""
+    return folder[:-len(".dist-info")].split("-")[0].lower().replace("_", "-").replace(".", "-")
+
+
+def _scan_dists() -> dict[str, tuple[str, str]]:
+    """``name -> ("module:attr", distribution)``, as :func:`_scan` finds them."""
+    found: dict[str, tuple[str, str]] = {}
     for entry in sys.path:
         try:
             names = os.listdir(entry or ".")
@@ -113,7 +141,7 @@ def _scan() -> dict[str, str]:
             except OSError:
                 continue
             for name, value in _section(text):
-                found.setdefault(name, value)
+                found.setdefault(name, (value, _dist_name(dist)))
     return found
 
 
@@ -139,7 +167,15 @@ def _load(value: str) -> Backend:
     import importlib
 
     module, _, attr = value.partition(":")
-    backend = importlib.import_module(module.strip())
+    try:
+        backend = importlib.import_module(module.strip())
+    except ModuleNotFoundError as e:
+        if not e.name or not (module.strip() + ".").startswith(e.name + "."):
+            raise  # the backend's own dependency: its error says which
+        raise BadInputError(
+            f"the entry point {value!r} of {GROUP} names a module that is not there: an "
+            "install older than the code (a backend moved); run pip install -e . again"
+        ) from None
     for part in attr.strip().split("."):
         backend = getattr(backend, part)
     if not isinstance(backend, Backend):
@@ -153,11 +189,42 @@ def names() -> list[str]:
     return list(dict.fromkeys([*_registered, *_scan(), *_metadata()]))
 
 
-def backends() -> list[Backend]:
-    """Every backend, loaded (for help and docs: it imports each backend's module):
-    the simulated first, ``NAME:ARG`` ones last, else by name."""
-    loaded = [_registered.get(name) or _load(_entry(name)) for name in names()]
+def builtin_names() -> list[str]:
+    """The names the ``shuffler`` distribution itself declares (not a test's registered
+    one, not another package's)."""
+    scanned = {n for n, (_, dist) in _scan_dists().items() if dist == DISTRIBUTION}
+    if not scanned:  # no dist-info on sys.path (an egg-info, a zip): ask importlib.metadata
+        from importlib.metadata import entry_points
+
+        scanned = {ep.name for ep in entry_points(group=GROUP)
+                   if ep.dist is not None and _dist_name(f"{ep.dist.name}-0.dist-info")
+                   == DISTRIBUTION}
+    return [n for n in names() if n in scanned and n not in _registered]
+
+
+def _ordered(loaded: list[Backend]) -> list[Backend]:
     return sorted(loaded, key=lambda b: (not b.simulated, bool(b.argument), b.name))
+
+
+def backends() -> list[Backend]:
+    """Every backend, loaded (for help and errors: it imports each backend's module):
+    the built-in first, then the others; in each, the simulated first, ``NAME:ARG``
+    ones last, else by name."""
+    return builtin() + others()
+
+
+def others() -> list[Backend]:
+    """The backends not built in (another package's, a test's registered one), loaded
+    and ordered as :func:`backends` orders them; none of ours is imported."""
+    ours = set(builtin_names())
+    return _ordered([_registered.get(name) or _load(_entry(name)) for name in names()
+                     if name not in ours])
+
+
+def builtin() -> list[Backend]:
+    """The built-in backends, loaded and ordered as :func:`backends` orders them: what
+    the docs list and the tests compare (a package installed beside changes neither)."""
+    return _ordered([_load(_entry(name)) for name in builtin_names()])
 
 
 def _entry(name: str) -> str:
@@ -196,9 +263,61 @@ def find(device: str) -> tuple[Backend, str | None]:
     return backend, argument or None
 
 
-def usage() -> str:
-    """The names as help says them: ``sim, sim-gpio, ... or serial:PORT``."""
-    shown = [b.usage for b in backends()]
-    if not shown:  # an editable install made before the entry points existed
+def usage(shown: list[Backend] | None = None) -> str:
+    """The names as help says them: ``sim, sim-gpio, ... or serial:PORT``; every backend's
+    unless given which (``usage(builtin())``: the docs')."""
+    said = [b.usage for b in (backends() if shown is None else shown)]
+    if not said:  # an editable install made before the entry points existed
         return f"a backend, but none is registered in {GROUP} (run pip install -e . again)"
-    return ", ".join(shown[:-1]) + f" or {shown[-1]}" if len(shown) > 1 else "".join(shown)
+    return ", ".join(said[:-1]) + f" or {said[-1]}" if len(said) > 1 else "".join(said)
+
+
+# -- opening a device ----------------------------------------------------------------
+
+def open_device(
+    name: str, config: Any, *, cards: int, sim: SimOptions | None = None
+) -> ShufflerDevice:
+    """The device called ``name``, loaded with ``cards`` cards if it is simulated
+    (``config``: a shuffler.config.Config)."""
+    sim = sim or SimOptions()
+    backend, argument = find(name)
+    if not backend.simulated and sim.given:
+        raise BadInputError(
+            f"--sim-seed, --sim-fault, --sim-dealer and --sim-uptime apply only to a simulated "
+            f"device, not to {name!r}"
+        )
+    return backend.open(Opening(config, cards, sim, argument))
+
+
+
+def device_identity(name: str) -> tuple[Path, bool] | None:
+    """What *is* the machine ``name`` opens, for its :class:`~shuffler.store.lock.DeviceLock`
+    (and whether that lock file is to be made): the first GPIO chip's node for ``gpio``
+    (every process picks the same one), the port for ``serial:PORT``, and for
+    ``sim-gpio`` the file its pins are kept in when they outlive the process
+    (``SHUFFLER_KEPT_PINS``: a lock file beside it, since that file is replaced on every
+    change). None: a machine private to this process (the other simulators)."""
+    import glob
+    import os
+
+    backend, argument = find(name)
+    if backend.name == "gpio":
+        chips = sorted(glob.glob("/dev/gpiochip*"))
+        return (Path(chips[0]), False) if chips else None
+    if argument is not None:
+        return Path(os.path.realpath(argument)), False
+    if backend.name == "sim-gpio" and (kept := os.environ.get("SHUFFLER_KEPT_PINS")):
+        return Path(kept + ".lock"), True
+    return None
+
+
+
+def plan_source(device: ShufflerDevice, seed: int | None) -> RandomSource:
+    """Plans come from the OS CSPRNG; only a simulated device takes a seed."""
+    if seed is None:
+        from shuffler.core.planning import system_random
+
+        return system_random()
+    if not device.info.accepts_seed:
+        raise BadInputError(f"the {device.info.kind} device refuses a random seed")
+    return random.Random(f"plans:{seed}")

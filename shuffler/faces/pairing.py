@@ -8,10 +8,24 @@ state folder (``pairing-code``, ``phones.json``, mode 0600; a token is kept only
 SHA-256), and the running service reads them again whenever they change, so a new code
 or a revocation holds at once. Nothing here logs the code or a token.
 
-Guessing is throttled (:class:`Throttle`): a client's first few wrong codes are judged,
-then it waits, twice as long each time (429 with ``Retry-After``), and the whole table
-judges at most :data:`GLOBAL_PER_MINUTE` wrong codes a minute from everyone together:
-with a code that lives ten minutes, that is at most 100 guesses of a million.
+A code's life is measured on the boot clock (``CLOCK_BOOTTIME``: it only moves forward,
+the same in every process, and counts a suspend), never on the wall clock: a Pi has no
+real-time clock, and before NTP sets it the wall clock may be days off and then jump. A
+code made in another boot is dead. The wall clock only says, for a person, until when
+(``expires``); a token does not expire, and its ``paired_at`` is only for reading.
+
+A phone may also pair with a touch on the machine, as a Hue bridge's link button does
+(:class:`TouchPairing`): the page asks (``POST /api/pair {"touch": true}``), says "touch
+the sensor to pair", and a touch on the sensor within :data:`TOUCH_WINDOW_S` seconds
+pairs it. Only the table can make that touch, so nothing sent from the network can
+pair without it; a touch while two addresses ask at once pairs neither (it cannot
+tell which is the dealer's) and tells both why.
+
+Guessing codes is throttled per address (:class:`Throttle`): a client's first few wrong
+codes are judged, then it waits, twice as long each time (429 with ``Retry-After``).
+Past :data:`GLOBAL_PER_MINUTE` wrong codes a minute from everyone together, only an
+address with no wrong code yet is judged: guessers from many addresses are held back,
+and the dealer's phone, which has sent none, is never shut out by them.
 """
 
 from __future__ import annotations
@@ -35,7 +49,9 @@ FREE_TRIES = 3  # wrong codes a client may send before it has to wait
 FIRST_WAIT_S = 5.0  # then 5 s, 10 s, 20 s ... up to MAX_WAIT_S
 MAX_WAIT_S = 900.0
 GLOBAL_PER_MINUTE = 10
-MAX_CLIENTS_TRACKED = 256
+MAX_CLIENTS_TRACKED = 1024
+TOUCH_WINDOW_S = 30.0  # a touch on the machine pairs a phone that asked this recently
+MAX_ASKING = 64  # phones asking to pair by touch at once (the oldest goes)
 MAX_PHONES = 32
 
 CODE_FILE = "pairing-code"
@@ -46,13 +62,31 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def boot_clock() -> float:
+    """Seconds since this boot, suspend included: the clock a code's life is measured on."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def boot_id() -> str:
+    """This boot's id (a boot clock reading means nothing in another boot)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
 @dataclass(frozen=True)
 class Code:
     code: str
-    expires: float  # epoch seconds
+    made: float  # on the boot clock
+    boot: str
+    lifetime: float = CODE_MINUTES * 60
 
-    def live(self, now: float) -> bool:
-        return now < self.expires
+    def left(self, clock: float, boot: str) -> float:
+        """Seconds the code has left on the boot clock at ``clock`` (0: dead)."""
+        if boot != self.boot or not 0 <= clock - self.made < self.lifetime:
+            return 0.0
+        return self.made + self.lifetime - clock
 
 
 @dataclass(frozen=True)
@@ -75,9 +109,12 @@ class Pairing:
     """The code and the paired phones in ``folder``, shared by the CLI and the service
     (every change under an exclusive lock, every write atomic)."""
 
-    def __init__(self, folder: Path, now: Callable[[], float] = time.time) -> None:
+    def __init__(self, folder: Path, now: Callable[[], float] = time.time,
+                 clock: Callable[[], float] = boot_clock,
+                 boot: Callable[[], str] = boot_id) -> None:
         self.folder = Path(folder)
-        self.now = now
+        self.now = now  # the wall clock: only for what a person reads
+        self.clock, self.boot = clock, boot
         self._cache: dict[str, tuple[tuple[int, int, int], Any]] = {}
 
     # -- the files ------------------------------------------------------------------
@@ -127,13 +164,23 @@ class Pairing:
 
     # -- the code ---------------------------------------------------------------------
     def code(self) -> Code | None:
-        """The code in force, or None (none made, used, expired or unreadable)."""
+        """The code in force, or None (none made, used, expired, made in another boot or
+        unreadable)."""
         data = self._read(CODE_FILE)
         if not (isinstance(data, dict) and isinstance(data.get("code"), str)
-                and isinstance(data.get("expires"), int | float)):
+                and isinstance(data.get("made"), int | float)
+                and isinstance(data.get("boot"), str)):
             return None
-        code = Code(data["code"], float(data["expires"]))
-        return code if code.live(self.now()) else None
+        code = Code(data["code"], float(data["made"]), data["boot"])
+        return code if self.left(code) > 0 else None
+
+    def left(self, code: Code) -> float:
+        """Seconds ``code`` has left, on the boot clock."""
+        return code.left(self.clock(), self.boot())
+
+    def expires(self, code: Code) -> float:
+        """When ``code`` dies by the wall clock (epoch seconds): for a person to read."""
+        return self.now() + self.left(code)
 
     def current_or_new(self) -> Code:
         """The live code, or a fresh one: what ``shuffler pair`` prints."""
@@ -145,8 +192,9 @@ class Pairing:
             return self._new_code()
 
     def _new_code(self) -> Code:
-        code = Code(f"{secrets.randbelow(10**6):06d}", self.now() + CODE_MINUTES * 60)
-        self._write(CODE_FILE, {"code": code.code, "expires": code.expires})
+        code = Code(f"{secrets.randbelow(10**6):06d}", self.clock(), self.boot())
+        self._write(CODE_FILE, {"code": code.code, "made": code.made, "boot": code.boot,
+                                "made_at": _iso(self.now())})
         return code
 
     def redeem(self, given: str, address: str, agent: str) -> tuple[Phone, str] | None:
@@ -157,13 +205,21 @@ class Pairing:
             if code is None or not hmac.compare_digest(given.encode(), code.code.encode()):
                 return None
             (self.folder / CODE_FILE).unlink(missing_ok=True)
-            token = secrets.token_urlsafe(24)
-            phone = Phone(secrets.token_hex(3), self.now(), address[:64], agent[:80])
-            phones = [p for p in self._phones_raw() if isinstance(p, dict)]
-            phones.append({**phone.to_dict(), "paired_at": phone.paired_at,
-                           "token_sha256": _hash(token)})
-            self._write(PHONES_FILE, phones[-MAX_PHONES:])
-            return phone, token
+            return self._add(address, agent)
+
+    def add(self, address: str, agent: str) -> tuple[Phone, str]:
+        """Pair a new phone (the table confirmed it: a touch): the phone and its token."""
+        with self._locked():
+            return self._add(address, agent)
+
+    def _add(self, address: str, agent: str) -> tuple[Phone, str]:
+        token = secrets.token_urlsafe(24)
+        phone = Phone(secrets.token_hex(3), self.now(), address[:64], agent[:80])
+        phones = [p for p in self._phones_raw() if isinstance(p, dict)]
+        phones.append({**phone.to_dict(), "paired_at": phone.paired_at,
+                       "token_sha256": _hash(token)})
+        self._write(PHONES_FILE, phones[-MAX_PHONES:])
+        return phone, token
 
     # -- the phones ---------------------------------------------------------------------
     def _phones_raw(self) -> list[Any]:
@@ -227,7 +283,9 @@ class Throttle:
         if not self.recent:
             self.global_logged = False
         c = self.clients.get(client)
-        mine = max(0.0, c.until - now) if c else 0.0
+        if c is None:  # no wrong code yet: judged, whatever others have sent
+            return 0.0
+        mine = max(0.0, c.until - now)
         full = (self.recent[0] + 60 - now) if len(self.recent) >= self.per_minute else 0.0
         return max(mine, full)
 
@@ -260,3 +318,69 @@ class Throttle:
             return False
         self.global_logged = True
         return True
+
+
+@dataclass
+class _Asking:
+    client: str
+    agent: str
+    since: float
+    #: "asking", "confirmed" (the touch came), "both" (it came while another asked too)
+    state: str = "asking"
+
+
+@dataclass
+class TouchPairing:
+    """Phones asking to pair with a touch on the machine, by their request's secret id.
+    Pure: time is passed in; the token is made by :meth:`Pairing.add` once confirmed."""
+
+    window: float = TOUCH_WINDOW_S
+    asking: collections.OrderedDict[str, _Asking] = field(
+        default_factory=collections.OrderedDict)
+
+    def _expire(self, now: float) -> None:
+        for rid, a in list(self.asking.items()):
+            if now - a.since >= self.window * 2:  # an answer is kept a window for its poll
+                del self.asking[rid]
+
+    def ask(self, client: str, agent: str, now: float) -> str:
+        """A phone at ``client`` asks: its request's id (a secret only it knows). One
+        request an address: a new one replaces its earlier one."""
+        self._expire(now)
+        for rid, a in list(self.asking.items()):
+            if a.client == client and a.state == "asking":
+                del self.asking[rid]
+        rid = secrets.token_urlsafe(16)
+        self.asking[rid] = _Asking(client, agent[:80], now)
+        while len(self.asking) > MAX_ASKING:
+            self.asking.popitem(last=False)
+        return rid
+
+    def live(self, now: float) -> list[_Asking]:
+        return [a for a in self.asking.values()
+                if a.state == "asking" and now - a.since < self.window]
+
+    def touched(self, now: float) -> bool:
+        """The dealer touched the sensor: True if the touch is for pairing (someone asks
+        within the window), which then pairs the one address asking, or none if two or
+        more ask at once."""
+        live = self.live(now)
+        if not live:
+            return False
+        state = "confirmed" if len({a.client for a in live}) == 1 else "both"
+        for a in live:
+            a.state = state
+        return True
+
+    def answer(self, rid: str, now: float) -> tuple[str, float, _Asking | None]:
+        """(state, seconds left to touch, the request) for request ``rid``: ``asking``,
+        ``confirmed`` (now spent: pair it), ``both``, or ``expired`` (or unknown)."""
+        self._expire(now)
+        a = self.asking.get(rid) if rid else None
+        if a is None:
+            return "expired", 0.0, None
+        if a.state == "asking":
+            left = self.window - (now - a.since)
+            return ("asking", left, a) if left > 0 else ("expired", 0.0, a)
+        del self.asking[rid]
+        return a.state, 0.0, a

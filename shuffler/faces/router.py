@@ -13,9 +13,18 @@ from typing import TYPE_CHECKING, Any
 
 from shuffler.control.panel import Panel
 from shuffler.control.reports import last_hand
-from shuffler.device.contract import EventKind, InputEvent
 from shuffler.errors import ShufflerError
 from shuffler.logs import get_logger
+from shuffler.service.events import (
+    CardCounted,
+    Event,
+    HandSummary,
+    PassStarted,
+    ScoreChanged,
+    SignalShown,
+    StateChanged,
+    TouchIgnored,
+)
 
 if TYPE_CHECKING:
     from shuffler.faces.telemetry import Telemetry
@@ -29,6 +38,7 @@ PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "redo": "red
                 "new_game": "new_game", "stop": "stop"}
 #: the page's score changes name the version of the score they were made against
 VERSIONED = ("score", "undo", "redo", "new_game")
+SCORE_WAIT_S = 3.0  # a score change waits this long for another phone's to finish
 TOUCH_ANSWER_S = 6.0  # the page's Start pass waits this long (past service.TOUCH_WAIT_S)
 
 
@@ -38,23 +48,24 @@ class Faces:
 
     def __init__(self, service: Hub) -> None:
         self.service = service
-        config = service.session.config
+        config = service.config
         self.board = Panel(config.hand.passes)
         self.web: WebServer | None = None
         self.telemetry: Telemetry | None = None
-        self._fault: dict[str, Any] | None = None
         service.subscribe(self.on_publish)
         if config.web.enabled:
             from shuffler.faces.web import WebServer
 
             self.web = WebServer(self, config.web.bind, config.web.port,
-                                 service.session.controller.store.folder,
+                                 service.state_folder,
                                  hosts=config.web.hosts)
+            service.on_touch(self.web.touched)  # a touch on the sensor may pair a phone
         self.room: Any = None  # the tournament view, when the page and MQTT are both on
         if config.mqtt.enabled:
             from shuffler.faces.telemetry import Telemetry
 
             self.telemetry = Telemetry(config.mqtt, on_command=self.remote_command)
+            service.subscribe(self.telemetry.hear)
             if self.web is not None:
                 from shuffler.faces.tables import TableWatcher
 
@@ -68,7 +79,7 @@ class Faces:
 
     def start(self) -> None:
         try:
-            self.board.score(self.service.session.score()["score"])
+            self.board.score(self.service.score()["score"])
         except ShufflerError as e:
             log.warning("the stored score cannot be shown", error=str(e))
         if self.web is not None:
@@ -87,35 +98,23 @@ class Faces:
             self.telemetry.close()
 
     # -- what the service publishes -----------------------------------------------------
-    def on_publish(self, kind: str, body: Any) -> None:
-        if kind == "signal":
-            self.board.signal(body)
-        elif kind == "event":
-            self.board.event(body)
-        elif kind == "status":
-            self.board.status(body)
-            if self.telemetry is not None:
-                self.telemetry.state(body)
-                if body.get("fault") != self._fault:  # as it latches and as it clears
-                    self._fault = body.get("fault")
-                    self.telemetry.publish("fault", {"fault": self._fault}, retain=True)
-        elif kind == "score":
-            self.board.score(body)
-            if self.telemetry is not None:
-                self.telemetry.publish("score", {"score": body}, retain=True)
-        elif kind == "result":
-            self._result(body)
-
-    def _result(self, result: dict[str, Any]) -> None:
-        if "hand" in result:
-            self.board.hand_done(last_hand(result["hand"]))
-            if self.telemetry is not None:
-                self.telemetry.publish("hand", {"hand": result["hand"]})
-        if "score" in result:
-            self.on_publish("score", result["score"])
-        if self.telemetry is not None:
-            for report in _pass_reports(result):
-                self.telemetry.publish("pass", {"pass": report})
+    def on_publish(self, event: Event) -> None:
+        """The panel the page draws and streams, from what the service says."""
+        match event:
+            case SignalShown(status):
+                self.board.signal(status)
+            case PassStarted(number, of):
+                self.board.pass_started(number, of)
+            case CardCounted(counted, expected):
+                self.board.counted(counted, expected)
+            case TouchIgnored(why):
+                self.board.touch_ignored(why)
+            case StateChanged(status):
+                self.board.status(status)
+            case ScoreChanged(score):
+                self.board.score(score)
+            case HandSummary(hand):
+                self.board.hand_done(last_hand(hand))
 
     # -- the page (web.PanelSource) -----------------------------------------------------
     def panel(self) -> tuple[int, dict[str, Any]]:
@@ -130,6 +129,13 @@ class Faces:
             return []
         return [row.to_dict() for row in self.room.book.sorted_rows()]
 
+    def tournament(self) -> dict[str, Any]:
+        """The tournament board: standings, games and the round clock (empty without
+        MQTT)."""
+        from shuffler.faces.tables import TableBook, board
+
+        return board(self.room.book if self.room is not None else TableBook(), time.time())
+
     def act(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
         if action == "pass":  # the page's button is the touch sensor, with all its rules
             return self.touch()
@@ -138,7 +144,16 @@ class Faces:
                 "kind": "bad_request", "exit": 2,
                 "message": "version: a score change from the page names the score's version"}}
         request = {**body, "cmd": PAGE_ACTIONS[action]}  # a body's own cmd never wins
-        return self.service.submit(request)
+        reply = self.service.submit(request)
+        # another phone's score change holds the machine a moment: wait for it, so this
+        # one is judged against its version (``stale_score``: the score changed, and the
+        # page shows it), not told a pass is running when none is
+        deadline = time.monotonic() + SCORE_WAIT_S
+        while (action in VERSIONED and _busy(reply) and time.monotonic() < deadline
+               and self.board.snapshot()[1]["phase"] not in ("dealing", "stack")):
+            time.sleep(0.01)
+            reply = self.service.submit(request)
+        return reply
 
     def touch(self, answer_within: float = TOUCH_ANSWER_S) -> dict[str, Any]:
         """The page's Start pass: a touch, answered ok only once a pass has started; a
@@ -146,8 +161,12 @@ class Faces:
         version, before = self.board.snapshot()
         if before["phase"] == "dealing":
             return _touch_refused("a pass is running: wait for it to end")
-        device = self.service.session.device
-        device.events.put(InputEvent(EventKind.TOUCH, at=time.monotonic()))
+        if before["phase"] == "fault" and before.get("fault"):  # no pass can start: say so now
+            steps = " ".join(before.get("clear_steps") or [])
+            return _touch_refused(f"{before['prompt']}: it is latched, and no pass starts "
+                                  f"until it is cleared. {steps}".strip(),
+                                  kind="fault_latched")
+        self.service.touch()  # stamped in device time, decided as the sensor's touch is
         deadline = time.monotonic() + answer_within
         while (left := deadline - time.monotonic()) > 0:
             version, now = self.board.wait(version, left)
@@ -155,7 +174,10 @@ class Faces:
                 return {"ok": True, "result": {"touch": True, "started": True}}
             if now["ignored"] != before["ignored"]:
                 return _touch_refused(now["notice"])
-            if now["phase"] in ("fault", "low_battery") and now["phase"] != before["phase"]:
+            # a fault latched by the touch, or the battery's refusal (the panel may have said
+            # low battery before the touch: the refusal shows it again, in its own words)
+            if (now["phase"] == "fault" and before["phase"] != "fault") or \
+                    now["phase"] == "low_battery":
                 return _touch_refused(now["prompt"])
         return _touch_refused("the touch started no pass: the machine is busy or the dealer "
                               "is restacking; touch again")
@@ -178,15 +200,10 @@ class Faces:
         return self.service.submit(request)
 
 
-def _touch_refused(why: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"kind": "touch_ignored", "message": why, "exit": 3}}
+def _busy(reply: dict[str, Any]) -> bool:
+    return not reply.get("ok") and (reply.get("error") or {}).get("kind") == "busy"
 
 
-def _pass_reports(result: dict[str, Any]) -> list[dict[str, Any]]:
-    if "hand" in result:
-        hand = result["hand"]
-        return list(hand.get("pass_reports", hand.get("passes", [])))
-    if "pass" in result:
-        return [result["pass"]]
-    return []
+def _touch_refused(why: str, kind: str = "touch_ignored") -> dict[str, Any]:
+    return {"ok": False, "error": {"kind": kind, "message": why, "exit": 3}}
 

@@ -37,6 +37,7 @@ import collections
 import contextlib
 import json
 import queue
+import re
 import secrets
 import threading
 import time
@@ -49,6 +50,14 @@ from shuffler import __version__
 from shuffler.config import MqttConfig
 from shuffler.errors import ConfigError
 from shuffler.logs import Burst, get_logger
+from shuffler.service.events import (
+    Event,
+    FaultChanged,
+    HandSummary,
+    PassReported,
+    ScoreChanged,
+    StateChanged,
+)
 
 log = get_logger("shuffler.telemetry")
 
@@ -189,6 +198,21 @@ class Telemetry:
 
     def state(self, status: dict[str, Any]) -> None:
         self.publish("state", {"state": table_state(status), **status}, retain=True)
+
+    def hear(self, event: Event) -> None:
+        """What the service says (a subscriber of its bus), to the broker: the state, the
+        fault and the score retained; each pass as it ends and each hand."""
+        match event:
+            case StateChanged(status):
+                self.state(status)
+            case FaultChanged(fault):
+                self.publish("fault", {"fault": fault}, retain=True)
+            case ScoreChanged(score):
+                self.publish("score", {"score": score}, retain=True)
+            case PassReported(report):
+                self.publish("pass", {"pass": report})
+            case HandSummary(hand):
+                self.publish("hand", {"hand": hand})
 
     def close(self) -> None:
         with self._wake:
@@ -373,6 +397,17 @@ ENTITIES = (
 ORIGIN = {"name": "shuffler", "sw_version": __version__}
 
 
+def entity_slug(text: str) -> str:
+    """``text`` as the object id of a Home Assistant entity id: lower case, every run of
+    characters other than ``a-z`` and ``0-9`` one ``_``, none at either end
+    (``shuffler_table-7_battery`` -> ``shuffler_table_7_battery``).
+
+    >>> entity_slug("shuffler_Table-7__battery")
+    'shuffler_table_7_battery'
+    """
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
 def discovery_messages(config: MqttConfig, topics: Topics) -> list[tuple[str, dict[str, Any]]]:
     """Home Assistant MQTT discovery: one retained config message per entity, under
     ``<discovery_prefix>/<component>/<table>/<key>/config`` (the table as the node id,
@@ -384,7 +419,7 @@ def discovery_messages(config: MqttConfig, topics: Topics) -> list[tuple[str, di
     for component, key, name, template, unit, device_class in ENTITIES:
         uid = f"shuffler_{config.table}_{key}"
         body: dict[str, Any] = {
-            "name": name, "unique_id": uid, "default_entity_id": f"{component}.{uid}",
+            "name": name, "unique_id": uid, "default_entity_id": f"{component}.{entity_slug(uid)}",
             "state_topic": topics.state, "value_template": template,
             "availability_topic": topics.availability,
             "payload_available": "online", "payload_not_available": "offline",

@@ -8,7 +8,12 @@ megabyte counts, and the page needs only a few routes and one event stream)::
     GET  /api/panel      what the page shows, as JSON
     GET  /api/events     server-sent events: the panel each time it changes
     GET  /api/tables     every table on the MQTT broker, problems first
-    POST /api/pair       {"code": "123456"}: a token for this phone (see shuffler.faces.pairing)
+    GET  /tables         the tournament board (one HTML file): standings, the round clock
+    GET  /api/board      the board as JSON (shuffler.faces.tables.board)
+    GET  /api/results.csv  the standings as CSV, to print or keep
+    POST /api/pair       {"touch": true}: ask to pair; the page polls {"request": ID} for
+                         the token once the sensor is touched (shuffler.faces.pairing);
+                         {"code": "123456"}: a token for the code `shuffler pair` made
     POST /api/<action>   clear, pass, score, undo, redo, new_game (JSON body)
 
 Every request must name this machine in ``Host`` (its host name, the address it was
@@ -20,10 +25,15 @@ page's own origin when the browser says where it comes from, and, from anywhere 
 loopback, carry a paired phone's token (``X-Pairing-Token``).
 
 The server is bounded (:mod:`shuffler.faces.web_limits`) so that no client can starve
-another or the Pi's memory: at most 48 connections (12 from one address; one over is
-answered 503 and closed at once), a request head of at most 8 KiB read within 10 s
-(431 or closed), and at most 4 event streams per address (24 in all): a new stream
-closes that client's oldest, so a page that reconnects always gets through.
+another or the Pi's memory: a request has 10 s from its first byte for its head (at
+most 8 KiB, else 431) and its body (at most 4 KiB, else 413) together, the body 3 s of
+it once the head is in (else 408 and closed); a connection waits at most 10 s for a
+request. At most 48 connections (12 from one address, 8 of them waiting for or sending
+a request): a new one past a cap takes the room of the oldest waiting connection of
+the address holding the most, so a phone that has none is always let in (503 only when
+every connection is being answered). At most 4 event streams per address (24 in all):
+a new stream closes that client's oldest, so a page that reconnects always gets
+through.
 Nothing here ever sends a plan or the card order: the panel is built from the same
 reports the CLI prints.
 """
@@ -45,17 +55,18 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-from shuffler.faces.pairing import Pairing, Throttle
+from shuffler.faces import web_limits
+from shuffler.faces.pairing import TOUCH_WINDOW_S, Pairing, Throttle, TouchPairing
 from shuffler.faces.web_limits import (
     BUSY,
-    IO_TIMEOUT_S,
     MAX_CONNECTIONS,
     MAX_HEAD,
     MAX_PER_CLIENT,
     MAX_STREAMS,
     STREAMS_PER_CLIENT,
-    Gate,
-    HeadReader,
+    Connection,
+    Connections,
+    RequestReader,
     Streams,
     host_name,
     own_names,
@@ -90,6 +101,10 @@ class PanelSource(Protocol):
         """Every table on the broker (the tournament view), or none."""
         ...
 
+    def tournament(self) -> dict[str, Any]:
+        """The tournament board (shuffler.faces.tables.board); empty without MQTT."""
+        ...
+
 
 def is_loopback(host: str) -> bool:
     try:
@@ -109,6 +124,7 @@ class WebServer:
         self.pairing = Pairing(folder)
         self.throttle = Throttle()
         self.throttle_lock = threading.Lock()
+        self.asking = TouchPairing()
         self.names = own_names(hosts)
         self.clock = clock
         self.streams = Streams(MAX_STREAMS, STREAMS_PER_CLIENT)
@@ -133,6 +149,61 @@ class WebServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
+    def touched(self) -> bool:
+        """The dealer touched the sensor between hands (the service's touch claim): True
+        if it was for pairing (a phone asks), and then no pass starts."""
+        with self.throttle_lock:
+            taken = self.asking.touched(self.clock())
+        if taken:
+            log.info("touch for pairing")
+        return taken
+
+    def ask(self, client: str, agent: str) -> tuple[int, dict[str, Any]]:
+        """A phone asks to pair with a touch: (status, reply)."""
+        phase = self.source.panel()[1].get("phase")
+        if phase in ("dealing", "stack"):
+            return HTTPStatus.CONFLICT, _error(
+                "pairing_busy", "a hand is being dealt (a touch now starts its next pass): pair "
+                "after its last pass")
+        with self.throttle_lock:
+            rid = self.asking.ask(client, agent, self.clock())
+        log.info("a phone asks to pair by touch", client=client)
+        return HTTPStatus.ACCEPTED, {"ok": True, "result": {
+            "request": rid, "state": "asking", "left_s": TOUCH_WINDOW_S,
+            "message": f"touch the sensor on the machine to pair (within "
+                       f"{TOUCH_WINDOW_S:.0f} s)"}}
+
+    def answer(self, client: str, rid: str) -> tuple[int, dict[str, Any]]:
+        """Where a touch pairing stands for request ``rid``: (status, reply)."""
+        with self.throttle_lock:
+            state, left, asked = self.asking.answer(rid, self.clock())
+        if state == "asking":
+            return HTTPStatus.ACCEPTED, {"ok": True, "result": {
+                "request": rid, "state": "asking", "left_s": round(left, 1),
+                "message": f"touch the sensor on the machine to pair ({left:.0f} s left)"}}
+        if state == "both":
+            return HTTPStatus.CONFLICT, _error(
+                "pairing_ambiguous", "two devices asked to pair at the same moment, so "
+                "the touch paired neither: ask again and touch, or enter a code from "
+                "`shuffler pair`")
+        if state != "confirmed" or asked is None or asked.client != client:
+            return HTTPStatus.GONE, _error(
+                "pairing_expired", f"no touch within {TOUCH_WINDOW_S:.0f} s: ask again, "
+                "then touch the sensor")
+        try:
+            phone, token = self.pairing.add(client, asked.agent)
+        except OSError as e:
+            return self._unusable(e)
+        with self.throttle_lock:
+            self.throttle.succeeded(client)
+        log.info("phone paired", phone=phone.id, client=client, by="touch")
+        return HTTPStatus.OK, {"ok": True, "result": {"phone": phone.id, "token": token}}
+
+    def _unusable(self, e: OSError) -> tuple[int, dict[str, Any]]:
+        log.warning("pairing files unusable", folder=str(self.pairing.folder), error=str(e))
+        return (HTTPStatus.SERVICE_UNAVAILABLE, _error(
+            "file_access", f"the machine cannot use its pairing files: {e.strerror}"))
+
     def pair(self, client: str, given: str, agent: str) -> tuple[int, dict[str, Any], float]:
         """Judge a pairing code from ``client``: (status, reply, seconds to wait)."""
         now = self.clock()
@@ -147,16 +218,13 @@ class WebServer:
             try:
                 found = self.pairing.redeem(given, client, agent)
             except OSError as e:
-                log.warning("pairing files unusable", folder=str(self.pairing.folder),
-                            error=str(e))
-                return (HTTPStatus.SERVICE_UNAVAILABLE, _error(
-                    "file_access", f"the machine cannot use its pairing files: {e.strerror}"),
-                        0.0)
+                return (*self._unusable(e), 0.0)
             if found is None:
                 wait = self.throttle.failed(client, now)
                 log.debug("pairing code wrong", client=client)
                 return (HTTPStatus.FORBIDDEN, _error(
-                    "forbidden", "wrong or expired code: run `shuffler pair` for the code"),
+                    "forbidden", "wrong or expired code: run `shuffler pair` for the code, "
+                    "or pair with a touch on the machine"),
                         wait)
             self.throttle.succeeded(client)
         phone, token = found
@@ -170,18 +238,22 @@ def _error(kind: str, message: str) -> dict[str, Any]:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    request_queue_size = 32
+    #: the listen backlog: a phone's SYN waits behind the connections not yet taken, never
+    #: dropped (a dropped SYN is tried again a second later, then three)
+    request_queue_size = 1024
 
     def __init__(self, address: tuple[str, int], web: WebServer) -> None:
         self.web = web
-        self.gate = Gate(MAX_CONNECTIONS, MAX_PER_CLIENT)
+        self.gate = Connections(MAX_CONNECTIONS, MAX_PER_CLIENT)
         self.turned_away = 0
+        self._conns: dict[int, Connection] = {}  # by the request socket's id
         self._busy_log = Burst(log, "dealer page connections turned away (over the caps)")
         super().__init__(address, Handler)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         client = str(client_address[0])
-        if not self.gate.enter(client):
+        conn = self.gate.enter(client, request)
+        if conn is None:
             self.turned_away += 1
             self._busy_log.note(client=client)
             with contextlib.suppress(OSError):  # never wait on it: this is the accept loop
@@ -189,17 +261,25 @@ class _Server(ThreadingHTTPServer):
                 request.send(BUSY)
             self.shutdown_request(request)
             return
+        self._conns[id(request)] = conn
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self.gate.leave(client)
+            self._conns.pop(id(request), None)
+            self.gate.leave(conn)
             raise
+
+    def connection(self, request: Any) -> Connection:
+        """The count kept of ``request`` (its handler's)."""
+        return self._conns[id(request)]
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            self.gate.leave(str(client_address[0]))
+            conn = self._conns.pop(id(request), None)
+            if conn is not None:
+                self.gate.leave(conn)
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         log.debug("web connection failed", client=client_address[0], exc_info=True)
@@ -209,14 +289,19 @@ def _default_page() -> bytes:
     return resources.files("shuffler.faces").joinpath("page.html").read_bytes()
 
 
+def _board_page() -> bytes:
+    return resources.files("shuffler.faces").joinpath("tables.html").read_bytes()
+
+
 class Handler(BaseHTTPRequestHandler):
     """One connection to the page's server (``self.server.web`` is the :class:`WebServer`)."""
 
     server: _Server
     server_version = "shuffler"
     sys_version = ""
-    timeout = IO_TIMEOUT_S
-    reader: HeadReader
+    timeout = web_limits.WRITE_TIMEOUT_S
+    reader: RequestReader
+    counted: Connection
 
     @property
     def web(self) -> WebServer:
@@ -228,11 +313,16 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.reader = HeadReader(self.rfile, self.connection)
+        self.counted = self.server.connection(self.request)
+        self.reader = RequestReader(self.rfile, self.connection, self.web.clock)
         self.rfile = self.reader  # type: ignore[assignment]
 
     def handle_one_request(self) -> None:
-        """One request: the head within its limits, then the method."""
+        """One request: the head and body within their limits, then the method."""
+        self.server.gate.busy(self.counted, False)
+        if self.counted.closed:  # closed for room meanwhile
+            self.close_connection = True
+            return
         self.reader.arm()
         try:
             try:
@@ -248,7 +338,7 @@ class Handler(BaseHTTPRequestHandler):
             if not self.parse_request():  # reads the headers (431 past the budget)
                 self.close_connection = True
                 return
-            self.reader.disarm()
+            self.reader.head_done()
             method = getattr(self, f"do_{self.command}", None)
             if method is None:
                 self.send_error(HTTPStatus.NOT_IMPLEMENTED, f"unsupported method {self.command}")
@@ -258,10 +348,25 @@ class Handler(BaseHTTPRequestHandler):
                             "this page answers only to the machine's own name or address")
                 self.close_connection = True
                 return
+            if self.command != "POST":
+                self.answering()
             method()
             self.wfile.flush()
-        except (TimeoutError, ConnectionError):
+        except TimeoutError as e:
             self.close_connection = True
+            if self.reader.budget is None and not self.counted.closed:  # past the head
+                with contextlib.suppress(OSError):
+                    self.connection.settimeout(1.0)
+                    self.refuse(HTTPStatus.REQUEST_TIMEOUT, "too_slow", f"{e}: send the "
+                                f"whole request within {web_limits.REQUEST_S:g} s")
+        except (ConnectionError, OSError):
+            self.close_connection = True
+
+    def answering(self) -> None:
+        """The request is in: being answered, its connection is not closed for room,
+        and every write gets :data:`~shuffler.faces.web_limits.WRITE_TIMEOUT_S`."""
+        self.server.gate.busy(self.counted)
+        self.connection.settimeout(web_limits.WRITE_TIMEOUT_S)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("web request", client=self.client, line=format % args)
@@ -302,8 +407,8 @@ class Handler(BaseHTTPRequestHandler):
     # -- reading -----------------------------------------------------------------
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
-        if path == "/":
-            body = self.web._page()
+        if path in ("/", "/tables"):
+            body = self.web._page() if path == "/" else _board_page()
             self.send_response(HTTPStatus.OK)
             self.send_header("Content-Type", "text/html; charset=utf-8")
             self.send_header("Content-Length", str(len(body)))
@@ -317,6 +422,18 @@ class Handler(BaseHTTPRequestHandler):
             self.send_json(HTTPStatus.OK, self.web.source.panel()[1])
         elif path == "/api/tables":
             self.send_json(HTTPStatus.OK, {"tables": self.web.source.tables()})
+        elif path == "/api/board":
+            self.send_json(HTTPStatus.OK, self.web.source.tournament())
+        elif path == "/api/results.csv":
+            from shuffler.faces.tables import results_csv
+
+            sheet = results_csv(self.web.source.tournament()["standings"]).encode("utf-8")
+            self.send_response(HTTPStatus.OK)
+            self.send_header("Content-Type", "text/csv; charset=utf-8")
+            self.send_header("Content-Disposition", 'attachment; filename="results.csv"')
+            self.send_header("Content-Length", str(len(sheet)))
+            self.end_headers()
+            self.wfile.write(sheet)
         elif path == "/api/events":
             self.stream()
         elif path == "/favicon.ico":
@@ -357,13 +474,13 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         action = urlsplit(self.path).path.removeprefix("/api/")
         if action != "pair" and action not in ACTIONS:
-            self.refuse(HTTPStatus.NOT_FOUND, "not_found", f"no action {action!r}")
+            self.refuse_unread(HTTPStatus.NOT_FOUND, "not_found", f"no action {action!r}")
             return
         why = self.cross_site()
         if why is None and action != "pair":
             why = self.unpaired()
         if why:
-            self.refuse(HTTPStatus.FORBIDDEN, "forbidden", why)
+            self.refuse_unread(HTTPStatus.FORBIDDEN, "forbidden", why)
             return
         body = self.json_body()
         if body is None:
@@ -375,14 +492,28 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(HTTPStatus.OK if reply.get("ok") else HTTPStatus.CONFLICT, reply)
 
     def do_pair(self, body: dict[str, Any]) -> None:
+        if body.get("touch") is True:
+            self.send_json(*self.web.ask(self.client, self.headers.get("User-Agent", "")))
+            return
+        rid = body.get("request")
+        if isinstance(rid, str) and len(rid) <= 64:
+            self.send_json(*self.web.answer(self.client, rid))
+            return
         given = body.get("code")
         if not isinstance(given, str) or len(given) > 16:
-            self.refuse(HTTPStatus.BAD_REQUEST, "bad_request", 'send {"code": "123456"}')
+            self.refuse(HTTPStatus.BAD_REQUEST, "bad_request",
+                        'send {"touch": true}, {"request": ID} or {"code": "123456"}')
             return
         status, reply, wait = self.web.pair(self.client, given.strip(),
                                             self.headers.get("User-Agent", ""))
         headers = {"Retry-After": str(math.ceil(wait))} if wait > 0 else None
         self.send_json(status, reply, headers)
+
+    def refuse_unread(self, status: int, kind: str, message: str) -> None:
+        """Refuse a request whose body is not read: the connection is spent."""
+        self.answering()
+        self.close_connection = True
+        self.refuse(status, kind, message)
 
     def cross_site(self) -> str | None:
         """Why this request is not the page's own JSON request, or None."""
@@ -403,7 +534,7 @@ class Handler(BaseHTTPRequestHandler):
             return None
         if self.web.pairing.known(self.headers.get("X-Pairing-Token", "")):
             return None
-        return "this phone is not paired: enter the code from `shuffler pair`"
+        return "this phone is not paired: pair it by touch, or with the code from `shuffler pair`"
 
     def json_body(self) -> dict[str, Any] | None:
         try:
@@ -411,11 +542,15 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             length = -1
         if not 0 <= length <= MAX_BODY:
-            self.close_connection = True  # the body is not read: the connection is spent
-            self.refuse(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too_long",
-                        f"a request body is at most {MAX_BODY} bytes")
+            self.refuse_unread(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "too_long",
+                               f"a request body is at most {MAX_BODY} bytes")
             return None
-        raw = self.rfile.read(length) if length else b"{}"
+        raw = self.reader.read_body(length) if length else b"{}"
+        self.answering()
+        if len(raw) < length:
+            self.close_connection = True
+            self.refuse(HTTPStatus.BAD_REQUEST, "bad_request", "the body ended early")
+            return None
         try:
             body = json.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError):

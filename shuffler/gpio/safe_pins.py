@@ -12,20 +12,21 @@ It never gives up for want of a config. The pins come from, in order:
 
 1. the pins the service drove: a GPIO backend records its output pins in
    ``driven-pins.json`` (:func:`driven_pins_path`: ``$RUNTIME_DIRECTORY``, else
-   ``$XDG_RUNTIME_DIR/shuffler``, else the state folder) before it drives any output,
+   ``$XDG_RUNTIME_DIR/shuffler``, else the state folder the command used: ``--state-dir``
+   or the config's ``state_dir``, else the default) before it drives any output,
    so a pin changed in the config while the service ran is still the one made safe;
 2. else the config (``--config``, or the system's and the user's);
 3. else, when the config cannot be read (a TOML error, a pin clash, a missing file),
    the documented default pin map (docs/hardware.md), with a warning.
 
 It exits 0 when it drove the pins, and says which and from where; 3 when the pins
-cannot be opened at all. The pin-factory opening here is also what ``--device gpio``
+cannot be opened at all (2 a usage error: its command line is ``shuffler_cli.safe``,
+click's like ``shuffler``'s). The pin-factory opening here is also what ``--device gpio``
 uses, so a factory that cannot load is one line naming the real cause in both places.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -34,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from shuffler.config import GpioConfig, discovered_config_paths, load_config, load_configs
+from shuffler.config import Config, GpioConfig, discovered_config_paths, load_config, load_configs
 from shuffler.errors import ConfigError, DeviceError
 from shuffler.files import atomic_write, default_state_dir
 
@@ -109,15 +110,16 @@ def open_pin_factory() -> tuple[Any, list[str]]:
 DRIVEN = "driven-pins.json"
 
 
-def driven_pins_path() -> Path:
+def driven_pins_path(state_dir: Path | None = None) -> Path:
     """Where the pins the service drives are recorded: the unit's runtime folder
-    (``RuntimeDirectory=``, kept across restarts), else the user's, else the state folder."""
+    (``RuntimeDirectory=``, kept across restarts), else the user's, else the state folder
+    (``state_dir``: the one the command was given; else the default one)."""
     runtime = os.environ.get("RUNTIME_DIRECTORY", "").split(":")[0]
     if runtime:
         return Path(runtime) / DRIVEN
     if xdg := os.environ.get("XDG_RUNTIME_DIR"):
         return Path(xdg) / "shuffler" / DRIVEN
-    return default_state_dir() / DRIVEN
+    return Path(state_dir or default_state_dir()) / DRIVEN
 
 
 def safe_pins(gpio: GpioConfig) -> dict[str, int]:
@@ -125,10 +127,11 @@ def safe_pins(gpio: GpioConfig) -> dict[str, int]:
     return {role: n for role, n in gpio.pins().items() if role in SAFE_LOW}
 
 
-def record_driven(gpio: GpioConfig, path: Path | None = None) -> Path:
+def record_driven(gpio: GpioConfig, path: Path | None = None, *,
+                  state_dir: Path | None = None) -> Path:
     """Record the outputs about to be driven (before any is): the backstop drives these
     even if the config changes or breaks while the service runs. Raises OSError."""
-    where = path or driven_pins_path()
+    where = path or driven_pins_path(state_dir)
     body = {"pins": safe_pins(gpio), "pid": os.getpid()}
     atomic_write(where, (json.dumps(body) + "\n").encode())
     return where
@@ -163,38 +166,35 @@ def _warn(text: str) -> None:
     print(f"shuffler-safe: warning: {text}", file=sys.stderr)
 
 
-def choose_pins(config_path: str | None, device: str | None) -> tuple[dict[str, int] | None, str]:
-    """The pins to drive and where they came from (None: no GPIO device to make safe)."""
+def choose_pins(config_path: str | None, device: str | None,
+                state_dir: str | None = None) -> tuple[dict[str, int] | None, str]:
+    """The pins to drive and where they came from (None: no GPIO device to make safe).
+    The record is looked for in the state folder ``state_dir`` names, else the config's."""
     if device is not None and device != "gpio":
         return None, f"the device is {device}"
-    recorded = read_driven()
-    if recorded is not None:
-        return recorded, f"the pins the service drove ({driven_pins_path()})"
     try:
-        config = (load_config(config_path) if config_path
-                  else load_configs(discovered_config_paths()))
+        config: Config | None = (load_config(config_path) if config_path
+                                 else load_configs(discovered_config_paths()))
+        broken = None
     except ConfigError as e:
-        _warn(f"{e}; using the default pin map (docs/hardware.md)")
+        config, broken = None, e
+    folder = Path(state_dir) if state_dir else (config.state_dir if config else None)
+    recorded = read_driven(driven_pins_path(folder))
+    if recorded is not None:
+        return recorded, f"the pins the service drove ({driven_pins_path(folder)})"
+    if config is None:
+        _warn(f"{broken}; using the default pin map (docs/hardware.md)")
         return safe_pins(GpioConfig()), "the default pin map"
     if (device or config.device) != "gpio":
         return None, f"the device is {device or config.device}"
     return safe_pins(config.gpio), "the config"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="shuffler-safe",
-        description="Drive the shuffler's motor, diverter and buzzer pins low, without "
-                    "starting anything: the pins the service last drove, else the "
-                    "config's, else the default pin map. Exit 0 done, 3 the pins cannot "
-                    "be opened.")
-    parser.add_argument("--config", default=os.environ.get("SHUFFLER_CONFIG") or None,
-                        help="TOML config file (default: /etc/shuffler/config.toml, then "
-                             "the user's over it)")
-    parser.add_argument("--device", default=None,
-                        help="override the config's device; only gpio has pins to drive")
-    args = parser.parse_args(argv)
-    pins, source = choose_pins(args.config, args.device)
+def run(config_path: str | None, device: str | None, state_dir: str | None) -> int:
+    """What ``shuffler-safe`` does (its command line: ``shuffler_cli.safe``): drive the
+    pins low and say which on stderr; the exit code (0 done or nothing to drive, 3 the
+    pins cannot be opened)."""
+    pins, source = choose_pins(config_path, device, state_dir)
     if pins is None:
         print(f"shuffler-safe: {source}: no GPIO pins to drive", file=sys.stderr)
         return 0
@@ -216,7 +216,3 @@ def main(argv: list[str] | None = None) -> int:
     Device.pin_factory = None
     print(f"shuffler-safe: low: {', '.join(done)} (from {source})", file=sys.stderr)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

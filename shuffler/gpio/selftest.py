@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from shuffler.core.battery import monitor_problem
 from shuffler.core.mechanics import Pile
 from shuffler.device.clock import Clock, RealClock
+from shuffler.limits import DRIVER_VM_MAX_VOLTS, over_voltage
 from shuffler.pinmap import WIRES, divider_ratio
 
 #: the inputs a bench reports, by [pins] role: True while touched, covered or blocked
@@ -42,6 +43,9 @@ CALIBRATION_SPREAD = 0.05
 SAMPLES, SAMPLE_SPREAD = 16, 0.013
 #: the parts that move: run only after the builder confirms, never unattended
 MOVING = ("motor", "flap")
+#: the motor step: at the duty cap ([gpio] motor_volts, as a pass runs), long enough to see
+#: the roller turn and read AIN1 on a meter (about 2 V: the cap × 3.3 V)
+MOTOR_SPEED, MOTOR_SECONDS = 1.0, 1.5
 COLOURS = {"red": (1.0, 0.0, 0.0), "green": (0.0, 1.0, 0.0), "blue": (0.0, 0.0, 1.0)}
 
 
@@ -157,6 +161,7 @@ class SelfTest:
         self.skip = set(skip)
         self.report = Report()
         self.over_range = self.no_power = False  # what the rails step found
+        self.over_voltage = False  # the 9 V side above the driver's limit
 
     def run(self, on_step: Callable[[StepResult], None] | None = None) -> Report:
         steps: dict[str, Callable[[], StepResult]] = {
@@ -182,6 +187,9 @@ class SelfTest:
                 result = steps[name]()
             if name == "battery" and result.outcome is Outcome.FAIL and self.over_range:
                 halt = "not run: CH0 read over range; disconnect the block and fix it first"
+            elif name == "battery" and self.over_voltage:
+                halt = (f"not run: the 9 V side is above the DRV8833's {DRIVER_VM_MAX_VOLTS:g} "
+                        "V limit; disconnect it and fit a 9 V block")
             self.report.steps.append(result)
             if on_step:
                 on_step(result)
@@ -277,16 +285,18 @@ class SelfTest:
                                       if self.bench.can_reverse else "")
         dead = (f"9 V at U1's VIN (TP1: SW1 on, F1 not tripped, C1 polarity), SLP (nSLEEP) "
                 f"pulled up to 3V3 by R3, {pins}, the motor's leads at AOUT1/AOUT2 (J2)")
-        runs = [("forward", 0.6)] + ([("backward", -0.6)] if self.bench.can_reverse else [])
+        runs = [("forward", MOTOR_SPEED)] + ([("backward", -MOTOR_SPEED)]
+                                             if self.bench.can_reverse else [])
         choices = {"f": "forward (feeding a card)", "b": "backward", "n": "not at all"}
         if not self.builder.confirm("move:motor", "The roller turns forward then backward "
-                                    "for half a second each. Hands clear of the roller?"):
+                                    f"for {MOTOR_SECONDS:g} s each, at full speed. Hands "
+                                    "clear of the roller?"):
             return StepResult("motor", part, Outcome.SKIP, UNATTENDED)
         for way, speed in runs:
             self.builder.act(f"watch:motor:{way}", f"Watch the roller: it turns {way} for "
-                             "half a second.")
+                             f"{MOTOR_SECONDS:g} s.")
             try:
-                self.bench.run_motor(speed, 0.5)
+                self.bench.run_motor(speed, MOTOR_SECONDS)
             finally:
                 self.bench.run_motor(0.0, 0.0)
             answer = self.builder.ask(f"motor:{way}", "Which way did the roller turn?",
@@ -411,11 +421,24 @@ class SelfTest:
                               "readings", "C3 (100 nF across R2) and C5 (100 nF at the "
                               "MCP3008's VDD) fitted; a loose tap wire or ground")
         volts = tap * ratio
+        over = over_voltage(volts)
+        if over is not None:
+            self.over_voltage = True
+            return StepResult("battery", part, Outcome.FAIL, over.removesuffix(
+                " Use a 9 V block (6 or 7 cells)."), "disconnect it now: only a 9 V block "
+                "(6 or 7 cells) on the 9 V side; the rest of the self-test does not run")
         measured = self.builder.measure(
             "multimeter", f"The monitor reads {volts:.2f} V. Measure the 9 V block at its "
             "clip with a multimeter (volts; blank to skip):")
         if measured is None:
             return StepResult("battery", part, Outcome.PASS, f"{volts:.2f} V (not calibrated)")
+        if measured > DRIVER_VM_MAX_VOLTS:
+            self.over_voltage = True
+            return StepResult("battery", part, Outcome.FAIL, f"the multimeter reads "
+                              f"{measured:.2f} V at the clip: above the DRV8833's "
+                              f"{DRIVER_VM_MAX_VOLTS:g} V limit (its VM)", "disconnect it "
+                              "now: only a 9 V block (6 or 7 cells) on the 9 V side; the "
+                              "rest of the self-test does not run")
         calibrated = measured / tap
         nominal = divider_ratio()
         if abs(calibrated / nominal - 1) > CALIBRATION_SPREAD:

@@ -27,7 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from shuffler.errors import DeviceError, ShufflerError
+from shuffler.errors import BadInputError, DeviceError, ShufflerError
+from shuffler.service.request import TRAITS
 
 #: the socket protocol this client speaks (shuffler.service.protocol.PROTOCOL; a test keeps
 #: them equal)
@@ -53,6 +54,13 @@ class ServiceUnreachableError(DeviceError):
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class SimBesideServiceError(BadInputError):
+    """A simulator's option (``--sim-fault``...) given to a command that would ask a
+    service: it could never reach the service's machine (exit 2, a usage error)."""
+
+    kind = "usage"
 
 
 def schemas_checked() -> bool:
@@ -112,8 +120,6 @@ class ServiceClosedError(ShufflerError):
 
 #: the longest line a client reads from the service
 MAX_ANSWER = 4 << 20
-#: requests that move the machine: the service stopping in the middle of one matters
-MOVING = ("pass", "hand", "clear")
 
 
 def _check_shape(msg: dict[str, Any]) -> None:
@@ -142,6 +148,46 @@ def _group_hint(path: Path) -> str:
     except (OSError, KeyError):
         return "ask who runs the service for access"
     return (f"join the group {name!r} (sudo usermod -aG {name} $USER, then log in again)")
+
+
+def _denied_folder(path: Path) -> Path:
+    """The first folder on the way to ``path`` that this user may not enter."""
+    for folder in reversed(Path(os.path.abspath(path)).parents):  # from / down
+        if not os.access(folder, os.X_OK):
+            return folder
+    return path.parent
+
+
+def left_by(mode: int) -> str:
+    """What left a socket nobody answers on: a start that never finished (its owner's
+    execute bit, shuffler.service.listening's notes) or a service that ran."""
+    if mode & stat.S_IXUSR:
+        return ("the socket is left by a start that never finished: the service was "
+                "killed or crashed while starting; `journalctl -u shuffler` says why")
+    return ("the socket is left from an earlier run that was killed or crashed; "
+            "`journalctl -u shuffler` says why it stopped")
+
+
+def socket_there(path: Path) -> bool:
+    """Whether anything is at ``path`` (a socket or not: :meth:`ServiceClient.reach`
+    looks closer). A folder on the way that this user may not enter is never "no
+    service": it is :class:`ServiceUnreachableError` naming the folder and the group to
+    join (the deployed /run/shuffler is 0750, for the ``shuffler`` group)."""
+    try:
+        os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except PermissionError:
+        folder = _denied_folder(Path(path))
+        raise ServiceUnreachableError(
+            f"{path}: permission denied: this user may not enter {folder}, the service's "
+            f"socket's folder, so cannot ask the service (nor tell whether it runs): "
+            f"{_group_hint(folder)}", "service_permission") from None
+    except OSError as e:
+        raise ServiceUnreachableError(
+            f"{path}: cannot look at the service's socket: {e.strerror or e}",
+            "service_permission") from None
+    return True
 
 
 class ServiceClient:
@@ -185,10 +231,12 @@ class ServiceClient:
         root and this user)."""
         path = Path(path)
         trusted = trusted_uids() if trusted is None else trusted
+        if not socket_there(path):
+            return None
         try:
             st = path.lstat()
             mode = st.st_mode
-        except FileNotFoundError:
+        except FileNotFoundError:  # gone since
             return None
         except OSError as e:
             raise ServiceUnreachableError(
@@ -209,9 +257,9 @@ class ServiceClient:
                 f"to it: {_group_hint(path)}", "service_permission") from None
         except (ConnectionRefusedError, FileNotFoundError):
             raise ServiceUnreachableError(
-                f"{path}: the service is not running (the socket is left from an earlier "
-                f"run): start it (sudo systemctl start shuffler), {NO_SERVICE_HINT}",
-                "service_not_running") from None
+                f"{path}: the service is not running ({left_by(mode)}): start it (sudo "
+                f"systemctl start shuffler), {NO_SERVICE_HINT}", "service_not_running"
+            ) from None
         except (TimeoutError, ShufflerError, ValueError) as e:
             if isinstance(e, TimeoutError):
                 why = f"did not answer within {timeout:g} s"
@@ -272,7 +320,7 @@ class ServiceClient:
                 if on_event:
                     on_event(msg)
         except ServiceClosedError as e:
-            if cmd in MOVING:
+            if cmd in TRAITS and TRAITS[cmd].machine:
                 raise ServiceStoppedError(
                     f"{self.path}: the service stopped in the middle of the {cmd} ({e}); "
                     "the machine's state is unknown: if the pass was running a latched "

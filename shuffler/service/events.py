@@ -1,22 +1,36 @@
-"""Typed events from the service's deciding loop, for faces that want objects, not dicts.
+"""What the service says to its faces: frozen event types, the one bus.
 
-:meth:`shuffler.service.loop.Service.subscribe_events` delivers, in the order they happen:
+:meth:`shuffler.service.hub.Publisher.subscribe` delivers, in the order they happen:
 
+- :class:`SignalShown`: each light and beep the dealer is shown (a
+  :class:`~shuffler.device.contract.Status`), before the device shows it;
 - :class:`PassStarted` (number, of) and :class:`CardCounted` (counted, expected);
-- :class:`PassReported`: the pass's report as ``shuffler pass --json`` gives it;
+- :class:`PassReported`: a pass's report as ``shuffler pass --json`` gives it, as each
+  pass (a lone one, or each of a hand) ends;
 - :class:`HandSummary`: the hand's summary as ``shuffler hand --json`` gives it;
+- :class:`TouchIgnored`: a touch that started nothing, and why;
+- :class:`ScoreChanged`: the game, after a change to the score;
 - :class:`StateChanged` (the status snapshot, after every job and every 2 s idle),
-  :class:`FaultChanged` (the latched fault came or went) and :class:`BatteryChanged`.
+  :class:`FaultChanged` (the latched fault came or went; the first snapshot tells it
+  too) and :class:`BatteryChanged` (the battery's figures changed).
 
 Every field is what a client of the socket may see: counts, piles, faults, volts,
-never a plan or the card order. A callback runs on the service's threads and must
-not block.
+never a plan or the card order. Nothing on the bus is JSON: the faces make it at their
+edges (the page, MQTT), as the socket does. A callback runs on the service's threads and
+must not block.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from shuffler.device.contract import Status
+
+
+@dataclass(frozen=True)
+class SignalShown:
+    status: Status
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,16 @@ class HandSummary:
 
 
 @dataclass(frozen=True)
+class TouchIgnored:
+    why: str
+
+
+@dataclass(frozen=True)
+class ScoreChanged:
+    score: dict[str, Any] | None  # the game; None: no game yet
+
+
+@dataclass(frozen=True)
 class StateChanged:
     status: dict[str, Any]
 
@@ -56,43 +80,22 @@ class BatteryChanged:
     battery: dict[str, Any]
 
 
-Event = (PassStarted | CardCounted | PassReported | HandSummary | StateChanged
-         | FaultChanged | BatteryChanged)
+Event = (SignalShown | PassStarted | CardCounted | PassReported | HandSummary | TouchIgnored
+         | ScoreChanged | StateChanged | FaultChanged | BatteryChanged)
 
 
-class Translator:
-    """Turns what the service publishes (kind, body) into typed events; remembers the
-    last fault and battery so that only changes are told."""
+def progress(message: dict[str, Any]) -> Event | None:
+    """A socket client's progress event (``shuffler/schemas/event.json``) as the faces hear
+    it, or None for one they do not (a pile to stack is its :class:`SignalShown`; a
+    resumed hand is told only to the client that asked)."""
+    match message.get("event"):
+        case "pass_start":
+            return PassStarted(message["number"], message["of"])
+        case "card":
+            return CardCounted(message["counted"], message["expected"])
+        case "pass":  # a pass of a hand, as it ends
+            return PassReported(message["pass"])
+        case "touch_ignored":
+            return TouchIgnored(message["why"])
+    return None
 
-    def __init__(self) -> None:
-        self._fault: Any = ()
-        self._battery: Any = ()
-
-    def __call__(self, kind: str, body: Any) -> list[Event]:
-        if kind == "event":
-            return self._progress(body)
-        if kind == "result" and "hand" in body:
-            return [HandSummary(body["hand"])]
-        if kind == "result" and "pass" in body:
-            return [PassReported(body["pass"])]
-        if kind == "status":
-            out: list[Event] = [StateChanged(body)]
-            if body.get("fault") != self._fault:
-                self._fault = body.get("fault")
-                out.append(FaultChanged(self._fault))
-            return out
-        if kind == "battery" and body != self._battery:
-            self._battery = body
-            return [BatteryChanged(body)]
-        return []
-
-    @staticmethod
-    def _progress(msg: dict[str, Any]) -> list[Event]:
-        kind = msg.get("event")
-        if kind == "pass_start":
-            return [PassStarted(msg["number"], msg["of"])]
-        if kind == "card":
-            return [CardCounted(msg["counted"], msg["expected"])]
-        if kind == "pass":  # a pass of a hand, as it ends
-            return [PassReported(msg["pass"])]
-        return []

@@ -7,59 +7,69 @@ answers requests, as it does a socket client."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
-from shuffler.control.session import Session
 from shuffler.logs import get_logger
-from shuffler.service.events import Event, Translator
+from shuffler.service.events import Event
+
+if TYPE_CHECKING:
+    from shuffler.config import Config
 
 log = get_logger("shuffler.service")
 
 
 class Hub(Protocol):
-    """The service as a face uses it."""
+    """The service as a face uses it: the config, the state folder, the score, a touch
+    and a request; never the session, the controller or the device behind them."""
 
-    session: Session
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def state_folder(self) -> Path: ...
+
+    def score(self) -> dict[str, Any]:
+        """The scorebook as ``shuffler score`` prints it."""
 
     @property
     def touch_waiting(self) -> bool: ...
 
-    def subscribe(self, callback: Callable[[str, Any], None]) -> None: ...
+    def subscribe(self, callback: Callable[[Event], None]) -> None:
+        """``callback(event)`` with each typed event the service publishes
+        (:mod:`shuffler.service.events`)."""
 
     def submit(self, request: dict[str, Any]) -> dict[str, Any]: ...
 
+    def on_touch(self, claim: Callable[[], bool]) -> None:
+        """Ask ``claim()`` first of every touch on the sensor between hands (not a face's
+        own touch); True takes it for the face (pairing a phone) and starts nothing."""
+
+    def touch(self) -> None:
+        """The dealer's touch from a face (the page's Start pass), stamped in device time
+        by the service that owns the device and decided by the same touch policy."""
+
 
 class Publisher:
-    """What the service publishes to its faces (page, telemetry), from its own threads."""
+    """What the service publishes to its faces (page, telemetry), from its own threads:
+    the typed events of :mod:`shuffler.service.events`, never a dict."""
 
     def __init__(self) -> None:
-        self.listeners: list[Callable[[str, Any], None]] = []
+        self.listeners: list[Callable[[Event], None]] = []
 
-    def subscribe(self, callback: Callable[[str, Any], None]) -> None:
-        """``callback(kind, body)`` for everything the service does, from its own
-        threads: ``signal`` (a :class:`~shuffler.device.contract.Status`), ``event`` (pass
-        progress), ``result`` (a pass, hand or score result), ``status`` (the snapshot),
-        ``score``, ``battery``. Never a plan. A callback must not block; one that raises
-        is logged."""
+    def subscribe(self, callback: Callable[[Event], None]) -> None:
+        """``callback(event)`` for everything the service does, from its own threads: a
+        light shown, pass progress, a pass's report, a hand's summary, a touch ignored,
+        the score, the state, a fault and the battery as they change. Never a plan. A
+        callback must not block; one that raises is logged."""
         self.listeners.append(callback)
 
-    def subscribe_events(self, callback: Callable[[Event], None]) -> None:
-        """``callback(event)`` with the typed events of :mod:`shuffler.service.events`: pass
-        started, card counted, pass report, hand summary, state, fault and battery."""
-        translate = Translator()
-
-        def typed(kind: str, body: Any) -> None:
-            for event in translate(kind, body):
-                callback(event)
-
-        self.subscribe(typed)
-
-    def publish(self, kind: str, body: Any) -> None:
+    def publish(self, event: Event) -> None:
         for callback in self.listeners:
             try:
-                callback(kind, body)
+                callback(event)
             except Exception:
-                log.exception("a listener failed", kind=kind)
+                log.exception("a listener failed", kind=type(event).__name__)
 
 
 class Face(Protocol):

@@ -1,5 +1,12 @@
-"""The control socket's listening side: the path made (born mode 0660, owned by
-``[service] group``), a thread per connection, and the one service per path.
+"""The control socket's listening side: the path made (mode 0660 once the service is
+ready, owned by ``[service] group``), a thread per connection, and the one service per path.
+
+While the service starts the socket also carries its owner's execute bit (0760, which
+means nothing to a socket): a socket left with it is from a start that never finished
+(the process killed or crashed before it was ready), one without it from a service
+that ran; the client's "not running" message tells them apart. A start that fails in
+Python removes the socket it made. A connection made while the service starts gets its
+greeting once it is ready.
 
 An existing path is replaced only when it is a socket nobody answers on (left by a
 crash); a socket that answers is another service (``already_running``, exit 2), and
@@ -27,6 +34,9 @@ from shuffler.logs import get_logger
 #: service's stop, SIGTERM's) returns within it (socketserver's default is half a second)
 STOP_POLL_SECONDS = 0.05
 
+#: the socket's mode while the service starts, and once it is ready (the module's notes)
+STARTING_MODE, READY_MODE = 0o760, 0o660
+
 #: ``converse(rfile, wfile, sock)``: one connection, from its accepting to its end
 Converse = Callable[[Any, Any, socket.socket], None]
 log = get_logger("shuffler.service")
@@ -46,6 +56,7 @@ class _Handler(socketserver.StreamRequestHandler):
         self.request.settimeout(self.server.first_timeout)  # the first request must come soon
 
     def handle(self) -> None:
+        self.server.ready.wait(self.server.first_timeout)  # greeted once the service is up
         self.server.converse(self.rfile, self.wfile, self.request)
 
 
@@ -55,6 +66,7 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     def __init__(self, path: str, converse: Converse, backlog: int,
                  first_timeout: float) -> None:
         self.converse, self.first_timeout = converse, first_timeout
+        self.ready = threading.Event()
         self.request_queue_size = backlog  # listen()'s backlog, read as the server binds
         super().__init__(path, _Handler)
 
@@ -87,18 +99,34 @@ class Listener:
             raise BadInputError(f"{path.parent}: cannot create the socket's folder: "
                                 f"{e.strerror or e}") from None
         _remove_stale_socket(path)
-        old = os.umask(0o117)  # the socket is born 0660
+        old = os.umask(0o017)  # the socket is born 0760: starting (the module's notes)
         try:
             self.server = _Server(str(path), self.converse, self.backlog, self.first_timeout)
-            os.chmod(path, 0o660)
+            os.chmod(path, STARTING_MODE)
             if self.group:
                 os.chown(path, -1, grp.getgrnam(self.group).gr_gid)
         except KeyError:
+            self._unmake()  # a start that failed leaves no socket for the next command
             raise BadInputError(f"[service] group: no group called {self.group!r}") from None
         except OSError as e:
+            self._unmake()
             raise BadInputError(f"{path}: cannot listen there: {e.strerror or e}") from None
         finally:
             os.umask(old)
+
+    def _unmake(self) -> None:
+        """The socket made by a bind that failed half-way, gone (never another's file:
+        only once the server was made here)."""
+        if self.server is not None:
+            self.server.server_close()
+            self.server = None
+            self.path.unlink(missing_ok=True)
+
+    def ready(self) -> None:
+        """The service is up: the socket's mode is 0660, and connections are greeted."""
+        if self.server is not None:
+            os.chmod(self.path, READY_MODE)
+            self.server.ready.set()
 
     def close(self) -> None:
         if self.server is not None:

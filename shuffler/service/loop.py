@@ -25,6 +25,7 @@ when it is a socket nobody answers on.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import json
 import queue
@@ -33,14 +34,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from shuffler import __version__
-from shuffler.control.hand import device_now, too_soon
 from shuffler.control.scorebook import handle as score_request
 from shuffler.control.session import Session
 from shuffler.control.signals import ENDINGS, SUSPEND, suspend_after
-from shuffler.device.clock import Clock, EventClock, RealClock
+from shuffler.control.touch import Clear, Ignore, Machine, Start, Wait
+from shuffler.device.clock import Clock, RealClock
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.errors import ShufflerError, error_kind
 from shuffler.logs import get_logger
@@ -50,19 +51,28 @@ from shuffler.service.connections import (
     Conversation,
     Places,
 )
+from shuffler.service.events import (
+    BatteryChanged,
+    Event,
+    FaultChanged,
+    HandSummary,
+    PassReported,
+    ScoreChanged,
+    SignalShown,
+    StateChanged,
+    TouchIgnored,
+    progress,
+)
 from shuffler.service.hub import Face, Hub, NoFaces, Publisher
 from shuffler.service.listening import Listener
 from shuffler.service.protocol import PROTOCOL, SCHEMA, error_reply, parse_request
-from shuffler.service.request import RequestError
+from shuffler.service.request import TRAITS, Command, RequestError
 from shuffler.service.systemd import Watchdog, sd_notify, watchdog_interval
 from shuffler.store.lock import MachineLock
 
-SCORE_COMMANDS = ("score", "undo", "redo", "new_game")
-#: requests that run in the deciding loop, one at a time
-CLAIMED = ("pass", "hand", "clear", *SCORE_COMMANDS)
-#: requests that may turn the motor: a stop while one is accepted or running stops it
-MOVING = ("pass", "hand")
-TOUCH_WAIT_S = 5.0  # how long a touch waits for a client's short job to end
+if TYPE_CHECKING:
+    from shuffler.config import Config
+
 log = get_logger("shuffler.service")
 
 
@@ -76,6 +86,19 @@ def score_read(req: dict[str, Any]) -> bool:
 class Job:
     request: dict[str, Any]
     replies: queue.Queue = field(default_factory=queue.Queue)  # events, then the answer
+
+
+def outcome(cmd: Command, result: dict[str, Any]) -> Event | None:
+    """A job's result as the faces hear it: a hand's summary (its passes were told as
+    they ended), a lone pass's report, the score after a change; a clear is told by the
+    state that follows it."""
+    if cmd.score:
+        return ScoreChanged(result["score"])
+    if cmd.name == "hand":
+        return HandSummary(result["hand"])
+    if cmd.name == "pass":
+        return PassReported(result["pass"])
+    return None
 
 
 # -- the service ---------------------------------------------------------------------
@@ -112,22 +135,35 @@ class Service(Publisher):
                                  first_timeout=min(FIRST_REQUEST_SECONDS, idle_seconds))
         self._last_snapshot = -1e9
         self._shown = Status(Signal.READY)  # the light the device shows (told again)
-        self._job_ended = -1e9  # when the last pass or hand ended (the touch lock-out)
-        self._lifts: list[InputEvent] = []  # piles lifted since (hand.too_soon)
         self.notice: str | None = None  # why the last touch started nothing
-        self._touch_at: float | None = None  # a touch waiting for a client's short job
+        #: a touch waiting for a client's short job, and since when (``clock``)
+        self._waiting: tuple[InputEvent, float] | None = None
+        #: the fault and battery last told to the faces (empty: not yet)
+        self._told_fault: tuple[dict[str, Any] | None, ...] = ()
+        self._told_battery: dict[str, Any] | None = None
         session.controller.on_show = self._shown_to_dealer
+        #: faces that may take the dealer's touch on the sensor between hands for
+        #: themselves (the page's pairing), and the touches made by a face (never theirs)
+        self._touch_claims: list[Callable[[], bool]] = []
+        self._face_touches: collections.deque[InputEvent] = collections.deque(maxlen=16)
         #: the page and telemetry (shuffler.faces.router, built by the CLI), subscribed to us
         self.faces = faces(self)
         #: called once listening with :meth:`where` (the CLI prints it on a terminal)
         self.announce: Callable[[dict[str, str]], None] | None = None
+        #: SIGHUP's check that the config on disk loads (raises its error if not): the
+        #: CLI's; None: SIGHUP ends the service as the other ending signals do
+        self.reload_check: Callable[[], object] | None = None
+        #: a SIGHUP came: acted on between jobs (:meth:`_reload`)
+        self.hangup = False
+        #: the loop ended to start again on a config that loads (the CLI re-executes)
+        self.reloading = False
 
     def _shown_to_dealer(self, status: Status) -> None:
         """Each light and beep shown to the dealer (the controller's ``on_show``), to the
         faces as well; the last one not merely told again is the one a touch recalls."""
         if not status.told:
             self._shown = status
-        self.publish("signal", status)
+        self.publish(SignalShown(status))
 
     def where(self) -> dict[str, str]:
         """What a builder needs at start: the device, the socket, the page, the state."""
@@ -145,6 +181,7 @@ class Service(Publisher):
         self.refresh()
         self.listener.start()
         self.faces.start()
+        self.listener.ready()
         sd_notify("READY=1\nSTATUS=waiting for a touch")
         where = self.where()
         log.info("serving", **where)
@@ -165,63 +202,138 @@ class Service(Publisher):
         self.lock.verify()
         self._idle()
         try:
-            job = self.jobs.get(timeout=0 if self._touch_at is not None
+            job = self.jobs.get(timeout=0 if self._waiting is not None
                                 else self._device_wait(wait))
         except queue.Empty:
             job = None
         if job is not None:
             self._run_job(job)
+        if self.hangup:
+            self._reload()
         self.watchdog.tick(health=True)
+
+    def _reload(self) -> None:
+        """SIGHUP, between jobs: the daemon's reload. A config on disk that does not load
+        is logged and the one running is kept; one that loads ends the loop as a stop
+        does (the motor off, the lock and the socket released) for the CLI to start the
+        process again in place on it (:func:`restart_in_place`: the same pid, so systemd
+        sees a reload, not a crash)."""
+        self.hangup = False
+        if self.reload_check is None:
+            return
+        try:
+            self.reload_check()
+        except ShufflerError as e:
+            log.warning("SIGHUP: the config on disk does not load; keeping the one running",
+                        error=str(e))
+            sd_notify(f"STATUS=reload refused: {str(e)[:200]}")
+            return
+        log.info("SIGHUP: the config loads; starting again in place on it")
+        sd_notify("RELOADING=1\nSTATUS=reloading the config")
+        self.reloading = True
+        self.stopping.set()
+
+    # -- the faces' port (hub.Hub): what they may see of the service --------------------
+    @property
+    def config(self) -> Config:
+        return self.session.config
+
+    @property
+    def state_folder(self) -> Path:
+        return self.session.controller.store.folder
+
+    def score(self) -> dict[str, Any]:
+        return self.session.score()
 
     @property
     def touch_waiting(self) -> bool:
         """Whether a touch waits for the machine: remote commands hold back until then."""
-        return self._touch_at is not None
+        return self._waiting is not None
 
     def _device_wait(self, wait: float) -> float:
-        """A simulated machine on its own paced clock (sim-gpio) lives only while someone
-        waits on that clock: between jobs the loop waits there, so the rig's dealer goes
-        on restacking and touching. What is left of ``wait`` is waited for a job."""
-        clock = getattr(self.session.device, "clock", None)
-        if isinstance(clock, EventClock) and clock.speed:
-            clock.sleep(wait * clock.speed)
-            return 0.001
-        return wait
+        """Between jobs the device rests (:meth:`ShufflerDevice.idle`: a simulated
+        machine on its own paced clock lives only while someone waits on it); what is
+        left of ``wait`` is waited for a job."""
+        return self.session.device.idle(wait)
 
     def _idle(self) -> None:
         events = self.session.device.drain_events()
         for ev in events:
-            if ev.kind is EventKind.TOUCH:
-                self._touched(ev)
-            elif ev.kind is EventKind.PILE_LIFTED:
-                self._lifts.append(ev)  # a serial MCU's stamps: its clock (the lock-out)
-            elif ev.kind is EventKind.LONG_PRESS:
-                self._long_press(ev.at)
-        if self._touch_at is not None and not any(e.kind is EventKind.TOUCH for e in events):
-            self._touched()
+            if ev.kind is EventKind.TOUCH and self._claimed(ev):
+                continue
+            if ev.kind in (EventKind.TOUCH, EventKind.LONG_PRESS):
+                self._decide(ev)
+        if self._waiting is not None and not any(e.kind is EventKind.TOUCH for e in events):
+            self._decide(self._waiting[0])
         if self.clock.now() - self._last_snapshot >= self.SNAPSHOT_EVERY:
             self.refresh()
 
-    def _long_press(self, began: float | None = None) -> None:
-        """The dealer's clear: a latched fault goes once the machine sees itself clear;
-        if it does not, the jam pattern answers (the fault stays). With nothing latched
-        it answers "nothing to clear" (the ready light again, and the page says so); a
-        press that began before the last pass ended (``began``, device time) clears
-        nothing: the dealer was not answering the fault."""
+    def touch(self) -> None:
+        """A touch from a face (the page's Start pass): stamped now in device time and
+        decided by the same rules as the sensor's (:mod:`shuffler.control.touch`), on the
+        deciding loop's next turn. Safe from any thread."""
+        device = self.session.device
+        event = InputEvent(EventKind.TOUCH, device.now())
+        self._face_touches.append(event)
+        device.events.put(event)
+
+    def on_touch(self, claim: Callable[[], bool]) -> None:
+        """``claim()`` is asked first of every touch on the sensor between hands (never a
+        face's touch): True takes it (the page's pairing), and no pass starts; the light
+        is shown again with one short beep."""
+        self._touch_claims.append(claim)
+
+    def _claimed(self, event: InputEvent) -> bool:
+        if any(e is event for e in self._face_touches):
+            self._face_touches.remove(event)
+            return False
+        for claim in self._touch_claims:
+            try:
+                taken = claim()
+            except Exception:
+                log.exception("a face's touch claim failed")
+                continue
+            if taken:
+                log.info("touch taken by a face (pairing)")
+                self.session.controller.show(replace(self._shown, told=True))
+                return True
+        return False
+
+    def _decide(self, event: InputEvent) -> None:
+        """The dealer's touch or long press between hands, through the one policy
+        (:mod:`shuffler.control.touch`): a touch starts the next pass of the hand unless
+        the dealer is still restacking or the tray is empty; while a client's short job
+        (a clear, a score, a remote command) holds the machine it waits for it, up to
+        :data:`~shuffler.control.touch.TOUCH_WAIT_S`, and then says why it started
+        nothing. A long press is the dealer's clear."""
+        controller = self.session.controller
         try:
-            latched = self.session.controller.latched_fault()
+            latched = (controller.latched_fault() is not None
+                       if event.kind is EventKind.LONG_PRESS else False)
         except ShufflerError as e:  # a damaged state file: clear says what to do
             log.warning("long press: cannot read the state", error=str(e))
             return
-        if latched is None:
-            log.info("long press: no fault to clear")
-            self._touch_ignored("nothing to clear: no fault is latched", Status(Signal.READY))
-            return
-        if began is not None and began < self._job_ended:
-            log.warning("long press: it began before the fault; not a clear")
-            self._touch_ignored("that press began before the fault: hold the sensor again "
-                                "to clear it", Status(Signal.FAULT))
-            return
+        tray = event.kind is not EventKind.TOUCH or self.session.device.health().tray_loaded
+        busy = self.claim.locked()
+        waited = (self.clock.now() - self._waiting[1]
+                  if self._waiting is not None and self._waiting[0] is event else 0.0)
+        decision = controller.touch.decide(event, Machine(tray, latched, busy, waited))
+        if not isinstance(decision, Wait):
+            self._waiting = None
+        match decision:
+            case Ignore():
+                self._touch_ignored(decision)
+            case Wait():
+                if self._waiting is None:
+                    self._waiting = (event, self.clock.now())
+            case Clear():
+                self._clear()
+            case Start():
+                self._start_hand(event)
+
+    def _clear(self) -> None:
+        """The dealer's clear: a latched fault goes once the machine sees itself clear;
+        if it does not, the jam pattern answers (the fault stays)."""
         if not self.claim.acquire(blocking=False):
             return
         try:
@@ -231,42 +343,14 @@ class Service(Publisher):
             else:
                 log.warning("long press: the machine still sees a fault; not cleared")
                 self.session.controller.show(Status(Signal.FAULT))
-            self.publish("result", result)
         finally:
             self.claim.release()
             self.refresh()
 
-    def _touched(self, touch: InputEvent | None = None) -> None:
-        """The dealer's touch between hands: the next pass of the hand, unless the dealer
-        is still restacking or the tray is empty. While a client's short job (a clear, a
-        score, a remote command) holds the machine the touch waits for it, up to
-        :data:`TOUCH_WAIT_S`, and then says why it started nothing (``touch`` None: the
-        touch that waits)."""
-        if touch is not None and too_soon(self.session.device, touch, self._job_ended,
-                                          self._lifts):
-            log.debug("touch ignored", why="the dealer is restacking")
-            self._touch_ignored("touch ignored: the last pass has only just ended; stack the "
-                                "piles, then touch again")
+    def _start_hand(self, touch: InputEvent) -> None:
+        if not self.claim.acquire(blocking=False):  # taken since: the touch waits again
+            self._waiting = (touch, self.clock.now())
             return
-        if not self.session.device.health().tray_loaded:
-            self.notice = "touch ignored: the tray is empty; load the cards, then touch"
-            log.warning(self.notice)
-            sd_notify(f"STATUS={self.notice}")
-            self._touch_ignored(self.notice)
-            self.refresh()
-            return
-        if not self.claim.acquire(blocking=False):
-            now = self.clock.now()
-            if self._touch_at is None:
-                self._touch_at = now
-            elif now - self._touch_at > TOUCH_WAIT_S:
-                self._touch_at = None
-                self.notice = "touch ignored: a client's request held the machine; touch again"
-                log.warning(self.notice)
-                self._touch_ignored(self.notice)
-                self.refresh()
-            return
-        self._touch_at = None
         log.info("touch: starting a pass of the hand")
         self.session.controller.begin_job()
         try:
@@ -274,16 +358,23 @@ class Service(Publisher):
         finally:
             self.claim.release()
 
-    def _touch_ignored(self, why: str, light: Status | None = None) -> None:
+    def _touch_ignored(self, ignored: Ignore) -> None:
         """Tell the dealer and the faces that a touch started nothing, and why: the event
-        (the page shows it) and ``light``, else the light last shown again with one short
-        beep, as a hand tells a touch it did not take between its passes."""
-        self.publish("event", {"event": "touch_ignored", "why": why})
+        (the page shows it) and its light, else the light last shown again with one
+        short beep, as a hand tells a touch it did not take between its passes."""
+        log.info("touch ignored", why=ignored.why)
+        if ignored.notice:  # what the machine waits for: in the status too
+            self.notice = ignored.why
+            sd_notify(f"STATUS={self.notice}")
+        self.publish(TouchIgnored(ignored.why))
+        light = ignored.light
         if light is None:
             light = replace(self._shown, told=True)
             if light.signal is Signal.STACK and light.next_pass is None:
                 light = Status(Signal.READY, told=True)  # the hand is over: no pile to ask for
         self.session.controller.show(light)
+        if self.notice == ignored.why:
+            self.refresh()
 
     def _run_job(self, job: Job) -> None:
         cmd = job.request["cmd"]
@@ -296,7 +387,7 @@ class Service(Publisher):
         try:
             final = self._execute(job)
         finally:  # free before answering: the client's next request must not find it busy
-            if job.request["cmd"] in CLAIMED:
+            if TRAITS[cmd].claimed:
                 self.claim.release()
             job.replies.put(final)
 
@@ -306,7 +397,8 @@ class Service(Publisher):
 
         def put(msg: dict[str, Any]) -> None:
             job.replies.put(msg)
-            self.publish("event", msg)
+            if (event := progress(msg)) is not None:
+                self.publish(event)
 
         self.notice = None
         try:
@@ -314,7 +406,8 @@ class Service(Publisher):
             fault = (result.get("pass") or result.get("hand") or {}).get("fault")
             if fault:  # journald: faults at warning (the pass lines are info)
                 log.warning("fault", kind=fault["kind"], message=fault["message"])
-            self.publish("result", result)
+            if (told := outcome(TRAITS[req["cmd"]], result)) is not None:
+                self.publish(told)
             return {"ok": True, "result": result}
         except ShufflerError as e:
             log.warning("refused", cmd=req["cmd"], kind=error_kind(e), message=str(e))
@@ -325,22 +418,25 @@ class Service(Publisher):
             return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}}
         finally:
             self.session.controller.end_job()
-            if req["cmd"] in MOVING:  # touches made while it ran start nothing
-                self._job_ended, self._touch_at = device_now(self.session.device), None
-                self._lifts = []
+            if TRAITS[req["cmd"]].moves:  # touches made while it ran start nothing
+                self.session.controller.touch.pass_ended(self.session.device.now())
+                self._waiting = None
                 self.session.device.drain_events()
             self.refresh()
 
     def _run(self, req: dict[str, Any], put: Callable[[dict[str, Any]], None]) -> dict:
-        cmd, s = req["cmd"], self.session
-        if cmd == "pass":
-            return s.do_pass(req["cards"], req["mode"], on_event=put, on_tick=self.watchdog.tick)
-        if cmd == "hand":
-            return s.do_hand(req["passes"], req["cards"], req["mode"], on_event=put,
-                             on_tick=self.watchdog.tick)
-        if cmd in SCORE_COMMANDS:
+        """A claimed command's handler: its traits say which (request.TRAITS)."""
+        s, cmd = self.session, TRAITS[req["cmd"]]
+        if cmd.score:
             return score_request(s.scores, req)
-        return s.do_clear()
+        handlers: dict[str, Callable[[], dict]] = {
+            "pass": lambda: s.do_pass(req["cards"], req["mode"], on_event=put,
+                                      on_tick=self.watchdog.tick),
+            "hand": lambda: s.do_hand(req["passes"], req["cards"], req["mode"], on_event=put,
+                                      on_tick=self.watchdog.tick),
+            "clear": s.do_clear,
+        }
+        return handlers[cmd.name]()
 
     def submit(self, request: dict[str, Any]) -> dict[str, Any]:
         """Run ``request`` (checked as a socket request would be) as a client would, and
@@ -361,9 +457,19 @@ class Service(Publisher):
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
         else:
-            self.publish("status", self.snapshot["status"])
-            self.publish("battery", self.snapshot["battery"])
+            self._tell_state(self.snapshot["status"], self.snapshot["battery"])
         self._last_snapshot = self.clock.now()
+
+    def _tell_state(self, status: dict[str, Any], battery: dict[str, Any]) -> None:
+        """The state to the faces, and the fault and the battery when they changed (the
+        one place a change is detected; the first snapshot tells both)."""
+        self.publish(StateChanged(status))
+        if (status.get("fault"),) != self._told_fault:
+            self._told_fault = (status.get("fault"),)
+            self.publish(FaultChanged(status.get("fault")))
+        if battery != self._told_battery:
+            self._told_battery = battery
+            self.publish(BatteryChanged(battery))
 
     def greeting(self) -> dict[str, Any]:
         """What a new connection hears first."""
@@ -392,7 +498,7 @@ class Service(Publisher):
             send(error_reply(RequestError("busy: a pass is running; try again when it ends",
                                           "busy"), exit_code=3))
         else:
-            if cmd in MOVING:
+            if TRAITS[cmd].moves:
                 self.session.controller.begin_job()  # accepted: a stop from now on counts
             job = Job(req)
             self.jobs.put(job)
@@ -413,16 +519,36 @@ class Service(Publisher):
 
 
 def install_signal_handlers(service: Service) -> None:
-    """SIGTERM, SIGINT, SIGHUP (the SSH session that started it dropped), SIGQUIT and
-    SIGUSR1/2: the loop unwinds at once, through the pass's ``finally`` that stops the
-    motor and :meth:`Service.close`, and the process exits 0. The handler touches no pin
-    (it may have interrupted the main thread inside one). SIGTSTP stops the job (the
-    motor first, from a thread), then suspends the process. Leaving the interpreter any
-    other way stops the motor too (shuffler/control/signals.py has the table)."""
+    """SIGTERM, SIGINT, SIGQUIT and SIGUSR1/2: the loop unwinds at once, through the
+    pass's ``finally`` that stops the motor and :meth:`Service.close`, and the process
+    exits 0. SIGHUP is the daemon's reload when the service has a ``reload_check``
+    (systemd's ``ExecReload``; :meth:`Service._reload`, once the running pass or hand has
+    ended), else an ending like the others. The handler touches no pin (it may have
+    interrupted the main thread inside one). SIGTSTP stops the job (the motor first,
+    from a thread), then suspends the process. Leaving the interpreter any other way
+    stops the motor too (shuffler/control/signals.py has the table)."""
     def stop(signum, frame):
         raise SystemExit(0)
 
+    def hangup(signum, frame):
+        service.hangup = True  # only a flag: the loop acts on it between jobs
+
     for sig in ENDINGS:
         signal.signal(sig, stop)
+    if service.reload_check is not None:
+        signal.signal(signal.SIGHUP, hangup)
     signal.signal(SUSPEND, suspend_after(service.session.controller.request_stop))
     atexit.register(service.session.device.stop)
+
+
+def restart_in_place() -> NoReturn:
+    """Execute this very command line again (the same pid: systemd's ``MAINPID`` and its
+    notify socket stay, and the new process says ``READY=1``), after the service has
+    closed: the SIGHUP reload. Every descriptor Python opened is close-on-exec."""
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])

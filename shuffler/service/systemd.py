@@ -10,7 +10,6 @@ import math
 import os
 import socket
 
-from shuffler.control.hand import device_now
 from shuffler.device.clock import Clock
 from shuffler.device.contract import ShufflerDevice
 from shuffler.logs import get_logger
@@ -62,7 +61,7 @@ class Watchdog:
         the device's health check are the progress (an idle simulator's clock rests)."""
         if not self.interval or self.clock.now() - self._last_ping < self.interval:
             return
-        moved = device_now(self.device)
+        moved = self.device.now()
         if not health and moved <= self._pinged_at_device:  # inside a job: on_tick
             log.error("no progress since the last watchdog ping: not pinging", device_time=moved)
             return

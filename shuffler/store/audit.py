@@ -3,8 +3,18 @@
     >>> import tempfile, pathlib
     >>> log = AuditLog(pathlib.Path(tempfile.mkdtemp()) / "audit.jsonl")
     >>> log.append({"id": 1, "counted": 24})
-    >>> [line["id"] for line in log.read()]
-    [1]
+    >>> log.append({"id": 1, "interrupted": True})["counted"]  # one record per pass id
+    24
+    >>> [(line["id"], line["seq"]) for line in log.read()]
+    [(1, 1)]
+
+Every record carries ``seq``, one more than the record before it in this log: the order
+the records were written, which a wall clock stepped back (a Pi without a real-time
+clock, before NTP) cannot reverse as it reverses ``time``. A pass id is recorded once:
+an append for an id already in the log writes nothing and returns the record there, so
+two processes that each believe they own the machine (a lock file removed mid-pass)
+can never log one pass twice. Both are decided under an exclusive ``flock`` on the log
+itself, so two appenders never pick the same ``seq`` or both miss the other's record.
 
 A power cut in the middle of an append leaves a torn last line. The next append
 starts on a fresh line, so it is never glued to the torn one; reading skips a torn
@@ -15,8 +25,11 @@ naming the path.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import json
+import mmap
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,31 +89,41 @@ class AuditLog:
                                   f"a fault recordable: {symlink_refusal(e)}; nothing was "
                                   "started") from None
 
-    def append(self, entry: dict[str, Any]) -> None:
-        """One record, on a line of its own even after a torn one, flushed to disk; a
-        failed write is tried once more after releasing the reserve."""
-        line = (json.dumps(entry, sort_keys=True) + "\n").encode()
+    def append(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        """One record, with the next ``seq``, on a line of its own even after a torn one,
+        flushed to disk; a failed write is tried once more after releasing the reserve.
+        Returns None when written; the record already there when the log holds one for
+        ``entry``'s pass id (nothing written: see the module notes)."""
+        there: list[dict[str, Any]] = []
         try:
-            retry_with_reserve(self.reserve, lambda: self._append(line))
+            retry_with_reserve(self.reserve, lambda: self._append(entry, there))
         except OSError as e:
             raise FileAccessError(f"{self.path}: cannot write the audit log: "
                                   f"{symlink_refusal(e)}") from None
+        return there[0] if there else None
 
-    def _append(self, line: bytes) -> None:
+    def _append(self, entry: dict[str, Any], there: list[dict[str, Any]]) -> None:
         fd = self._open()
         try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # one appender at a time: seq and the id check
             size = os.fstat(fd).st_size
-            tail = os.pread(fd, len(line) + 1, max(0, size - len(line) - 1)) if size else b""
-            if tail[-len(line):] == line and (len(tail) == len(line) or tail[0] == 0x0A):
-                os.fsync(fd)  # a retry after a failed fsync: the record is already there
-                return
-            if tail and tail[-1:] != b"\n":
-                line = b"\n" + line  # the last append was torn: never glue onto it
+            with _mapped(fd, size) as raw:
+                pass_id = entry.get("id")
+                found = _record_of(raw, pass_id) if type(pass_id) is int else None
+                if found is not None:
+                    if {k: v for k, v in found.items() if k != "seq"} != entry:
+                        there.append(found)  # another process recorded this pass
+                    os.fsync(fd)  # else a retry after a failed fsync: ours is there
+                    return
+                line = (json.dumps({**entry, "seq": _last_seq(raw) + 1}, sort_keys=True)
+                        + "\n").encode()
+                if size and raw[size - 1:size] != b"\n":
+                    line = b"\n" + line  # the last append was torn: never glue onto it
             if os.write(fd, line) != len(line):
                 raise OSError(0, "short write (disk full?)")
             os.fsync(fd)
         finally:
-            os.close(fd)
+            os.close(fd)  # and the flock with it
 
     def read(self) -> Iterator[dict[str, Any]]:
         """Every whole record; a torn or undecodable line (a crash mid-write) is skipped
@@ -124,6 +147,60 @@ class AuditLog:
 
     def has(self, pass_id: int) -> dict[str, Any] | None:
         return next((e for e in self.read() if e.get("id") == pass_id), None)
+
+
+@contextlib.contextmanager
+def _mapped(fd: int, size: int) -> Iterator[bytes | mmap.mmap]:
+    """The log's bytes, mapped (not read: a long log costs no memory), empty if empty."""
+    if not size:
+        yield b""
+        return
+    with mmap.mmap(fd, size, prot=mmap.PROT_READ) as raw:
+        yield raw
+
+
+def _record_of(raw: bytes | mmap.mmap, pass_id: int) -> dict[str, Any] | None:
+    """The whole record of ``pass_id`` in the log's bytes, if there is one."""
+    needle = f'"id": {pass_id}'.encode()
+    at = raw.find(needle)
+    while at >= 0:
+        start = raw.rfind(b"\n", 0, at) + 1
+        end = raw.find(b"\n", at)
+        record = _parsed(raw[start:end if end >= 0 else len(raw)])
+        if record is not None and record.get("id") == pass_id:
+            return record
+        at = raw.find(needle, at + len(needle))
+    return None
+
+
+def _last_seq(raw: bytes | mmap.mmap) -> int:
+    """The ``seq`` of the last whole record that has one; a log written before there was
+    a ``seq`` counts its lines, so the sequence still only grows."""
+    end = len(raw)
+    for _ in range(64):  # past a torn tail or two, not through the whole log
+        start = raw.rfind(b"\n", 0, max(0, end - 1)) + 1
+        record = _parsed(raw[start:end])
+        if record is not None and type(record.get("seq")) is int:
+            return record["seq"]
+        if start == 0:
+            break
+        end = start
+    return raw.count(b"\n") if isinstance(raw, bytes) else _lines(raw)
+
+
+def _lines(raw: mmap.mmap) -> int:
+    count, at = 0, raw.find(b"\n")
+    while at >= 0:
+        count, at = count + 1, raw.find(b"\n", at + 1)
+    return count
+
+
+def _parsed(line: bytes) -> dict[str, Any] | None:
+    try:
+        entry = json.loads(line.strip().decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return entry if isinstance(entry, dict) else None
 
 
 def counters(entries: list[dict[str, Any]]) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""One owner of the machine: an exclusive lock in the state folder.
+"""One owner of the machine: an exclusive lock in the state folder, and one on the device.
 
 Whoever drives the device (``shuffler serve``, or a CLI command run in-process) holds
 ``<state dir>/machine.lock`` with ``fcntl.flock`` for as long as the device is open.
@@ -18,6 +18,12 @@ The file holds the holder's pid and what it runs, for the message the next one r
     ...     print(str(e).split(":")[0])
     busy
     >>> first.release()
+
+The state folder's lock alone lets a second command with another ``--state-dir`` drive
+the same machine. So whoever opens a device that others could open too also takes a
+:class:`DeviceLock` on what *is* that device: the GPIO chip's node, the serial port's,
+or the file a simulated machine's pins are kept in (``shuffler.device.registry.device_identity``);
+a simulated machine private to its process has none and needs none.
 """
 
 from __future__ import annotations
@@ -166,3 +172,55 @@ def _read(fd: int) -> str:
         return os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
     except OSError:
         return ""
+
+
+class DeviceLock:
+    """An exclusive ``flock`` on the file that is the device (``/dev/gpiochip0``,
+    ``/dev/ttyUSB0``) or stands for it, for as long as the device is open: a second
+    process is refused (:class:`MachineBusyError`, exit 3) whatever its state folder.
+    The file is opened for reading only and never written (a device node takes no
+    text); one that cannot be opened takes no lock, and the device's own opening then
+    says why. ``create``: make the file if it is missing (a lock file beside a file that
+    is replaced as it changes)."""
+
+    def __init__(self, path: str | os.PathLike[str], device: str, *,
+                 create: bool = False) -> None:
+        self.path = Path(path)
+        self.device = device
+        self.create = create
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> DeviceLock:
+        if self._fd is not None:
+            return self
+        flags = os.O_RDONLY | os.O_NOCTTY | os.O_NONBLOCK | os.O_CLOEXEC
+        try:
+            if self.create:
+                make_folder(self.path.parent)
+                fd = os.open(self.path, flags | os.O_CREAT, 0o664)
+            else:
+                fd = os.open(self.path, flags)
+        except OSError:
+            return self
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise MachineBusyError(
+                f"busy: another process drives the {self.device} machine (it holds "
+                f"{self.path}), whatever its state folder: ask it through its socket if "
+                "it is the service, or wait for it to finish") from None
+        except OSError:
+            os.close(fd)
+            return self
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)

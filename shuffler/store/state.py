@@ -185,6 +185,24 @@ def _teams(v: Any, where: str) -> None:
         _fail(where, "two teams of seat names", v)
 
 
+def _watch(v: Any, where: str) -> None:
+    """Each seat's watch (shuffler.core.labels.Watch.to_dict): rule -> [run, seen, against]."""
+    from shuffler.core.labels import RULES
+
+    if not isinstance(v, dict) or len(v) > 8:
+        _fail(where, "an object of at most 8 seats", v)
+    counter = whole(0, MAX_COUNT)
+    for seat, rules in v.items():
+        text()(seat, f"{where} (a seat)")
+        if not isinstance(rules, dict) or not set(rules) <= set(RULES):
+            _fail(f"{where}.{seat}", f"an object of rules ({', '.join(RULES)})", rules)
+        for rule, trail in rules.items():
+            if not isinstance(trail, list) or len(trail) != 3:
+                _fail(f"{where}.{seat}.{rule}", "[run, seen, against]", trail)
+            for i, c in enumerate(trail):
+                counter(c, f"{where}.{seat}.{rule}[{i}]")
+
+
 def _extra(v: Any, where: str) -> None:
     if not isinstance(v, dict):
         _fail(where, "an object", v)
@@ -207,8 +225,14 @@ _GAME_KEYS: dict[str, Check] = {
     "number": whole(1, MAX_COUNT), "target": whole(1, 1000), "teams": _teams,
     "hands": items(record({"makers": whole(0, 1), "tricks": whole(0, 5), "alone": boolean},
                           {"renege": whole(0, 1, none=True)}, none=False), 10_000)}
+#: a game this table played before the current one (shuffler.core.score.Game.summary)
+_PLAYED = record({"number": whole(1, MAX_COUNT), "target": whole(1, 1000),
+                  "team_names": items(text(), 2), "totals": items(whole(0, 100_000), 2),
+                  "winner": whole(0, 1, none=True), "hands": whole(0, 10_000)},
+                 {"names": nullable(items(text(), 2))}, none=False)
 _GAME_EXTRA: dict[str, Check] = {"version": whole(0, MAX_COUNT),
-                                 "names": nullable(items(text(), 2))}
+                                 "names": nullable(items(text(), 2)),
+                                 "played": items(_PLAYED, 1000)}
 #: one step of the score's undo or redo history: what it did, and the game before it
 _STEP = record({"label": text(), "game": record(_GAME_KEYS, _GAME_EXTRA, none=False)},
                none=False)
@@ -228,7 +252,8 @@ LAST_HAND = record({"number": whole(1, MAX_COUNT), "passes_done": whole(0, MAX_P
                     "passes": whole(1, MAX_PASSES), "completed": boolean,
                     "tracking": boolean},
                    {"distance": nullable(number(0.0, 1.0)), "fault": _last_fault,
-                    "dealer": text(), "distance_note": nullable(text())})
+                    "dealer": text(), "distance_note": nullable(text()),
+                    "distance_exact": nullable(boolean)})
 
 
 def _schema(check: Check, *, required: bool = False) -> Any:
@@ -261,6 +286,10 @@ class State:
     score: dict[str, Any] | None = field(default=None, metadata=_schema(SCORE))
     #: the last hand's summary, as the page and ``status`` show it
     last_hand: dict[str, Any] | None = field(default=None, metadata=_schema(LAST_HAND))
+    #: each seat's watch on departures that follow a rule looking at the cards
+    #: (shuffler.core.labels): counters only, never a plan
+    watch: dict[str, dict[str, list[int]]] = field(default_factory=dict,
+                                                   metadata=_schema(_watch))
     version: int = field(default=STATE_VERSION,
                          metadata=_schema(whole(1, STATE_VERSION), required=True))
     extra: dict[str, Any] = field(default_factory=dict, metadata=_schema(_extra))

@@ -96,8 +96,8 @@ def test_battery_reads_at_rest(harness):
 @pytest.mark.parametrize(("habit", "instructed", "expect"), [
     ("instructed", Pile.LEFT, Pile.LEFT),
     ("instructed", Pile.RIGHT, Pile.RIGHT),
-    ("other", Pile.LEFT, Pile.RIGHT),
-    ("both", Pile.LEFT, None),
+    ("other:ignores", Pile.LEFT, Pile.RIGHT),
+    ("both:ignores", Pile.LEFT, None),
 ])
 def test_the_pile_sensors_tell_which_pile_went_on_top(harness, habit, instructed, expect):
     dev = harness.make(24, habit=habit)

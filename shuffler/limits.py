@@ -1,0 +1,77 @@
+"""The electrical limits of the build, declared once. Pure: no imports, no I/O.
+
+docs/hardware.md ("Limits"), the schematics' limits boxes (docs/make_schematic.py), the
+controller's refusal of an over-voltage block and the self-test's battery step all read
+these figures; ``tests/test_limits.py`` checks the docs quote them.
+
+    >>> over_voltage(10.7) is None
+    True
+    >>> over_voltage(11.5).startswith("Battery 11.50 V is above")
+    True
+"""
+
+from __future__ import annotations
+
+#: the DRV8833's VM (recommended operating range): the 9 V side must stay inside it
+DRIVER_VM_MIN_VOLTS = 2.7
+DRIVER_VM_MAX_VOLTS = 10.8
+#: the DRV8833's absolute maximum VM: past it the part can be damaged
+DRIVER_VM_ABS_MAX_VOLTS = 11.8
+#: the low end of the 9 V side the mechanism is specified for (a spent block under load)
+BLOCK_MIN_VOLTS = 6.0
+#: the spread of the monitor's readings of one block, in volts at the block: 16 readings of
+#: CH0 may lie 13 mV apart (about 4 LSB of the MCP3008, the self-test's calibration spread)
+#: and the divider multiplies that by about 4
+MONITOR_SPREAD_VOLTS = 0.05
+#: a reading above this may be a block above the driver's limit: nothing moves
+OVER_VOLTS = round(DRIVER_VM_MAX_VOLTS - MONITOR_SPREAD_VOLTS, 2)
+
+#: the MCP3008 (the Pi build's ADC): inputs 0 V to VREF (the Pi's 3V3), and its absolute
+#: maximum, VDD + 0.6 V
+ADC_VREF_VOLTS = 3.3
+ADC_ABS_MAX_VOLTS = 3.9
+#: the reading the battery monitor counts as full scale (the reference's last 3 %)
+ADC_FULL_SCALE_VOLTS = 3.2
+#: the Nano's ADC reads A0 against its 5 V (AVcc)
+NANO_ADC_VREF_VOLTS = 5.0
+
+#: the servo's frame: a new position is taken only at the next pulse, 20 ms apart
+SERVO_FRAME_S = 0.020
+
+#: what a reading of the 9 V side may be typed (the self-test's multimeter reading) or
+#: simulated (``--sim-fault battery:VOLTS``) as: below, no block; above, a typo. Past the
+#: driver's limit the reading is taken, and refused by name
+TYPED_READING_MIN_VOLTS, TYPED_READING_MAX_VOLTS = 3.0, 15.0
+
+
+# -- the first power-on's readings (shuffler.poweron, docs/hardware.md) -------------------
+#: the divider's tolerance at TP3 the procedure allows: the ratio's worst case with 1 %
+#: resistors (about 1.5 %) plus the meter's own on both readings (0.5 % of each)
+TAP_TOLERANCE = 0.03
+#: the drop from J1 + to TP1 (F1 and Q3): idle (about 15 mA: a few mV, bounded), and during
+#: a pass's 0.4 A (F1 about 0.1 V, Q3 0.03 V)
+IDLE_DROP_VOLTS, PASS_DROP_VOLTS = 0.05, 0.13
+#: Q3's (AO3401A) body diode on a meter's diode test (about 1 mA)
+BODY_DIODE_VOLTS = (0.40, 0.80)
+#: the motor's winding across J2 (a 6 V N20: about 9 Ω at its 0.7 A stall), with the brushes
+MOTOR_OHMS = (3.0, 40.0)
+#: U5 (Pololu D24V5F5): 5 V, ±4 %
+BUCK_VOLTS = (4.80, 5.20)
+#: the Pi's 3V3 at U2 VDD; the Nano's 5 V from USB
+PI_3V3 = (3.20, 3.40)
+NANO_5V = (4.40, 5.25)  # USB's 5 V less the Nano's own diode
+#: what "0 V" means at a node held low or switched off
+ZERO_VOLTS = 0.1
+#: the ohms a steady continuity beep means (under it: a short)
+SHORT_OHMS = 50.0
+
+
+def over_voltage(volts: float) -> str | None:
+    """Why a block reading ``volts`` must not drive the mechanism, or None when it may."""
+    if volts <= OVER_VOLTS:
+        return None
+    return (f"Battery {volts:.2f} V is above the DRV8833's {DRIVER_VM_MAX_VOLTS:g} V limit "
+            f"(its VM; refused above {OVER_VOLTS:g} V, the limit less the monitor's "
+            f"{MONITOR_SPREAD_VOLTS:g} V spread): a 12 V supply or an 8-cell NiMH block "
+            f"overdrives the driver (absolute maximum {DRIVER_VM_ABS_MAX_VOLTS:g} V) and "
+            "Q3's gate. Use a 9 V block (6 or 7 cells).")

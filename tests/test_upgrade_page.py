@@ -1,0 +1,101 @@
+"""docs/deploy/README.md's "Upgrading" block: the same ``'.[pi]'`` as the install, the
+builder's own checkout (which ``/opt/shuffler`` was cloned from) brought up to date
+before the service's checkout pulls from it, the service stopped around the install.
+Run as written under a throwaway root, after an install: a new commit upstream is the
+version that runs afterwards."""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.test_deploy_page import LINES, deploy_lines, under
+
+ROOT = Path(__file__).resolve().parents[1]
+UPGRADE = deploy_lines("upgrade")
+
+
+def at(prefix: str) -> int:
+    found = [i for i, ln in enumerate(UPGRADE) if ln.startswith(prefix)]
+    assert len(found) == 1, f"one line starting {prefix!r} in the upgrade block"
+    return found[0]
+
+
+def test_the_upgrade_installs_as_the_install_did_from_an_updated_origin():
+    install = next(ln for ln in LINES if ln.startswith("sudo .venv/bin/pip install"))
+    assert UPGRADE[at("sudo .venv/bin/pip install")] == install  # '.[pi]', not '.'
+    assert "'.[pi]'" in install
+    assert at("git -C ~/shuffler pull") < at("sudo git pull")  # the origin first
+    assert at("sudo systemctl stop shuffler") < at("sudo .venv/bin/pip install")
+    assert at("sudo .venv/bin/pip install") < at("sudo systemctl start shuffler")
+    assert at("sudo install -D -m 0644 docs/deploy/shuffler.service") \
+        < at("sudo systemctl daemon-reload") < at("sudo systemctl start shuffler")
+    assert not any("/etc/shuffler/config.toml" in ln for ln in UPGRADE)  # the builder's
+
+
+def git(*args: str, cwd: Path) -> str:
+    out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, f"git {args}: {out.stderr}"
+    return out.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs a git checkout to clone")
+def test_the_upgrade_block_runs_as_written_and_the_new_version_runs(tmp_path):
+    root, home = tmp_path / "root", tmp_path / "home"
+    upstream = tmp_path / "upstream"  # the project (or the builder's fork)
+    git("clone", "-q", str(ROOT), str(upstream), cwd=tmp_path)
+    home.mkdir()
+    git("clone", "-q", str(upstream), str(home / "shuffler"), cwd=tmp_path)
+    opt = root / "opt" / "shuffler"
+    git("clone", "-q", str(home / "shuffler"), str(opt), cwd=tmp_path)  # as installed
+    subprocess.run([sys.executable, "-m", "venv", str(opt / ".venv")], check=True, timeout=300)
+    site = next((opt / ".venv" / "lib").glob("python3*")) / "site-packages"
+    # the Pi's packages (lgpio and the rest) stand here for the venv's: no network
+    (site / "tests-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    pip = [str(opt / ".venv/bin/pip"), "install", "-q", "--no-deps", "."]
+    subprocess.run(pip, cwd=opt, check=True, capture_output=True, timeout=600)
+    shuffler = opt / ".venv" / "bin" / "shuffler"
+
+    def version() -> str:
+        return subprocess.run([str(shuffler), "--version"], capture_output=True, text=True,
+                              check=True, cwd=tmp_path, timeout=60).stdout.strip()
+
+    before = version()
+    # a release upstream: a new version number
+    init = upstream / "shuffler" / "__init__.py"
+    init.write_text(init.read_text().replace(before.split()[-1], "99.0.0"))
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "release",
+        cwd=upstream)
+    cwd = tmp_path
+    for line in UPGRADE:
+        words = [w.replace("~", str(home), 1) if w.startswith("~") else w
+                 for w in shlex.split(line)]
+        if words[0] == "sudo":
+            words = words[1:]
+        if words[0] == "systemctl":
+            continue  # no systemd here: the order is checked above
+        if words[0] == "cd":
+            cwd = Path(under(root, words[1]))
+        elif words[0] == "git":
+            git(*words[1:], cwd=cwd)
+        elif words[0] == ".venv/bin/pip":
+            assert words[-1] == ".[pi]"  # lgpio and the hardware PWM exist on a Pi only
+            subprocess.run(pip, cwd=cwd, check=True, capture_output=True, timeout=600)
+        elif words[0] == "install":
+            subprocess.run(["install", *words[1:-1], under(root, words[-1])], cwd=cwd,
+                           check=True, timeout=60)
+        elif words[0] == "shuffler":
+            if words[1:] == ["--version"]:
+                assert version() == "shuffler 99.0.0"
+            # `shuffler status` asks the service: tests/test_deploy_page.py runs that
+        else:
+            pytest.fail(f"a line of the upgrade block this test cannot follow: {line}")
+    assert version() == "shuffler 99.0.0" != before
+    assert (root / "etc/systemd/system/shuffler.service").read_text() == \
+        (opt / "docs/deploy/shuffler.service").read_text()

@@ -1,0 +1,246 @@
+"""The light the dealer follows: the other pile lifted first is warned of at once, and
+the next pass waits for the stack the light asks for, or for the dealer's keep."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from shuffler.config import Config
+from shuffler.control.controller import PassController
+from shuffler.control.hand import HandRunner, Lifts
+from shuffler.control.panel import Panel, wrong_pile_prompt
+from shuffler.control.reports import hand_dict
+from shuffler.control.session import stack_event
+from shuffler.control.touch import (
+    BEFORE_FAULT,
+    BEFORE_WARNING,
+    NOTHING_TO_CLEAR,
+    NOTHING_TO_KEEP,
+    RESTACKING,
+    TRAY_EMPTY,
+    WRONG_PILE,
+    Clear,
+    Keep,
+    Machine,
+    Start,
+    TouchPolicy,
+)
+from shuffler.core.mechanics import Pile, Stacked
+from shuffler.core.planning import PlannedPlanner
+from shuffler.device.contract import EventKind, InputEvent, Signal, Status
+from shuffler.store.state import StateStore
+
+from .conftest import dealer
+
+ASK = Status(Signal.STACK, Pile.LEFT, 2, 5)
+
+
+def lift(pile: Pile, at: float) -> InputEvent:
+    return InputEvent(EventKind.PILE_LIFTED, at, pile)
+
+
+# -- the touch policy --------------------------------------------------------------------
+
+def policy() -> TouchPolicy:
+    p = TouchPolicy()
+    p.pass_ended(10.0)
+    return p
+
+
+def test_a_touch_while_the_warning_stands_is_refused_with_the_sentence():
+    warned = Machine(restacking=True, warned=11.0)
+    assert policy().decide(InputEvent(EventKind.TOUCH, 12.0), warned) is WRONG_PILE
+    assert "the other pile first: put it back" in WRONG_PILE.why
+    # inside the lock-out too, the warning is what the dealer must hear
+    assert policy().decide(InputEvent(EventKind.TOUCH, 10.1), warned) is WRONG_PILE
+    assert policy().decide(InputEvent(EventKind.TOUCH, 10.1),
+                           Machine(restacking=True)) is RESTACKING
+    assert policy().decide(InputEvent(EventKind.TOUCH, 12.0),
+                           Machine(restacking=True)) == Start()
+
+
+def test_a_long_press_after_the_warning_keeps_the_stack_and_one_from_before_does_not():
+    warned = Machine(restacking=True, warned=11.0)
+    assert policy().decide(InputEvent(EventKind.LONG_PRESS, 11.0), warned) == Keep()
+    assert policy().decide(InputEvent(EventKind.LONG_PRESS, 10.9), warned) is BEFORE_WARNING
+    empty = Machine(tray_loaded=False, restacking=True, warned=11.0)
+    assert policy().decide(InputEvent(EventKind.LONG_PRESS, 12.0), empty) is TRAY_EMPTY
+
+
+def test_a_long_press_with_no_warning_keeps_nothing_and_a_latched_fault_still_clears():
+    press = InputEvent(EventKind.LONG_PRESS, 12.0)
+    assert policy().decide(press, Machine(restacking=True)) is NOTHING_TO_KEEP
+    assert policy().decide(press, Machine()) is NOTHING_TO_CLEAR
+    assert policy().decide(press, Machine(latched=True, warned=11.0)) == Clear()
+    early = InputEvent(EventKind.LONG_PRESS, 9.0)
+    assert policy().decide(early, Machine(latched=True)) is BEFORE_FAULT
+
+
+# -- the lifts against the light ---------------------------------------------------------
+
+def test_the_wrong_first_lift_warns_and_a_restack_as_asked_corrects_it():
+    lifts = Lifts(ASK, 0.15)
+    assert lifts.lift(lift(Pile.RIGHT, 1.0)) == "warn"
+    assert lifts.warned == 1.0 and lifts.light == Status(Signal.STACK, Pile.LEFT, 2, 5,
+                                                         warn=True)
+    assert lifts.lift(lift(Pile.LEFT, 2.0)) is None  # put back, the left one lifted
+    assert lifts.lift(lift(Pile.RIGHT, 2.6)) == "right"  # then the pack
+    assert lifts.warned is None and lifts.light == ASK and lifts.settled
+    assert (lifts.stacking, lifts.stacked) == (Pile.LEFT, Stacked.CORRECTED)
+
+
+def test_a_dealer_who_stacks_on_after_the_warning_has_no_stack_that_matches():
+    lifts = Lifts(ASK, 0.15)
+    assert lifts.lift(lift(Pile.RIGHT, 1.0)) == "warn"
+    assert lifts.lift(lift(Pile.LEFT, 1.6)) is None  # the pack lifted: right on left
+    assert lifts.warned == 1.0 and not lifts.settled
+    assert (lifts.stacking, lifts.stacked) == (Pile.RIGHT, Stacked.IGNORED)
+    lifts.kept = True
+    assert lifts.stacked is Stacked.KEPT
+
+
+def test_both_piles_at_once_are_warned_of_at_the_second_lift():
+    lifts = Lifts(ASK, 0.15)
+    assert lifts.lift(lift(Pile.LEFT, 1.0)) is None  # the pile asked for: so far so good
+    assert lifts.lift(lift(Pile.RIGHT, 1.05)) == "warn"  # within the window: cannot tell
+    assert lifts.warned == 1.05 and lifts.stacked is Stacked.UNKNOWN
+    assert lifts.lift(lift(Pile.LEFT, 2.0)) is None
+    assert lifts.lift(lift(Pile.RIGHT, 2.6)) == "right"
+    assert lifts.stacked is Stacked.CORRECTED
+
+
+def test_the_first_lift_as_the_light_asks_follows_and_never_warns():
+    lifts = Lifts(ASK, 0.15)
+    assert lifts.lift(lift(Pile.LEFT, 1.0)) is None
+    assert lifts.lift(lift(Pile.RIGHT, 1.6)) is None
+    assert lifts.stacked is Stacked.FOLLOWED and not lifts.ever_warned
+
+
+# -- what the dealer is told ----------------------------------------------------------
+
+def test_the_page_and_the_prompt_say_the_other_pile_first():
+    warn = Status(Signal.STACK, Pile.LEFT, 2, 5, warn=True)
+    event = stack_event(warn)
+    assert event["warning"] is True and event["prompt"] == wrong_pile_prompt(Pile.LEFT)
+    assert event["prompt"].startswith("The other pile first: put it back")
+    assert "warning" not in stack_event(ASK)
+    panel = Panel(5)
+    panel.signal(warn)
+    data = panel.snapshot()[1]
+    assert (data["phase"], data["prompt"]) == ("wrong_pile", wrong_pile_prompt(Pile.LEFT))
+    panel.signal(ASK)  # the stack matches the light again
+    assert panel.snapshot()[1]["phase"] == "stack"
+
+
+# -- a hand on the simulators ------------------------------------------------------------
+
+def hand_on(sim, tmp_path, habit: str, passes: int = 5, device=None):
+    dev = device or sim.make(24, (), habit)
+    events: list[tuple[str, Status | str]] = []
+    runner = HandRunner(PassController(dev, StateStore(tmp_path)),
+                        PlannedPlanner(passes, random.Random(5)), Config())
+    hand = runner.run(passes, 24, on_stack=lambda st, _: events.append(("stack", st)),
+                      on_ignored=lambda why: events.append(("ignored", why)))
+    return hand, events, dev
+
+
+HABITS = ["other", "both", "follows-but-last", "taller", "last-card", "first-card"]
+
+
+@pytest.mark.parametrize("habit", HABITS)
+def test_a_dealer_of_any_habit_who_listens_gets_the_plan_exactly(sim, tmp_path, habit):
+    hand, events, _ = hand_on(sim, tmp_path, habit)
+    stacked = [r.stacked for r in hand.records]
+    assert hand.completed and hand.departures == [] and hand.distance == 0
+    assert hand.distance_exact and hand.tracking
+    assert set(stacked) <= {Stacked.FOLLOWED, Stacked.CORRECTED}
+    warnings = [st for kind, st in events if kind == "stack" and st.warn]
+    assert len(warnings) == stacked.count(Stacked.CORRECTED)
+    assert not [e for e in events if e[0] == "ignored"]  # the dealer waited for the light
+    if habit == "other":
+        assert stacked == [Stacked.CORRECTED] * 5
+        assert [r["stacked"] for r in hand_dict(hand)["pass_reports"]] == ["corrected"] * 5
+
+
+def test_a_dealer_who_ignores_the_warning_is_refused_then_keeps_the_stack(sim, tmp_path):
+    hand, events, _ = hand_on(sim, tmp_path, "other:ignores")
+    stacked = [r.stacked for r in hand.records]
+    # the keep is a departure; the last pass has no touch to refuse: warned and ignored
+    assert stacked == [Stacked.KEPT] * 4 + [Stacked.IGNORED]
+    assert hand.departures == [1, 2, 3, 4, 5] and not hand.distance_exact
+    refused = [why for kind, why in events if kind == "ignored"]
+    assert refused == [WRONG_PILE.why] * 4
+    report = hand_dict(hand)
+    assert [r["stacked"] for r in report["pass_reports"]] == ["kept"] * 4 + ["ignored"]
+    assert report["distance_note"].startswith("you put the other pile on top after pass 1")
+
+
+def test_a_warned_dealer_who_keeps_is_asked_for_a_press_begun_after_the_warning(tmp_path):
+    """A long press held since before the warning is no answer to it: it keeps nothing
+    and is told; the next one, begun after it, keeps the stack."""
+    from hardware_sim import SimDevice
+    from shuffler.device.clock import VirtualClock
+
+    device = SimDevice.for_cards(24, rng=random.Random(3), clock=VirtualClock(),
+                                 **dealer("other:ignores"))
+    keep = device._dealer_keeps
+    presses: list[float] = []
+
+    def early_then_late() -> None:
+        if not presses:  # the first: stamped long before the light asked
+            presses.append(0.0)
+            device.events.put(InputEvent(EventKind.LONG_PRESS, 0.0))
+            device._deaf, device._keep_after = True, 1
+            return
+        presses.append(device.now())
+        keep()
+
+    device._dealer_keeps = early_then_late
+    hand, events, _ = hand_on(None, tmp_path, "other:ignores", passes=2, device=device)
+    assert [r.stacked for r in hand.records] == [Stacked.KEPT, Stacked.IGNORED]
+    refused = [why for kind, why in events if kind == "ignored"]
+    assert refused == [WRONG_PILE.why, BEFORE_WARNING.why]
+
+
+@pytest.fixture(params=["gpio", "serial"])
+def backend(request):
+    """The GpioDevice on its rig and the SerialDevice on the virtual MCU: their pile
+    sensors, and their simulated dealers reading the light."""
+    from .conftest import BACKENDS
+
+    h = BACKENDS[request.param]()
+    h._open = []
+    yield h
+    h.close()
+
+
+@pytest.mark.parametrize("habit", ["other", "both"])
+def test_on_the_gpio_rig_and_the_serial_link_a_listening_dealer_is_corrected(
+        backend, tmp_path, habit):
+    hand, events, _ = hand_on(backend, tmp_path, habit, passes=3)
+    assert hand.completed and hand.departures == [] and hand.distance_exact
+    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 3
+    assert [st.warn for kind, st in events if kind == "stack"] == [False, True, False] * 3
+
+
+def test_on_the_gpio_rig_a_deaf_dealer_keeps_the_stack(tmp_path):
+    from .conftest import GpioHarness
+
+    rig = GpioHarness()
+    rig._open = []
+    try:
+        hand, events, _ = hand_on(rig, tmp_path, "other:ignores", passes=3)
+    finally:
+        rig.close()
+    assert [r.stacked for r in hand.records] == [Stacked.KEPT, Stacked.KEPT, Stacked.IGNORED]
+    assert hand.departures == [1, 2, 3]
+    assert [why for kind, why in events if kind == "ignored"] == [WRONG_PILE.why] * 2
+
+
+@pytest.mark.parametrize("device", ["sim-serial", "sim-avr"])
+def test_a_deaf_dealer_on_a_microcontroller_is_refused_naming_why(run, device):
+    result = run("--device", device, "--sim-dealer", "other", "--sim-ignores", "hand")
+    assert result.exit_code == 2 and "reports no long press" in result.stderr
+    assert "Traceback" not in result.stderr
