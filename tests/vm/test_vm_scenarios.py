@@ -27,6 +27,7 @@ well under a second.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import time
 from datetime import datetime
@@ -96,6 +97,7 @@ class Machine:
     def __init__(self, guest: Guest) -> None:
         self.g = guest
         self.n = 0
+        self.run = f"{os.getpid()}-{int(time.time())}"
         chip = guest.run("echo /sys/devices/platform/gpio-sim.0/gpiochip*").out.strip()
         self.sim = f"{chip}/sim_gpio"
         guest.put(WATCHER, WATCH_PY.encode(), mode=0o755)
@@ -118,7 +120,7 @@ class Machine:
     def feed(self, cards: int = CARDS) -> str:
         """The cards cross the beam once the motor runs: a transient unit's name."""
         self.n += 1
-        unit = f"vm-feeder-{self.n}"
+        unit = f"vm-feeder-{self.run}-{self.n}"
         self.g.run(f"systemd-run --quiet --collect --unit {unit} {FEEDER} {MOTOR} {BEAM} "
                    f"{TRAY} {cards} {BLOCK_S} {GAP_S} 120")
         return unit
@@ -126,9 +128,11 @@ class Machine:
     def watch(self, seconds: float = 300) -> str:
         """Start the motor line's watcher: the file its changes will be written to."""
         self.n += 1
-        out = f"/run/vm-motor-{self.n}.json"
+        # named for this run too: a guest kept for SHUFFLER_VM_ATTACH still holds an
+        # earlier run's files, which would read as this pass's changes
+        out = f"/run/vm-motor-{self.run}-{self.n}.json"
         cmd = f"python3 {WATCHER} {self.sim}{MOTOR}/value {seconds} {out}"
-        self.g.run(f"systemd-run --quiet --collect --unit vm-watch-{self.n} "
+        self.g.run(f"systemd-run --quiet --collect --unit vm-watch-{self.run}-{self.n} "
                    f"sh -c {shlex.quote(cmd)}")
         return out
 
@@ -137,7 +141,14 @@ class Machine:
         high and then low for good."""
         self.g.wait(lambda: self.g.run(f"test -s {out}", check=False).rc == 0, timeout,
                     f"the motor line (GPIO{MOTOR}) high, then low ({out})")
-        return [(t, bool(h)) for t, h in json.loads(self.g.get(out))]
+        changes = [(t, bool(h)) for t, h in json.loads(self.g.get(out))]
+        if not any(high for _, high in changes):  # say why the pass never ran
+            said = [e.get("MESSAGE") for e in self.g.journal(UNIT)][-40:]
+            state = self.g.run(f"cat {STATE} 2>/dev/null; true").out
+            raise AssertionError(f"the motor line never went high: {changes}\n"
+                                 f"state.json: {state}\nthe service's last lines:\n"
+                                 + "\n".join(map(str, said)))
+        return changes
 
     # -- what the guest says
     def now(self) -> float:
