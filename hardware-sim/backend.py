@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from shuffler.device.clock import EventClock, ScaledClock
@@ -157,8 +158,15 @@ def open_sim_gpio(o: Opening) -> ShufflerDevice:
 
 
 SIM = Backend("sim", open_sim, "the simulated shuffler (the default)", simulated=True)
+def kept_pins_identity(_argument: str | None) -> tuple[Path, bool] | None:
+    """The file the pins are kept in when they outlive the process (``SHUFFLER_KEPT_PINS``):
+    a lock file beside it (that file is replaced on every change); else private."""
+    kept = os.environ.get("SHUFFLER_KEPT_PINS")
+    return (Path(kept + ".lock"), True) if kept else None
+
+
 SIM_GPIO = Backend("sim-gpio", open_sim_gpio, "the real gpiozero backend on mock pins",
-                   simulated=True)
+                   simulated=True, identity=kept_pins_identity)
 SIM_SERIAL = Backend("sim-serial", open_sim_serial, "the serial bridge against a virtual "
                      "microcontroller on a pseudo-terminal", simulated=True)
 SIM_AVR = Backend("sim-avr", open_sim_avr, "the real firmware in simavr", simulated=True)

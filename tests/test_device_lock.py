@@ -30,6 +30,23 @@ def test_what_identifies_each_machine(tmp_path, monkeypatch):
     assert device_identity("sim-gpio") == (tmp_path / "pins.json.lock", True)
 
 
+def test_a_backend_names_its_own_machine_and_the_registry_knows_none_by_name(tmp_path):
+    """Each backend carries its identity (#37): the registry holds no list of names, so
+    a backend from another package locks its own machine the same way."""
+    from shuffler.device.registry import Backend, register, unregister
+
+    node = tmp_path / "bench0"
+    register(Backend("bench", lambda o: None, "a test bench",  # type: ignore[arg-type,return-value]
+                     identity=lambda arg: (node, True)))
+    register(Backend("plain", lambda o: None, "no identity", argument="PATH"))  # type: ignore[arg-type,return-value]
+    try:
+        assert device_identity("bench") == (node, True)
+        assert device_identity(f"plain:{node}") == (node, False)  # the argument's path
+    finally:
+        unregister("bench")
+        unregister("plain")
+
+
 def test_a_second_holder_is_refused_and_a_missing_node_takes_no_lock(tmp_path):
     first = DeviceLock(tmp_path / "pins.lock", "sim-gpio", create=True).acquire()
     with pytest.raises(MachineBusyError, match="another process drives the sim-gpio machine"):
@@ -95,3 +112,17 @@ def test_two_real_commands_with_two_state_dirs_on_the_same_kept_pins(tmp_path):
         _, err = first.communicate(timeout=60)
     assert second.returncode == 3 and "drives the sim-gpio machine" in second.stderr
     assert first.returncode == 0, err
+
+
+def test_the_registry_names_no_backend():
+    """No ``if backend.name == "gpio"`` comes back into the registry: what a backend is
+    lives beside it (its ``identity``), not in a list of names here."""
+    import ast
+
+    import shuffler.device.registry as registry
+    from shuffler.device.registry import builtin
+
+    names = {b.name for b in builtin()}
+    tree = ast.parse(Path(registry.__file__).read_text())
+    found = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names}
+    assert not found, f"shuffler/device/registry.py names backends: {sorted(found)}"

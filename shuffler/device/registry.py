@@ -94,6 +94,9 @@ class Backend:
     simulated: bool = False
     #: opened as ``NAME:ARG`` (the argument required), like ``serial:PORT``
     argument: str | None = None
+    #: what machine it opens, given the argument (see :func:`device_identity`); unset,
+    #: the argument's real path when there is one, else a machine private to the process
+    identity: Callable[[str | None], tuple[Path, bool] | None] | None = None
 
     @property
     def usage(self) -> str:
@@ -292,24 +295,14 @@ def open_device(
 
 def device_identity(name: str) -> tuple[Path, bool] | None:
     """What *is* the machine ``name`` opens, for its :class:`~shuffler.store.lock.DeviceLock`
-    (and whether that lock file is to be made): the first GPIO chip's node for ``gpio``
-    (every process picks the same one), the port for ``serial:PORT``, and for
-    ``sim-gpio`` the file its pins are kept in when they outlive the process
-    (``SHUFFLER_KEPT_PINS``: a lock file beside it, since that file is replaced on every
-    change). None: a machine private to this process (the other simulators)."""
-    import glob
-    import os
-
+    (and whether that lock file is to be made): each backend says (its ``identity``): the
+    first GPIO chip's node for ``gpio``, the kept pins' file for ``sim-gpio``; else the
+    argument's real path (``serial:PORT``'s port). None: a machine private to this
+    process (the other simulators)."""
     backend, argument = find(name)
-    if backend.name == "gpio":
-        chips = sorted(glob.glob("/dev/gpiochip*"))
-        return (Path(chips[0]), False) if chips else None
-    if argument is not None:
-        return Path(os.path.realpath(argument)), False
-    if backend.name == "sim-gpio" and (kept := os.environ.get("SHUFFLER_KEPT_PINS")):
-        return Path(kept + ".lock"), True
-    return None
-
+    if backend.identity is not None:
+        return backend.identity(argument)
+    return (Path(os.path.realpath(argument)), False) if argument is not None else None
 
 
 def plan_source(device: ShufflerDevice, seed: int | None) -> RandomSource:

@@ -5,6 +5,8 @@ after recording the pins ``shuffler-safe`` must make safe. Named in pyproject.to
 
 from __future__ import annotations
 
+import glob
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from shuffler.device.contract import ShufflerDevice
@@ -58,4 +60,11 @@ def record_driven(config: Config) -> None:
         log.debug("driven pins recorded", path=str(where))
 
 
-GPIO = Backend("gpio", lambda o: open_gpio(o.config), "the real machine on a Raspberry Pi")
+def chip_identity(_argument: str | None) -> tuple[Path, bool] | None:
+    """The machine is the first GPIO chip: every process picks the same one."""
+    chips = sorted(glob.glob("/dev/gpiochip*"))
+    return (Path(chips[0]), False) if chips else None
+
+
+GPIO = Backend("gpio", lambda o: open_gpio(o.config), "the real machine on a Raspberry Pi",
+               identity=chip_identity)
