@@ -301,6 +301,51 @@ def test_past_the_total_the_greediest_address_makes_room(monkeypatch):
     assert gate.enter("10.0.0.8") is not None
 
 
+def test_an_address_cut_for_room_before_it_asked_anything_takes_no_ones_room_a_while():
+    """Fifty addresses that reconnect the moment they are cut kept the server making room
+    for one another, a thread each time, while a phone's connection waited behind them
+    (4.4 s): one cut for room before it asked anything is turned away while the server is
+    full, for SUSPECT_S; a fresh address is still let in, and one that had asked is not
+    a suspect."""
+    from shuffler.faces import web_limits
+    from shuffler.faces.web_limits import Connections
+
+    now = [0.0]
+    gate = Connections(total=4, per_client=3, waiting_per_client=3, clock=lambda: now[0])
+    held = [gate.enter(f"10.0.0.{i}") for i in range(1, 5)]
+    assert all(held)
+    assert gate.enter("10.0.0.5") is not None and held[0].closed  # .1 makes room
+    assert gate.enter("10.0.0.1") is None  # .1, cut a moment ago, takes no one's
+    assert not any(c.closed for c in held[1:])
+    phone = gate.enter("10.0.0.9")  # a fresh address is let in as before
+    assert phone is not None and held[1].closed
+    gate.busy(phone)
+    gate.busy(phone, False)  # it asked, was answered, and waits again
+    now[0] = web_limits.SUSPECT_S - 0.01
+    assert gate.enter("10.0.0.1") is None and gate.enter("10.0.0.2") is None
+    now[0] = web_limits.SUSPECT_S + 0.01  # .1's time is up: it may take room again
+    assert gate.enter("10.0.0.1") is not None
+    # the phone's connection, cut for room after it had asked: the phone is no suspect
+    one = Connections(total=1, per_client=1, waiting_per_client=1, clock=lambda: now[0])
+    phone = one.enter("10.0.0.9")
+    one.busy(phone)
+    one.busy(phone, False)
+    other = one.enter("10.0.0.7")
+    assert other is not None and phone.closed
+    assert one.enter("10.0.0.9") is not None and other.closed  # .7 had asked nothing
+    assert one.enter("10.0.0.7") is None
+
+
+def test_the_suspects_kept_are_bounded():
+    from shuffler.faces import web_limits
+    from shuffler.faces.web_limits import Connections
+
+    gate = Connections(total=1, per_client=1, waiting_per_client=1, clock=lambda: 0.0)
+    for i in range(web_limits.SUSPECTS_KEPT + 500):
+        assert gate.enter(f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}") is not None
+    assert len(gate.suspects) == web_limits.SUSPECTS_KEPT
+
+
 def test_a_phone_whose_last_connection_is_not_yet_counted_out_is_let_in():
     """Fifty addresses hold one connection each, the phone's just-ended one among them
     (closed by the phone, its thread not yet awake): its next one is let in in its place,

@@ -31,9 +31,9 @@ it once the head is in (else 408 and closed); a connection waits at most 10 s fo
 request. At most 48 connections (12 from one address, 8 of them waiting for or sending
 a request): a new one past a cap takes the room of the oldest waiting connection of
 the address holding the most, so a phone that has none is always let in (503 only when
-every connection is being answered). At most 4 event streams per address (24 in all):
-a new stream closes that client's oldest, so a page that reconnects always gets
-through.
+every connection is being answered, or to an address cut for room a moment ago). At
+most 4 event streams per address (24 in all): a new stream closes that client's oldest,
+so a page that reconnects always gets through.
 Nothing here ever sends a plan or the card order: the panel is built from the same
 reports the CLI prints.
 """

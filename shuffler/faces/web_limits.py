@@ -9,7 +9,11 @@ an answer is written within :data:`WRITE_TIMEOUT_S`. And no address can take ano
 room: an address has a share of its own, and while a connection waits for or reads a
 request it is *waiting* and may be closed to make room (:class:`Connections`), the
 oldest of the address holding the most going first, so a fresh phone is always let in,
-whatever many addresses hold."""
+whatever many addresses hold. An address whose connection was closed for room before it
+had asked anything is a *suspect* for :data:`SUSPECT_S`: while the server is full it is
+turned away at once rather than take someone else's room, so fifty addresses that
+reconnect the moment they are cut cannot keep the server busy making room for each
+other while a phone's connection waits its turn behind them."""
 
 from __future__ import annotations
 
@@ -33,6 +37,10 @@ MAX_PER_CLIENT = 12
 WAITING_PER_CLIENT = 8  # connections of one address waiting for or reading a request
 MAX_STREAMS = 24
 STREAMS_PER_CLIENT = 4
+#: an address whose connection was closed for room before it had asked anything makes no
+#: room for itself this long: its reconnects are turned away, not let take another's
+SUSPECT_S = 10.0
+SUSPECTS_KEPT = 4096  # addresses remembered as suspects, at most
 
 
 def host_name(value: str) -> str:
@@ -56,12 +64,13 @@ def own_names(extra: tuple[str, ...] = ()) -> frozenset[str]:
 class Connection:
     """One open connection as :class:`Connections` keeps it."""
 
-    __slots__ = ("client", "closed", "sock", "waiting")
+    __slots__ = ("asked", "client", "closed", "sock", "waiting")
 
     def __init__(self, client: str, sock: socket.socket | None) -> None:
         self.client, self.sock = client, sock
         self.waiting = True  # waiting for or reading a request (may be closed for room)
         self.closed = False  # closed for room: no longer counted
+        self.asked = False  # a request of its own has been answered (or is being)
 
     def hung_up(self) -> bool:
         """Whether its client has closed it (nothing left to read but the end)."""
@@ -93,15 +102,20 @@ class Connections:
     waiting for or reading a request, never one being answered or streaming): the
     oldest of the address holding the most, if it holds more than the newcomer's, or
     the newcomer's own that its client has closed and its thread not yet counted out
-    (a phone's last request, just ended); else it is turned away."""
+    (a phone's last request, just ended); else it is turned away. A suspect (an address
+    whose connection was closed for room before it asked anything, within
+    :data:`SUSPECT_S`) takes no one's room."""
 
     def __init__(self, total: int, per_client: int,
-                 waiting_per_client: int = WAITING_PER_CLIENT) -> None:
+                 waiting_per_client: int = WAITING_PER_CLIENT,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.total, self.per_client = total, per_client
         self.waiting_per_client = waiting_per_client
+        self.clock = clock
         self.conns: list[Connection] = []  # oldest first
         self.lock = threading.Lock()
         self.closed_for_room = 0
+        self.suspects: dict[str, float] = {}  # address -> when it became one (oldest first)
 
     @property
     def open(self) -> collections.Counter[str]:
@@ -117,6 +131,8 @@ class Connections:
                     sum(c.waiting for c in mine) >= self.waiting_per_client:
                 return None  # its own share is full: it makes no room for itself
             if len(self.conns) >= self.total:
+                if self._suspect(client):
+                    return None  # it was cut for room a moment ago: it takes no one's
                 count = collections.Counter(c.client for c in self.conns)
                 victims = [c for c in self.conns if c.waiting and
                            count[c.client] > len(mine)]
@@ -134,12 +150,27 @@ class Connections:
         self.conns.remove(conn)
         self.closed_for_room += 1
         conn.close()
+        if not conn.asked:
+            self.suspects.pop(conn.client, None)
+            self.suspects[conn.client] = self.clock()
+            if len(self.suspects) > SUSPECTS_KEPT:
+                del self.suspects[next(iter(self.suspects))]
+
+    def _suspect(self, client: str) -> bool:
+        since = self.suspects.get(client)
+        if since is None:
+            return False
+        if self.clock() - since < SUSPECT_S:
+            return True
+        del self.suspects[client]
+        return False
 
     def busy(self, conn: Connection, busy: bool = True) -> None:
         """``conn`` is being answered (or streams): not to be closed for room; or waits
         again (``busy=False``, a kept-alive connection between requests)."""
         with self.lock:
             conn.waiting = not busy
+            conn.asked = conn.asked or busy
 
     def leave(self, conn: Connection) -> None:
         with self.lock:
