@@ -84,32 +84,31 @@ class TableBook:
 
     def take(self, topic: str, payload: bytes) -> None:
         """One message; anything not shaped like ours is ignored."""
-        parts = topic.split("/")
-        if len(parts) != 3 or parts[0] != self.prefix:
-            return
-        _, table, kind = parts
-        if table == ROOM:
-            if kind == "round":
+        match topic.split("/"):
+            case [self.prefix, table, kind] if table == ROOM:
+                if kind == "round":
+                    with self.lock:
+                        self.round = _round(payload)
+            case [self.prefix, table, "availability"]:
                 with self.lock:
-                    self.round = _round(payload)
-            return
-        with self.lock:
-            row = self.rows.setdefault(table, TableRow(table))
-            if kind == "availability":
-                row.online = payload == b"online"
-                return
-            try:
-                body = json.loads(payload)
-            except (ValueError, UnicodeDecodeError, RecursionError):
-                return
-            if not isinstance(body, dict):
-                return
-            if kind == "state":
+                    self._row(table).online = payload == b"online"
+            case [self.prefix, table, "state" | "score" | "pass" | "hand" as kind] \
+                    if (body := _object(payload)) is not None:
+                with self.lock:
+                    self._take(self._row(table), kind, body)
+
+    def _row(self, table: str) -> TableRow:
+        return self.rows.setdefault(table, TableRow(table))
+
+    @staticmethod
+    def _take(row: TableRow, kind: str, body: dict[str, Any]) -> None:
+        match kind:
+            case "state":
                 row.status = body
-            elif kind == "score":
+            case "score":
                 score = body.get("score")
                 row.score = score if isinstance(score, dict) else None
-            elif kind in ("pass", "hand"):
+            case _:  # a pass or a hand: counted once by its id (QoS 1 may send it twice)
                 ids = row.pass_ids if kind == "pass" else row.hand_ids
                 key = str(body.get("id"))
                 if key in ids:
@@ -177,13 +176,19 @@ class TableWatcher:
         self._client.loop_stop()
 
 
-def _round(payload: bytes) -> dict[str, Any] | None:
-    """The round clock's message, checked (anything else: no clock)."""
+def _object(payload: bytes) -> dict[str, Any] | None:
+    """A message's JSON object (None: not JSON, or not an object)."""
     try:
         body = json.loads(payload)
     except (ValueError, UnicodeDecodeError, RecursionError):
         return None
-    if not isinstance(body, dict):
+    return body if isinstance(body, dict) else None
+
+
+def _round(payload: bytes) -> dict[str, Any] | None:
+    """The round clock's message, checked (anything else: no clock)."""
+    body = _object(payload)
+    if body is None:
         return None
     n, started, minutes = body.get("round"), body.get("started"), body.get("minutes")
     if (type(n) is not int or n < 1 or not isinstance(started, (int, float))
