@@ -15,7 +15,6 @@ is wired to: two wires swapped, or a wire that reaches nothing.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
 from gpiozero.pins.mock import PinState
@@ -141,8 +140,9 @@ class RigBuilder:
             for role in ("tray", "pile_left", "pile_right"):
                 self._sense(role, False)
         elif verb == "touch":
-            self._level("touch", True)
-            threading.Timer(self.HOLD, self._level, ("touch", False)).start()
+            self._level("touch", True)  # let go HOLD later on the rig's own clock
+            clock = self.rig.clock
+            clock.at(clock.now() + self.HOLD, lambda: self._level("touch", False))
         elif verb in ("cover", "uncover"):
             self._sense(what, verb == "cover")
         elif action == "card:beam":

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from shuffler.core.battery import monitor_problem
 from shuffler.core.mechanics import Pile
-from shuffler.device.clock import Clock, RealClock
+from shuffler.device.clock import Clock
 from shuffler.limits import DRIVER_VM_MAX_VOLTS, over_voltage
 from shuffler.pinmap import WIRES, divider_ratio
 
@@ -50,7 +50,10 @@ COLOURS = {"red": (1.0, 0.0, 0.0), "green": (0.0, 1.0, 0.0), "blue": (0.0, 0.0, 
 
 
 class Bench(Protocol):
-    """The machine's parts, driven one at a time (never during a pass)."""
+    """The machine's parts, driven one at a time (never during a pass); ``clock`` is the
+    machine's own (wall time on a Pi, the rig's virtual time on sim-gpio)."""
+
+    clock: Clock
 
     def sensed(self) -> dict[str, bool]: ...
     def run_motor(self, speed: float, seconds: float) -> None: ...
@@ -156,7 +159,7 @@ class SelfTest:
     def __init__(self, bench: Bench, builder: Builder, *, clock: Clock | None = None,
                  timeout: float = 20.0, skip: tuple[str, ...] = ()) -> None:
         self.bench, self.builder = bench, builder
-        self.clock = clock or RealClock()
+        self.clock = clock or bench.clock  # the machine's time: waits on the rig take none
         self.timeout = timeout
         self.skip = set(skip)
         self.report = Report()
@@ -479,7 +482,7 @@ class GpioBench:
 
     def __init__(self, device: Any, clock: Clock | None = None) -> None:
         self.device = device
-        self.clock = clock or RealClock()
+        self.clock: Clock = clock or device.clock
 
     def sensed(self) -> dict[str, bool]:
         d = self.device
