@@ -31,13 +31,14 @@ FENCE = "```sh deploy-debian"
 DROPIN = "/etc/systemd/system/shuffler.service.d/vm-pi.conf"
 
 
-def block(readme: Path) -> list[str] | None:
+def block(readme: Path, fence: str = FENCE) -> list[str] | None:
     """The block's commands (no comments, no blank lines, no ``sudo``), None if the
-    README has no such block."""
+    README has no such block (``fence``: its opening line, the Debian install's unless
+    given)."""
     text = readme.read_text()
-    if FENCE not in text:
+    if fence not in text:
         return None
-    body = text.split(FENCE, 1)[1].split("\n```", 1)[0]
+    body = text.split(fence, 1)[1].split("\n```", 1)[0]
     lines = [line.strip() for line in body.splitlines()]
     return [re.sub(r"^sudo ", "", line) for line in lines if line and not line.startswith("#")]
 
@@ -59,14 +60,17 @@ EDITS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
 )
 
 
-def edited(lines: list[str]) -> list[str]:
-    """The block with :data:`EDITS` applied; an edit that matches no line, or more than
-    one, is an error naming it."""
+Edit = tuple[str, str, Callable[[str], str]]
+
+
+def edited(lines: list[str], edits: tuple[Edit, ...] = EDITS, fence: str = FENCE) -> list[str]:
+    """The block with ``edits`` (the install's :data:`EDITS` unless given) applied; an edit
+    that matches no line, or more than one, is an error naming it."""
     out = list(lines)
-    for what, pattern, change in EDITS:
+    for what, pattern, change in edits:
         hits = [i for i, line in enumerate(lines) if re.search(pattern, line)]
         if len(hits) != 1:
-            raise AssertionError(f"docs/deploy/README.md's {FENCE[6:]} block: the edit for "
+            raise AssertionError(f"docs/deploy/README.md's {fence[6:]} block: the edit for "
                                  f"{what!r} matches {len(hits)} lines, not one")
         out[hits[0]] = change(lines[hits[0]])
     return out
@@ -77,12 +81,21 @@ def run(guest: Guest, readme: Path, steps: Steps, before_reload: Callable[[], No
     ``before_reload()`` puts the test-only files in place before ``daemon-reload``."""
     lines = block(readme)
     assert lines is not None, f"{readme} has no {FENCE[6:]} block"
-    cwd = "/"
-    for line in edited(lines):
+    run_lines(guest, edited(lines), steps, before_reload)
+
+
+def run_lines(guest: Guest, lines: list[str], steps: Steps, before_reload: Callable[[], None]
+              = lambda: None, what: str = "deploy") -> dict[str, str]:
+    """Each line in a shell of its own as root (``~`` is /root), in the folder the
+    block's ``cd`` lines left; each line's output, by line."""
+    cwd, out = "/", {}
+    for line in lines:
         if line.startswith("cd "):
             cwd = line[3:].strip()
             continue
         if line.startswith(f"test -f {DROPIN}"):
             before_reload()
-        with steps.step(f"deploy: {line[:70]}"):
-            guest.run(f"cd {shlex.quote(cwd)} && {line}", timeout=900)
+        with steps.step(f"{what}: {line[:70]}"):
+            out[line] = guest.run(f"export HOME=/root; cd {shlex.quote(cwd)} && {line}",
+                                  timeout=900).out
+    return out

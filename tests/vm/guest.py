@@ -121,10 +121,11 @@ class Guest:
     """The booted guest; see tests/vm/conftest.py for what the session sets up in it."""
 
     def __init__(self, process: subprocess.Popen[bytes] | None, agent: Agent,
-                 run_dir: Path) -> None:
+                 run_dir: Path, relaunch: Callable[[], Guest] | None = None) -> None:
         self.process = process
         self.agent = agent
         self.run_dir = run_dir
+        self._relaunch = relaunch
         self._chip: str | None = None
         self._done: dict[int, Result] = {}
 
@@ -223,6 +224,25 @@ class Guest:
         path = self.run_dir / "console.log"
         return path.read_text(errors="replace") if path.exists() else ""
 
+    def reboot(self, timeout: float = 900) -> None:
+        """``systemctl reboot`` in the guest: QEMU runs with ``-no-reboot``, so it exits,
+        and the same overlay (the disk as the guest left it) is booted again; the earlier
+        boot's console is kept as ``console-<n>.log``. Only for a guest this process
+        booted (an attached one has no QEMU here to start again)."""
+        if self.process is None or self._relaunch is None:
+            raise GuestError("an attached guest cannot be rebooted from here")
+        self.start("systemctl reboot")
+        try:
+            self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise GuestError(f"the guest did not reboot within {timeout} s "
+                             f"(QEMU still runs)\n{self.console()[-3000:]}") from None
+        self.agent.close()
+        boots = len(list(self.run_dir.glob("console-*.log"))) + 1
+        (self.run_dir / "console.log").rename(self.run_dir / f"console-{boots}.log")
+        again = self._relaunch()
+        self.process, self.agent, self._chip, self._done = again.process, again.agent, None, {}
+
     def shutdown(self) -> None:
         """Power the guest off (one this process booted; an attached one is left)."""
         if self.process is not None and self.process.poll() is None:
@@ -258,12 +278,19 @@ def data_disk(folder: Path, disk: Path) -> Path:
 
 
 def boot(image: Image, data: Path, run_dir: Path, timeout: float = 900) -> Guest:
-    """Boot ``image`` with ``data`` (a disk from :func:`data_disk`) and return the guest
-    once its agent answers; the console is in ``run_dir/console.log``."""
+    """Boot ``image`` with ``data`` (a disk from :func:`data_disk`) on a fresh overlay and
+    return the guest once its agent answers; the console is in ``run_dir/console.log``."""
     run_dir.mkdir(parents=True, exist_ok=True)
     overlay = run_dir / "root.qcow2"
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw",
                     "-b", str(image.disk), str(overlay)], check=True)
+    return launch(image, data, run_dir, timeout)
+
+
+def launch(image: Image, data: Path, run_dir: Path, timeout: float = 900) -> Guest:
+    """QEMU on ``run_dir``'s overlay as it is (:func:`boot` made it; :meth:`Guest.reboot`
+    boots it again), the guest once its agent answers."""
+    overlay = run_dir / "root.qcow2"
     agent_path = run_dir / "qga.sock"
     command = [
         "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-smp", str(CPUS),
@@ -281,7 +308,7 @@ def boot(image: Image, data: Path, run_dir: Path, timeout: float = 900) -> Guest
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
                                    stderr=subprocess.STDOUT)
     agent = Agent(agent_path)
-    guest = Guest(process, agent, run_dir)
+    guest = Guest(process, agent, run_dir, lambda: launch(image, data, run_dir, timeout))
 
     def answering() -> bool:
         if process.poll() is not None:

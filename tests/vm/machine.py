@@ -17,7 +17,7 @@ from pathlib import Path
 
 from shuffler.pinmap import WIRES
 from tests.vm import deploy
-from tests.vm.guest import DATA, Guest
+from tests.vm.guest import DATA, SIM_DEVICE, Guest
 from tests.vm.image import Steps
 from tests.vm.kmod import Modules
 
@@ -71,28 +71,38 @@ def hand_in(folder: Path, modules: Modules, steps: Steps) -> Path:
     return folder
 
 
+def chip_commands() -> list[str]:
+    """The shell commands that load irq_sim and gpio-sim (keep_released=1) from the data
+    disk and make one chip through configfs, its inputs at their resistors' levels: run
+    by :func:`make_chip`, and at boot by the walk's unit (tests/vm/test_vm_walk.py)."""
+    configfs = "/sys/kernel/config"
+    commands = ["modprobe configfs",
+                f"{{ mountpoint -q {configfs} || mount -t configfs none {configfs}; }}",
+                f"insmod {DATA}/modules/irq_sim.ko",
+                f"insmod {DATA}/modules/gpio-sim.ko keep_released=1",
+                f"mkdir {CHIP} {CHIP}/bank0", f"echo {LINES} > {CHIP}/bank0/num_lines"]
+    for bcm, name in line_names().items():
+        commands += [f"mkdir {CHIP}/bank0/line{bcm}",
+                     f"echo {name} > {CHIP}/bank0/line{bcm}/name"]
+    commands += [f"echo 1 > {CHIP}/live", "udevadm settle"]
+    # nothing attached yet: every input rests at its resistor's level (docs/hardware.md)
+    for wire in WIRES.values():
+        if wire.direction == "in":
+            level = "pull-up" if wire.pull.startswith("up") else "pull-down"
+            commands.append(f"echo {level} > {SIM_DEVICE}/gpiochip0/sim_gpio{wire.bcm}/pull")
+    return commands
+
+
 def make_chip(guest: Guest) -> None:
-    """Load irq_sim and gpio-sim (keep_released=1), then one chip through configfs."""
-    guest.run(f"modprobe configfs && {{ mountpoint -q /sys/kernel/config || "
-              f"mount -t configfs none /sys/kernel/config; }} && "
-              f"insmod {DATA}/modules/irq_sim.ko && "
-              f"insmod {DATA}/modules/gpio-sim.ko keep_released=1")
+    """:func:`chip_commands`, then checks that the modules and the chip are as a Pi's."""
+    guest.run(" && ".join(chip_commands()))
     kept = guest.run("cat /sys/module/gpio_sim/parameters/keep_released").out.strip()
     if kept != "Y":
         raise AssertionError(f"gpio-sim loaded with keep_released={kept}, not Y")
-    script = [f"mkdir {CHIP} {CHIP}/bank0", f"echo {LINES} > {CHIP}/bank0/num_lines"]
-    for bcm, name in line_names().items():
-        script += [f"mkdir {CHIP}/bank0/line{bcm}", f"echo {name} > {CHIP}/bank0/line{bcm}/name"]
-    script += [f"echo 1 > {CHIP}/live", "udevadm settle"]
-    guest.run(" && ".join(script))
     dev = guest.run(f"cat {CHIP}/dev_name; cat {CHIP}/bank0/chip_name").out.split()
     if dev != ["gpio-sim.0", "gpiochip0"]:
         raise AssertionError(f"the simulated chip is {dev}, not gpio-sim.0's gpiochip0 "
                              "(the lines a Pi's pin library opens)")
-    # nothing attached yet: every input rests at its resistor's level (docs/hardware.md)
-    for wire in WIRES.values():
-        if wire.direction == "in":
-            guest.pull(wire.bcm, up=wire.pull.startswith("up"))
 
 
 def add_test_files(guest: Guest) -> None:
