@@ -1,5 +1,6 @@
 """``--log-json``: every line ``serve`` writes on stderr is JSON, from the first (the
-deploy page's ``journalctl -u shuffler -o cat | jq .`` reads the whole log; issue 35)."""
+deploy page's ``journalctl -u shuffler -o cat SYSLOG_IDENTIFIER=shuffler | jq .`` reads
+the whole log; issue 35)."""
 
 from __future__ import annotations
 

@@ -432,7 +432,7 @@ class SelfTest:
                 "(6 or 7 cells) on the 9 V side; the rest of the self-test does not run")
         measured = self.builder.measure(
             "multimeter", f"The monitor reads {volts:.2f} V. Measure the 9 V block at its "
-            "clip with a multimeter (volts; blank to skip):")
+            "clip with a multimeter (volts; blank to skip)")
         if measured is None:
             return StepResult("battery", part, Outcome.PASS, f"{volts:.2f} V (not calibrated)")
         if measured > DRIVER_VM_MAX_VOLTS:
