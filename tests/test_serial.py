@@ -529,8 +529,8 @@ def test_the_restack_lockout_is_measured_on_the_microcontrollers_clock(machine, 
     assert hand_told(dev, tmp_path) == []
 
 
-def hand_told(dev, tmp_path) -> list[dict]:
-    """A hand of three passes on ``dev``: the touches it refused (it completes)."""
+def hand_told(dev, tmp_path, passes=3) -> list[dict]:
+    """A hand of ``passes`` passes on ``dev``: the touches it refused (it completes)."""
     from shuffler.config import Config
     from shuffler.control.controller import PassController
     from shuffler.control.session import Session
@@ -538,7 +538,7 @@ def hand_told(dev, tmp_path) -> list[dict]:
 
     session = Session(PassController(dev, StateStore(tmp_path)), Config(), random.Random(1))
     events: list[dict] = []
-    result = session.do_hand(passes=3, on_event=events.append)
+    result = session.do_hand(passes=passes, on_event=events.append)
     assert result["hand"]["completed"]
     return [e for e in events if e["event"] == "touch_ignored"]
 
@@ -550,10 +550,10 @@ def test_a_hasty_touch_on_the_microcontrollers_clock_is_still_refused(machine, t
     from hardware_sim.dealer import SimDealer
     from hardware_sim.device import SimTiming
 
-    mcu, dev = machine(speed=1)
+    mcu, dev = machine(cards=12, speed=1)
     mcu.sim.timing = SimTiming(restack_pause=0.0)
     mcu.sim.dealer = SimDealer(rng=random.Random(4), lift_gap=0.2, settle=0.05)
-    told = hand_told(dev, tmp_path)
+    told = hand_told(dev, tmp_path, passes=2)  # one restack between, a short pack at speed 1
     assert told and all("restacking" in e["why"] for e in told)
 
 
