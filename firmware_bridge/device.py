@@ -167,27 +167,58 @@ def _kind(code: FaultCode) -> FaultKind:
 
 
 class StampClock:
-    """The microcontroller's time between its stamps: the last one heard (an INPUT's, or
-    a pass's end: when its PASS was sent plus the pass's own ms) and host time since;
-    each stamp sets it right, and before the first it counts from the handshake. The
-    host cannot read the MCU's clock in between, so this is never ahead of a clock that
-    runs at least as fast as the host's (a crystal's): a touch is never refused for a
-    pass end read too late. A clock that runs slower (simavr on a busy host) finds its
-    next stamp behind what was read already: this then holds still until host time
-    since that stamp catches up, so device time never goes back."""
+    """The device's time: the microcontroller's, as its stamps tell it. The host cannot
+    read the MCU's clock in between, so a reading is the last stamp heard (an INPUT's,
+    or a pass's end: when its PASS was sent plus the pass's own ms) and host time since;
+    each stamp sets it right. This is never ahead of a clock that runs at least as fast
+    as the host's (a crystal's): a touch is never refused for a pass end read too late. A
+    clock that runs slower (simavr on a busy host) finds its next stamp behind what was
+    read already: this then holds still until host time since that stamp catches up, so
+    device time never goes back.
+
+    Device time starts at 0 at the handshake, not at the chip's reset: the chip's own
+    clock (an INPUT's ms since reset) is offset by what it read at the first stamp of
+    a boot, so the first INPUT of a board up for weeks is no jump of weeks (a touch
+    wait begun before it would end at once), and a board that restarts (its ms back
+    near 0) goes on from where device time was, not from a time long past."""
 
     def __init__(self, host: Callable[[], float] = time.monotonic) -> None:
         self._host = host
-        self._stamp = (0.0, host())  # (MCU seconds, host seconds when heard)
+        self._stamp = (0.0, host())  # (device seconds, host seconds when heard)
         self._read = 0.0  # the latest reading handed out
+        self._offset: float | None = None  # the chip's seconds less device seconds
+        self._ms_last, self._ms_base = 0, 0  # unwrapping INPUT's ms
 
     def heard(self, at: float) -> None:
+        """A stamp in device time (a pass's end)."""
         self._stamp = (at, self._host())
+
+    def heard_ms(self, ms: int) -> float:
+        """A stamp of the chip's own clock (an INPUT's ms since reset): its device time."""
+        chip = self.unwrap(ms) / 1000
+        if self._offset is None:
+            self._offset = chip - self.now()
+        at = chip - self._offset
+        self.heard(at)
+        return at
+
+    def unwrap(self, ms: int) -> int:
+        """The MCU's ms, continued past its 2^32 wrap (an hour-long jump back is a wrap)."""
+        if ms < self._ms_last and self._ms_last - ms > MS_WRAP // 2:
+            self._ms_base += MS_WRAP
+        self._ms_last = ms
+        return self._ms_base + ms
+
+    def new_boot(self) -> None:
+        """The chip (re)started, or was reached again: its clock is anchored afresh at
+        its next stamp."""
+        self._offset, self._ms_last, self._ms_base = None, 0, 0
 
     def now(self) -> float:
         stamp, heard = self._stamp
         self._read = max(self._read, stamp + (self._host() - heard))
         return self._read
+
 
 class SerialDevice(ShufflerDevice):
     """A shuffler behind a microcontroller on ``url`` (a device path or pyserial URL)."""
@@ -215,7 +246,6 @@ class SerialDevice(ShufflerDevice):
         self._pass_id = secrets.randbelow(0xFFFF) + 1  # the next pass's id
         self._pass_now = 0  # the pass run_pass is on (sending or waiting for), 0 = none
         self._stopped_id = 0  # a stop was accepted for this pass: its PASS is never sent
-        self._ms_last, self._ms_base = 0, 0  # unwrapping INPUT's ms
         self._connect()
 
     def _connect(self) -> None:
@@ -228,6 +258,7 @@ class SerialDevice(ShufflerDevice):
             for attempt in range(1, self.OPEN_ATTEMPTS + 1):
                 try:
                     self.hello = self.link.handshake()  # opening a port can reset a board
+                    self._clock.new_boot()
                     self._configure()
                     break
                 except LinkLostError:
@@ -281,7 +312,7 @@ class SerialDevice(ShufflerDevice):
             except queue.Empty:
                 continue
             if isinstance(msg, Input):
-                at = self._heard(self._unwrap(msg.ms) / 1000)
+                at = self._clock.heard_ms(msg.ms)
                 self.events.put(InputEvent(EVENT_OF[msg.kind], at,
                                            None if msg.pile is PileCode.NONE
                                            else Pile(int(msg.pile))))
@@ -291,18 +322,6 @@ class SerialDevice(ShufflerDevice):
     def now(self) -> float:
         """The microcontroller's time, as its stamps tell it (:class:`StampClock`)."""
         return self._clock.now()
-
-    def _heard(self, at: float) -> float:
-        """The MCU's clock read ``at`` just now: :meth:`now` goes on from there."""
-        self._clock.heard(at)
-        return at
-
-    def _unwrap(self, ms: int) -> int:
-        """The MCU's ms, continued past its 2^32 wrap (an hour-long jump back is a wrap)."""
-        if ms < self._ms_last and self._ms_last - ms > MS_WRAP // 2:
-            self._ms_base += MS_WRAP
-        self._ms_last = ms
-        return self._ms_base + ms
 
     def _ask(self, msg: Message, reply: type[T]) -> T:
         self.link.request(msg)
@@ -378,7 +397,7 @@ class SerialDevice(ShufflerDevice):
                         self.link.request(Pass(pass_id, expected, tuple(plan.labels)))
                         sent = self.now()
                         continue
-                    self._heard(sent + msg.ms / 1000)  # the motor went off then, MCU time
+                    self._clock.heard(sent + msg.ms / 1000)  # the motor went off then
                     return self._done(msg, expected, on_card, counted)
                 elif isinstance(msg, HelloReply):
                     if msg.boot_id == self.hello.boot_id:
@@ -449,6 +468,7 @@ class SerialDevice(ShufflerDevice):
     def _rehandshake(self) -> None:
         with contextlib.suppress(LinkLostError):
             self.hello = self.link.handshake()
+            self._clock.new_boot()
             self._configure()
 
     def battery(self) -> BatteryReading:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -37,6 +38,14 @@ os.environ.setdefault("SHUFFLER_CHECK_SCHEMAS", "1")
 # the CLI reads the machine's config under /etc and looks for its service under /run:
 # in the tests, under an empty throwaway root (tests/test_cli_discovery.py fills one)
 os.environ.setdefault("SHUFFLER_SYSTEM_ROOT", tempfile.mkdtemp(prefix="shuffler-root-"))
+# a suite started in the background of a script (``pytest &``, nohup) inherits SIGINT and
+# SIGQUIT ignored, and so would every CLI it starts: the CLI rightly leaves an ignored
+# signal alone (shuffler/control/signals.py), so the signal tests would see nothing
+# happen. The CLIs here start with every ending signal at its default.
+for _sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+    if signal.getsignal(_sig) is signal.SIG_IGN:
+        signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT
+                      else signal.SIG_DFL)
 
 
 @dataclass

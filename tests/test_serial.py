@@ -50,7 +50,7 @@ from hardware_sim import SimDevice, parse_fault_specs
 from hardware_sim.virtual_mcu import Noise, VirtualMCU
 from shuffler.core.planning import coin_plan
 from shuffler.device.clock import ScaledClock
-from shuffler.device.contract import FaultKind
+from shuffler.device.contract import EventKind, FaultKind, InputEvent
 from shuffler.errors import DeviceError, FaultLatchedError
 from shuffler.service.events import TouchIgnored
 
@@ -582,6 +582,52 @@ def test_between_jobs_the_lockout_reads_the_microcontrollers_stamps(machine, tmp
     service._idle()
     told = [e for e in seen if isinstance(e, TouchIgnored)]
     assert bool(told) is refused and (not service.touch_waiting) is refused
+
+
+def test_a_board_up_for_weeks_is_no_jump_at_its_first_input():
+    # a touch wait begun before the first INPUT of a board up for 3 weeks must not see
+    # 3 weeks pass when that INPUT arrives (it ended the wait at once: a hand stopped
+    # "no touch within 300 s" 1 s in)
+    host = [100.0]
+    clock = StampClock(lambda: host[0])
+    host[0] += 0.5
+    since = clock.now()
+    at = clock.heard_ms(21 * 86400 * 1000)  # the chip's ms since its reset
+    assert at == pytest.approx(since) and clock.now() - since < 0.01
+    host[0] += 0.3
+    assert clock.heard_ms(21 * 86400 * 1000 + 300) == pytest.approx(since + 0.3)
+
+
+def test_a_board_that_restarts_goes_on_from_the_device_time_reached():
+    # its ms back near 0: read as the chip's time, the clock would hold still for the
+    # whole uptime before (never going back); anchored afresh, it goes on
+    host = [0.0]
+    clock = StampClock(lambda: host[0])
+    clock.heard_ms(5_000_000)
+    host[0] += 10.0
+    before = clock.now()
+    clock.new_boot()
+    host[0] += 0.2
+    assert clock.heard_ms(40) == pytest.approx(before + 0.2)
+    host[0] += 1.0
+    assert clock.now() == pytest.approx(before + 1.2)
+
+
+def test_the_first_input_of_a_long_running_mcu_is_timed_as_it_happened():
+    # end to end: the virtual MCU up 4,294 s (the us wrap's neighbourhood), its first
+    # INPUT heard only after the host began a wait
+    sim = SimDevice.for_cards(24, clock=ScaledClock(1, start=2**32 / 1e6 - 1.0))
+    mcu = VirtualMCU(sim)
+    dev = SerialDevice(mcu.path)
+    try:
+        since = dev.now()
+        sim.events.put(InputEvent(EventKind.TOUCH, sim.now()))
+        got = dev.wait_event(2.0)
+        assert got is not None and got.kind is EventKind.TOUCH
+        assert dev.now() - since < 1.0 and abs(got.at - since) < 1.0, (since, got.at)
+    finally:
+        dev.close()
+        mcu.close()
 
 
 def test_the_mcus_time_between_stamps_never_goes_back_on_a_slower_chip():

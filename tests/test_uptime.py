@@ -68,7 +68,7 @@ def test_input_times_continue_past_the_ms_wrap():
     mcu = VirtualMCU(sim)
     dev = SerialDevice(mcu.path)
     try:
-        seen = [dev._unwrap(ms) for ms in (2**32 - 2, 2**32 - 1, 0, 5)]
+        seen = [dev._clock.unwrap(ms) for ms in (2**32 - 2, 2**32 - 1, 0, 5)]
         assert seen == [2**32 - 2, 2**32 - 1, 2**32, 2**32 + 5]
     finally:
         dev.close()
