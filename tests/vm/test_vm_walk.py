@@ -32,7 +32,6 @@ sees. It runs last (file order) and the steps build on each other, in order:
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -43,13 +42,6 @@ from tests.vm.guest import DATA, Guest
 from tests.vm.image import Steps
 from tests.vm.machine import chip_commands
 from tests.vm.test_vm_scenarios import CARDS, STATE, Machine, went_low
-
-#: opt-in until it has passed in a whole tier: each step passed in a guest of its own, but
-#: after the scenarios' watchdog abort the restarted service was once seen never to drive
-#: the motor line (every later pass a misfeed, its line low), which fails the walk's hand
-pytestmark = pytest.mark.skipif(
-    not os.environ.get("SHUFFLER_VM_WALK"),
-    reason="the install walk runs with SHUFFLER_VM_WALK=1 (not yet proven in a whole tier)")
 
 README = Path(__file__).resolve().parents[2] / "docs/deploy/README.md"
 CONFIG = "/etc/shuffler/config.toml"
