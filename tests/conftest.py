@@ -20,6 +20,7 @@ from hardware_sim.dealer import DealerHabit
 from hardware_sim.gpio_rig import GpioRig
 from hardware_sim.sim_avr import AVR_PACKAGES, SimAvr, build_firmware, serial_on
 from hardware_sim.virtual_mcu import VirtualMCU
+from shuffler.control.signals import ENDINGS
 from shuffler.device.clock import ScaledClock, VirtualClock
 from shuffler.device.contract import ShufflerDevice
 from shuffler.errors import DeviceError
@@ -42,7 +43,7 @@ os.environ.setdefault("SHUFFLER_SYSTEM_ROOT", tempfile.mkdtemp(prefix="shuffler-
 # SIGQUIT ignored, and so would every CLI it starts: the CLI rightly leaves an ignored
 # signal alone (shuffler/control/signals.py), so the signal tests would see nothing
 # happen. The CLIs here start with every ending signal at its default.
-for _sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+for _sig in ENDINGS:
     if signal.getsignal(_sig) is signal.SIG_IGN:
         signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT
                       else signal.SIG_DFL)
