@@ -175,13 +175,27 @@ def labelled_law(n: int, passes: int, mode: planning.Mode, habit: DealerHabit, *
     corrects when warned (``listens``) or not, on a seat whose watch saw ``pattern``
     (None: a fresh evening; the watch's state before the hand is independent of this
     hand's plan, so these two cases are every hand of an evening)."""
+    return labelled_laws(n, passes, mode, habit, listens=listens, patterns=(pattern,),
+                         feed=feed)[pattern]
+
+
+def labelled_laws(n: int, passes: int, mode: planning.Mode, habit: DealerHabit, *,
+                  listens: bool = True, patterns: tuple[str | None, ...] = (None,),
+                  feed: Feed = Feed.TOP) -> dict[str | None, dict[tuple[Order, Label], Fraction]]:
+    """:func:`labelled_law` for each of ``patterns`` from one walk: the watch is not
+    told to the dealer, so the hands are the same and only their labels differ."""
     flaws = Imperfections(habit=habit, listens=listens)
 
-    def run(rng: ScriptedRandom) -> tuple[Order, Label]:
+    def run(rng: ScriptedRandom) -> tuple[Order, tuple[Label, ...]]:
         order, planner = play_hand(n, passes, mode, rng, feed, flaws)  # type: ignore[arg-type]
-        return tuple(order), label_of(planner, n, passes, pattern)
+        return tuple(order), tuple(label_of(planner, n, passes, p) for p in patterns)
 
-    return enumerate_outcomes(run, scripted_rng=True)
+    laws: dict[str | None, dict[tuple[Order, Label], Fraction]] = {
+        p: defaultdict(Fraction) for p in patterns}
+    for (order, labels), prob in enumerate_outcomes(run, scripted_rng=True).items():
+        for p, label in zip(patterns, labels, strict=True):
+            laws[p][order, label] += prob
+    return {p: dict(law) for p, law in laws.items()}
 
 
 @dataclass(frozen=True)

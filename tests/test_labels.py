@@ -12,12 +12,19 @@ import json
 import random
 from collections import Counter
 from fractions import Fraction
+from functools import cache
 from math import ceil, log2
 
 import pytest
 
 from hardware_sim.dealer import DealerHabit
-from hardware_sim.exhaustive import habit_walkable, label_groups, labelled_law, plan_law
+from hardware_sim.exhaustive import (
+    habit_walkable,
+    label_groups,
+    labelled_law,
+    labelled_laws,
+    plan_law,
+)
 from hardware_sim.study import Imperfections, label_of, play_labelled
 from shuffler.core.labels import CLEARED_AFTER, RULES, SEEN_AFTER, Label, Watch, hand_label
 from shuffler.core.mechanics import Feed, Pile
@@ -102,8 +109,11 @@ QUICK = [c for c in _cases((3, 4, 5)) if c != (5, 2)]
 SLOW = [(5, 2), *_cases((6, 7, 8))]
 
 
+_plan_law = cache(plan_law)  # walked once a case, read by both checks
+
+
 def _check_correcting(n, k, mode):
-    plan = plan_law(n, k, mode)
+    plan = _plan_law(n, k, mode)
     for habit in DealerHabit:
         law = labelled_law(n, k, mode, habit, listens=True)
         groups = label_groups(law, n, plan)
@@ -112,7 +122,7 @@ def _check_correcting(n, k, mode):
 
 
 def _check_ignoring(n, k, mode):
-    plan = plan_law(n, k, mode)
+    plan = _plan_law(n, k, mode)
     for habit in DealerHabit:
         if not habit_walkable(mode, k, habit):
             continue
@@ -121,8 +131,8 @@ def _check_ignoring(n, k, mode):
             # exceeds; walking every re-plan takes minutes a habit (7 cards, 2 passes,
             # last-card: 69 s), so only 6 cards and fewer are walked there
             continue
-        for pattern in (None, "last-card"):
-            law = labelled_law(n, k, mode, habit, listens=False, pattern=pattern)
+        laws = labelled_laws(n, k, mode, habit, listens=False, patterns=(None, "last-card"))
+        for pattern, law in laws.items():
             for g in label_groups(law, n, plan):
                 if g.label.exact:
                     assert pattern is None, (habit, g)  # none once the pattern is seen

@@ -253,10 +253,20 @@ def _user_env(tmp: Path, bin_dir: Path) -> dict[str, str]:
             "XDG_CONFIG_HOME": str(tmp / "config"), "XDG_RUNTIME_DIR": str(tmp / "run")}
 
 
+#: the quick tests that read the tree most (docs, firmware, schema, drawings, README) and
+#: the contract every backend passes; the rest of the suite is collected, not run again
+#: (the sdist carries every file git tracks: the test above)
+SDIST_RUNS = ("tests/contract", "tests/test_readme.py", "tests/test_docs_drift.py",
+              "tests/test_docs_runnable.py", "tests/test_doctests.py",
+              "tests/test_build_docs.py", "tests/test_firmware.py",
+              "tests/test_json_schema.py", "tests/test_drawings.py", "tests/test_tiers.py")
+
+
 @pytest.mark.slow
 def test_the_sdist_installed_passes_its_own_quick_tests(built, tmp_path):
     """`pip install` of the sdist with its test extra, then its tests from the unpacked
-    sdist: everything they read (docs, firmware, the test tree) came in it."""
+    sdist: the whole tree collects against the installed package, and the quick tests
+    that read docs, firmware and schema from it pass."""
     import tarfile
 
     bin_dir = _venv(tmp_path / "venv")
@@ -267,10 +277,17 @@ def test_the_sdist_installed_passes_its_own_quick_tests(built, tmp_path):
     if (ROOT / "tests" / ".axe").exists():  # axe-core, a checkout's own (git-ignored)
         (unpacked / "tests" / ".axe").symlink_to((ROOT / "tests" / ".axe").resolve())
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    proc = subprocess.run([str(bin_dir / "python"), "-m", "pytest", "-q", "-p",
-                           "no:cacheprovider", "-m", "not slow", "-n", "2", "--dist",
-                           "loadgroup", "tests"], cwd=unpacked, env=env, capture_output=True,
-                          text=True, timeout=2400)
+    pytest_in_sdist = [str(bin_dir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    collected = subprocess.run([*pytest_in_sdist, "--collect-only", "tests"], cwd=unpacked,
+                               env=env, capture_output=True, text=True, timeout=600)
+    assert collected.returncode == 0, collected.stdout[-6000:] + collected.stderr[-2000:]
+    here = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "--collect-only", "tests"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+    assert collected.stdout.splitlines()[-1].split(" in ")[0] == \
+        here.stdout.splitlines()[-1].split(" in ")[0]  # as many tests as the checkout's
+    proc = subprocess.run([*pytest_in_sdist, "-m", "not slow", *SDIST_RUNS], cwd=unpacked,
+                          env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
     assert " passed" in proc.stdout.splitlines()[-1] and "failed" not in proc.stdout
 
