@@ -19,11 +19,11 @@ from math import factorial
 from typing import TypeVar
 
 from shuffler.core import planning
-from shuffler.core.labels import Label
+from shuffler.core.labels import Label, hand_label
 from shuffler.core.mechanics import Feed, Pile
 
 from .dealer import DealerHabit
-from .study import Imperfections, deal_with_doubles, label_of, play_hand
+from .study import Imperfections, deal_with_doubles, play_hand, verdict_of
 
 H = TypeVar("H", bound=Hashable)  # an outcome: an order, or whatever ``run`` returns
 Order = tuple[int, ...]
@@ -188,7 +188,8 @@ def labelled_laws(n: int, passes: int, mode: planning.Mode, habit: DealerHabit, 
 
     def run(rng: ScriptedRandom) -> tuple[Order, tuple[Label, ...]]:
         order, planner = play_hand(n, passes, mode, rng, feed, flaws)  # type: ignore[arg-type]
-        return tuple(order), tuple(label_of(planner, n, passes, p) for p in patterns)
+        verdict = verdict_of(planner, n, passes)  # the same for every pattern
+        return tuple(order), tuple(hand_label(*verdict, p) for p in patterns)
 
     laws: dict[str | None, dict[tuple[Order, Label], Fraction]] = {
         p: defaultdict(Fraction) for p in patterns}

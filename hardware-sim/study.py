@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 from shuffler.core.labels import Label, Watch, hand_label
 from shuffler.core.mechanics import Feed, Pile, deal_pass, feed_order, stack
@@ -84,11 +85,9 @@ def _stack(flaws: Imperfections, plan: PassPlan, last_pass: bool,
     machine's warning when the first pile lifted is not the light's (or both go at
     once) and puts it back and lifts the right one: their stacking is the plan's."""
     habit = flaws.habit
-    if habit is DealerHabit.INSTRUCTED or (flaws.listens and habit is DealerHabit.BOTH):
+    if habit is DealerHabit.INSTRUCTED or flaws.listens:  # only ``both`` draws to choose
         return plan.on_top, plan.on_top
     chosen = choose_pile(habit, plan.on_top, _seen(plan, last_pass), rng)
-    if flaws.listens:
-        return plan.on_top, plan.on_top
     if habit is DealerHabit.BOTH:
         return chosen, None
     return chosen, chosen
@@ -128,11 +127,17 @@ def play_hand(n: int, passes: int, mode: Mode, rng: random.Random,
     return pack, planner
 
 
+def verdict_of(planner: Planner, n: int, passes: int
+               ) -> tuple[bool, Fraction | None, Fraction | None]:
+    """What ``planner`` says of the hand it dealt, whatever the seat's watch saw: exact,
+    the distance, the bound for a dealer who chose by the cards (:func:`hand_label`)."""
+    return planner.exact, planner.distance(n, passes), planner.steered_distance(n, passes)
+
+
 def label_of(planner: Planner, n: int, passes: int, pattern: str | None) -> Label:
     """The label the controller gives the hand ``planner`` dealt (``pattern``: the
     seat's watch as the hand began)."""
-    return hand_label(planner.exact, planner.distance(n, passes),
-                      planner.steered_distance(n, passes), pattern)
+    return hand_label(*verdict_of(planner, n, passes), pattern)
 
 
 def play_labelled(n: int, passes: int, mode: Mode, rng: random.Random,
@@ -147,8 +152,8 @@ def play_labelled(n: int, passes: int, mode: Mode, rng: random.Random,
 def _seen(plan: PassPlan, last_pass: bool) -> PilesSeen:
     """What the dealer sees after dealing ``plan`` (without double feeds)."""
     labels = plan.labels
-    first = Pile(labels[0]) if labels else None
-    last = Pile(labels[-1]) if labels else None
+    first = Pile.of(labels[0]) if labels else None
+    last = Pile.of(labels[-1]) if labels else None
     return PilesSeen(plan.pile_sizes, first, last, last_pass)
 
 

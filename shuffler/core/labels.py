@@ -55,11 +55,11 @@ def _other(pile: Pile | None) -> Pile | None:
 
 
 def _first(labels: Sequence[int]) -> Pile | None:
-    return Pile(labels[0]) if labels else None
+    return Pile.of(labels[0]) if labels else None
 
 
 def _last(labels: Sequence[int]) -> Pile | None:
-    return Pile(labels[-1]) if labels else None
+    return Pile.of(labels[-1]) if labels else None
 
 
 def _sizes(labels: Sequence[int]) -> tuple[int, int]:

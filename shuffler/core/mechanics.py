@@ -28,7 +28,16 @@ class Pile(enum.IntEnum):
 
     @property
     def other(self) -> Pile:
-        return Pile(1 - self)
+        return PILES[1 - self]
+
+    @staticmethod
+    def of(label: int) -> Pile:
+        """The pile of a label (0 or 1): ``Pile(label)`` without the enum's lookup, which
+        the exhaustive walks call millions of times."""
+        return PILES[label]
+
+
+PILES = (Pile.LEFT, Pile.RIGHT)  # by label
 
 
 class Stacked(enum.Enum):
