@@ -239,3 +239,55 @@ def test_a_service_restarted_mid_hand_tells_the_client_and_latches(tmp_path):
     finally:
         if served.proc and served.proc.poll() is None:
             served.stop(signals.SIGKILL)
+
+
+def test_a_burst_of_four_times_every_client_waits_in_the_backlog_too(tmp_path):
+    """A busy host accepts slowly and a Unix socket refuses what its backlog has no room
+    for: 128 connections at once (four times max_clients) all queue, none refused."""
+    service = serve(tmp_path, sim(SimDevice, VirtualClock()), VirtualClock(), max_clients=32)
+    service.listener.bind()
+    socks = []
+    try:
+        for _ in range(4 * 32):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            socks.append(sock)
+            assert sock.connect_ex(str(service.socket_path)) == 0, f"refused at {len(socks)}"
+    finally:
+        for sock in socks:
+            sock.close()
+        assert service.listener.server is not None
+        service.listener.server.server_close()
+
+
+def test_closing_a_client_the_service_hung_up_on_is_no_error(tmp_path):
+    """The service greets and hangs up (a reload, a crash): the request fails clearly,
+    and closing the client afterwards raises nothing (its unsent line was flushed into
+    the closed socket: BrokenPipeError out of ``close``, under a `finally`)."""
+    from shuffler import __version__
+    from shuffler.service.client import PROTOCOL, ServiceClient, ServiceUnreachableError
+    from shuffler.service.protocol import SCHEMA
+
+    GREETING = {"shuffler": __version__, "protocol": PROTOCOL, "schema": SCHEMA,
+                "device": "sim"}
+    path = tmp_path / "s.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    hung_up = threading.Event()
+
+    def greet_and_hang_up():
+        conn, _ = listener.accept()
+        conn.sendall(json.dumps(GREETING).encode() + b"\n")
+        conn.close()
+        hung_up.set()
+
+    threading.Thread(target=greet_and_hang_up, daemon=True).start()
+    try:
+        client = ServiceClient(path)
+        assert hung_up.wait(5)
+        with pytest.raises(ServiceUnreachableError):
+            client.request("status")
+        client.close()
+    finally:
+        listener.close()

@@ -349,7 +349,10 @@ class ServiceClient:
 
     def close(self) -> None:
         try:
-            self.file.close()
+            # a request the service hung up on leaves its line unsent in the buffer,
+            # and closing flushes it: a peer gone is no error to the one closing
+            with contextlib.suppress(OSError):
+                self.file.close()
         finally:
             self.sock.close()
 

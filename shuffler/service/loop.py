@@ -9,8 +9,9 @@ parses, validates and hands work to the loop, so a bad or slow client never stop
 machine. systemd hears it through :mod:`~shuffler.service.systemd`.
 
 Limits, each answered with an error reply and never a traceback: ``[service]
-max_clients`` connections at once (the listen backlog holds that many arriving
-together); a connection that sends no request within
+max_clients`` connections at once (the listen backlog holds four times that many, at
+least 128, arriving together: a Unix socket refuses a connection the backlog has no room
+for, and a busy host accepts slowly); a connection that sends no request within
 :data:`~shuffler.service.connections.FIRST_REQUEST_SECONDS` (5 s), or none for
 :data:`~shuffler.service.connections.IDLE_SECONDS` after its last, is told ``idle`` and
 closed; at the limit the connection idle the longest is closed to make room (told
@@ -131,7 +132,8 @@ class Service(Publisher):
         converse = Conversation(Places(max_clients), idle_seconds, self.greeting, self._answer,
                                 self.stopping)
         #: the socket (bound by :meth:`run`), a thread per connection running ``converse``
-        self.listener = Listener(self.socket_path, converse, group=group, backlog=max_clients,
+        self.listener = Listener(self.socket_path, converse, group=group,
+                                 backlog=max(4 * max_clients, 128),
                                  first_timeout=min(FIRST_REQUEST_SECONDS, idle_seconds))
         self._last_snapshot = -1e9
         self._shown = Status(Signal.READY)  # the light the device shows (told again)
