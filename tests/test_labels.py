@@ -25,7 +25,7 @@ from hardware_sim.exhaustive import (
     labelled_laws,
     plan_law,
 )
-from hardware_sim.study import Imperfections, label_of, play_labelled
+from hardware_sim.study import Imperfections, label_of, play_hand, play_labelled, verdict_of
 from shuffler.core.labels import CLEARED_AFTER, RULES, SEEN_AFTER, Label, Watch, hand_label
 from shuffler.core.mechanics import Feed, Pile
 from shuffler.core.planning import Mode, PackTracker, make_planner
@@ -186,19 +186,40 @@ def test_exhaustive_correcting_dealers_are_exact_with_the_plans_law_6_to_8(n, k)
     _check_correcting(n, k, Mode.PLANNED, habits=(DealerHabit.INSTRUCTED,))
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("n", "k"), SLOW)
+def test_exhaustive_ignoring_dealers_every_bound_holds_for_its_hands_6_to_8(n, k):
+    _check_ignoring(n, k, Mode.PLANNED)
+
+
 @pytest.mark.parametrize(("n", "k"), [*QUICK, *SLOW, (24, 5), (24, 6)])
 def test_a_dealer_who_corrects_deals_the_instructed_dealers_hands_hand_for_hand(n, k):
     """Whatever their habit, a dealer who corrects when warned ends every pass with the
     light's pile on top and draws nothing the instructed dealer does not: from the same
-    seed, the same orders with the same labels, on a fresh seat and a watched one."""
-    for rng_seed in range(300 if n == 24 else 100):
+    seed, the same order and the same verdict (so the same label on any seat), and the
+    same next draw."""
+    def hand(rng_seed, flaws=None):
         rng = random.Random(rng_seed)
-        want = play_labelled(n, k, Mode.PLANNED, rng), rng.random()
+        order, planner = play_hand(n, k, Mode.PLANNED, rng, Feed.TOP, flaws)
+        return order, verdict_of(planner, n, k), rng.random()
+
+    for rng_seed in range(300 if n == 24 else 100):
+        want = hand(rng_seed)
         for habit in DealerHabit:
-            rng = random.Random(rng_seed)
-            flaws = Imperfections(habit=habit, listens=True)
-            got = play_labelled(n, k, Mode.PLANNED, rng, Feed.TOP, flaws), rng.random()
-            assert got == want, habit  # and the next draw: no draw more or less
+            assert hand(rng_seed, Imperfections(habit=habit, listens=True)) == want, habit
+
+
+def test_the_issue_case_four_cards_two_passes_last_card():
+    """4 cards, 2 passes, a last-card dealer who ignores the light: the hands labelled
+    exact on a fresh seat were 0.75 from random; a dealer who corrects is exact."""
+    plan = plan_law(4, 2, Mode.PLANNED)
+    fresh = label_groups(labelled_law(4, 2, Mode.PLANNED, DealerHabit.LAST_CARD,
+                                      listens=False), 4, plan)
+    exact = next(g for g in fresh if g.label.exact)
+    assert (exact.share, exact.from_uniform) == (Fraction(1, 4), Fraction(3, 4))
+    seen = label_groups(labelled_law(4, 2, Mode.PLANNED, DealerHabit.LAST_CARD,
+                                     listens=False, pattern="last-card"), 4, plan)
+    assert not any(g.label.exact for g in seen)
 
 
 # -- 24 cards, 5 passes, 40,000 hands a habit ------------------------------------
