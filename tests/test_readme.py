@@ -48,13 +48,13 @@ def test_the_readme_lists_every_exit_code():
 
 
 def test_ci_runs_the_vm_tier_as_its_own_step_and_the_readme_command_the_rest():
-    """The whole suite is the two: the README's command on two xdist workers leaves out
+    """The whole suite is the two: the README's command on three xdist workers leaves out
     only the VM tier, which .ci/run runs before it, as README says."""
     lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     vm = ".venv/bin/python -m pytest -q -m vm"
     assert vm in lines and lines.index(vm) < len(lines) - 1
     test = readme_commands()[1]
-    assert test.endswith('pytest -q -n 2 -m "not vm"')
+    assert test.endswith('pytest -q -n 3 -m "not vm"')
     assert vm in (ROOT / "README.md").read_text()
     import tomllib
 
