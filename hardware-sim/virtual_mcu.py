@@ -353,14 +353,13 @@ class VirtualMCU:
         elif isinstance(msg, Pass):
             self._start_pass(msg)
         elif isinstance(msg, Stop):
-            # for tests: the host's lateness is not the MCU's (at 50x, 20 ms is a card);
-            # counted before the stop, whose PASS_DONE may reach the host (and the test
-            # read this) before the next line here runs
-            self.dealt_at_stop = sum(len(p) for p in self.sim.mechanism.piles)
             # as the firmware: whatever runs ends; the pass named, if it comes later,
             # never starts
             self.sim.stop()
             self.stopped_id = msg.pass_id
+            # for tests: the host's lateness is not the MCU's (at 50x, 20 ms is a card);
+            # the stop's PASS_DONE may reach the host before this is set
+            self.dealt_at_stop = sum(len(p) for p in self.sim.mechanism.piles)
         elif isinstance(msg, StatusAsk):
             self.outbox.answer(self._status())
         elif isinstance(msg, BatteryAsk):

@@ -183,7 +183,8 @@ def test_exhaustive_correcting_dealers_are_exact_with_the_plans_law_6_to_8(n, k)
     """Walked for the instructed dealer: every dealer who corrects deals the instructed
     dealer's hands, hand for hand (the next test), so one walk is every habit's (walking
     each again took 185 s of the suite; 3 to 5 cards still walk every habit)."""
-    _check_correcting(n, k, Mode.PLANNED, habits=(DealerHabit.INSTRUCTED,))
+    _check_correcting(n, k, Mode.PLANNED,
+                      habits=(DealerHabit.INSTRUCTED,) if n >= 6 else tuple(DealerHabit))
 
 
 @pytest.mark.slow
@@ -255,7 +256,7 @@ def _uniform_p(counts, n=24):
 def test_40000_hands_of_correcting_dealers_exact_with_uniform_top_and_bottom():
     """The dealer changes hand by hand through every habit (a correcting dealer of one
     habit deals the instructed dealer's hands, so 40,000 of each would be one evening
-    seven times over): 5,714 hands of each habit, one watch across them all."""
+    seven times over): 5,714 or 5,715 hands of each habit, one watch across them all."""
     labels, top, bottom, _ = _evening(list(DealerHabit), True, 40_000, seed=34)
     assert all(lab.exact for lab in labels)
     # two tests (top and bottom) at 0.001 each: a false alarm at most 0.2%

@@ -41,3 +41,11 @@ def test_stack_and_pile_sizes():
 def test_labels_must_match_the_pack():
     with pytest.raises(ValueError, match="4 labels for 5 cards"):
         deal_piles(PACK, LABELS[:4], Feed.TOP)
+
+
+def test_a_pile_from_its_label_and_the_other_pile():
+    assert [Pile.of(0), Pile.of(1)] == [Pile(0), Pile(1)] == [Pile.LEFT, Pile.RIGHT]
+    assert (Pile.LEFT.other, Pile.RIGHT.other) == (Pile.RIGHT, Pile.LEFT)
+    for bad in (-1, 2, True + 1):
+        with pytest.raises(KeyError):
+            Pile.of(bad)

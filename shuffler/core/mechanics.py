@@ -32,12 +32,13 @@ class Pile(enum.IntEnum):
 
     @staticmethod
     def of(label: int) -> Pile:
-        """The pile of a label (0 or 1): ``Pile(label)`` without the enum's lookup, which
-        the exhaustive walks call millions of times."""
-        return PILES[label]
+        """The pile of a label (0 or 1; anything else is a KeyError): ``Pile(label)``
+        without the enum's lookup, which the exhaustive walks call millions of times."""
+        return _BY_LABEL[label]
 
 
 PILES = (Pile.LEFT, Pile.RIGHT)  # by label
+_BY_LABEL = dict(enumerate(PILES))
 
 
 class Stacked(enum.Enum):
