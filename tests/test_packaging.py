@@ -263,7 +263,8 @@ SDIST_RUNS = ("tests/test_readme.py", "tests/test_docs_drift.py",
 
 
 @pytest.mark.slow
-def test_the_sdist_installed_passes_its_own_quick_tests(built, tmp_path):
+def test_the_sdist_installed_collects_every_test_and_passes_those_reading_its_files(
+        built, tmp_path):
     """`pip install` of the sdist with its test extra, then its tests from the unpacked
     sdist: the whole tree collects against the installed package, and the quick tests
     that read docs, firmware and schema from it pass."""
