@@ -233,7 +233,11 @@ def distance(p: Mapping[Order, Fraction], q: Mapping[Order, Fraction]) -> Fracti
 def plan_law(n: int, passes: int, mode: planning.Mode,
              feed: Feed = Feed.TOP) -> dict[Order, Fraction]:
     """The law of the hands of a dealer who follows the light: the plan's law."""
-    law = labelled_law(n, passes, mode, DealerHabit.INSTRUCTED, feed=feed)
+    return orders_law(labelled_law(n, passes, mode, DealerHabit.INSTRUCTED, feed=feed))
+
+
+def orders_law(law: Mapping[tuple[Order, Label], Fraction]) -> dict[Order, Fraction]:
+    """The law of the orders alone, whatever their labels."""
     out: dict[Order, Fraction] = defaultdict(Fraction)
     for (order, _), p in law.items():
         out[order] += p

@@ -23,6 +23,7 @@ from hardware_sim.exhaustive import (
     label_groups,
     labelled_law,
     labelled_laws,
+    orders_law,
     plan_law,
 )
 from hardware_sim.study import Imperfections, label_of, play_hand, play_labelled, verdict_of
@@ -118,10 +119,7 @@ def _instructed(n, k, mode):
 
 @cache
 def _plan_law(n, k, mode):
-    plan = Counter()
-    for (order, _), p in _instructed(n, k, mode)[None].items():
-        plan[order] += p
-    return dict(plan)
+    return orders_law(_instructed(n, k, mode)[None])
 
 
 def _law(n, k, mode, habit, listens, patterns):

@@ -28,7 +28,7 @@ class Pile(enum.IntEnum):
 
     @property
     def other(self) -> Pile:
-        return PILES[1 - self]
+        return _BY_LABEL[1 - self]
 
     @staticmethod
     def of(label: int) -> Pile:
@@ -37,8 +37,7 @@ class Pile(enum.IntEnum):
         return _BY_LABEL[label]
 
 
-PILES = (Pile.LEFT, Pile.RIGHT)  # by label
-_BY_LABEL = dict(enumerate(PILES))
+_BY_LABEL = {0: Pile.LEFT, 1: Pile.RIGHT}
 
 
 class Stacked(enum.Enum):
