@@ -104,6 +104,36 @@ def test_swapped_piles_name_both_sensors_and_their_pins(rigged):
     assert "GPIO6, pin 31" in found.detail and "GPIO5, pin 29" in found.detail
 
 
+#: a config that moves touch and others off the defaults (GPIO17, 25, 5, 24, 18, 26)
+MOVED = {"touch": 27, "tray": 22, "pile_left": 23, "beam": 4, "diverter": 19, "buzzer": 7}
+
+
+@pytest.mark.parametrize(("wrong", "role"), [
+    ("dead_touch", "touch"), ("tray_and_left_pile_swapped", "tray"),
+    ("dead_beam", "beam"), ("dead_servo", "diverter"), ("dead_buzzer", "buzzer")])
+def test_the_findings_name_the_configured_pins_not_the_defaults(rigged, wrong, role):
+    gpio = replace(GpioConfig(), **MOVED)
+    _dev, test = rigged(gpio, wrong=wrong)
+    found = test.run().failed()[0]
+    words = found.detail + " " + found.check
+    bcm = MOVED[role]
+    assert f"[pins] {role} (GPIO{bcm}, pin {pinmap.header_pin(bcm)})" in words \
+        or f"to pin {pinmap.header_pin(bcm)}" in words, words
+    default = pinmap.WIRES[role]
+    assert f"GPIO{default.bcm}," not in words and f"pin {default.header}" not in words, words
+    if wrong == "tray_and_left_pile_swapped":  # both of the swapped pair, as configured
+        assert "[pins] pile_left (GPIO23, pin 16)" in words
+
+
+def test_a_dead_touch_on_gpio27_says_pin_13_where_to_look(rigged):
+    _dev, test = rigged(replace(GpioConfig(), touch=27), wrong="dead_touch")
+    found = test.run().failed()[0]
+    assert found.step == "touch"
+    assert "[pins] touch (GPIO27, pin 13)" in found.detail
+    assert found.check.startswith("U4, the TTP223") and "I/O to pin 13" in found.check
+    assert "GPIO17" not in found.detail + found.check and "pin 11" not in found.check
+
+
 def test_a_machine_without_a_monitor_or_a_light_skips_those_steps(rigged):
     gpio = replace(GpioConfig(), adc_channel=None, led_red=None, led_green=None,
                    led_blue=None, buzzer=None)

@@ -32,7 +32,7 @@ from shuffler.core.battery import monitor_problem
 from shuffler.core.mechanics import Pile
 from shuffler.device.clock import Clock
 from shuffler.limits import DRIVER_VM_MAX_VOLTS, over_voltage
-from shuffler.pinmap import WIRES, divider_ratio
+from shuffler.pinmap import divider_ratio, header_pin
 
 #: the inputs a bench reports, by [pins] role: True while touched, covered or blocked
 SENSORS = ("touch", "tray", "pile_left", "pile_right", "beam")
@@ -62,6 +62,8 @@ class Bench(Protocol):
     def beep(self, seconds: float) -> None: ...
     def adc_volts(self) -> float | None: ...  # volts at CH0, None without a monitor
 
+    @property
+    def pins(self) -> dict[str, int]: ...  # the configured [pins] in use: role -> BCM
     @property
     def can_reverse(self) -> bool: ...
     @property
@@ -124,25 +126,40 @@ class Report:
                                   else round(self.divider_ratio, 4))}
 
 
-def where(role: str) -> str:
-    """A signal's config key and header pin: ``[pins] tray (GPIO25, pin 22)``."""
-    w = WIRES[role]
-    return f"[pins] {role} (GPIO{w.bcm}, pin {w.header})"
+def where(role: str, pins: dict[str, int]) -> str:
+    """A signal's config key and header pin as configured: ``[pins] tray (GPIO25, pin 22)``."""
+    bcm = pins.get(role)
+    if bcm is None:
+        return f"[pins] {role} (not set)"
+    return f"[pins] {role} (GPIO{bcm}, pin {header_pin(bcm)})"
+
+
+def pin_of(role: str, pins: dict[str, int]) -> str:
+    """``pin 11``: the header pin ``role`` is configured on."""
+    bcm = pins.get(role)
+    return "its header pin (not set)" if bcm is None else f"pin {header_pin(bcm)}"
 
 
 #: what each input is, for a person
 PART = {"touch": "touch sensor", "tray": "tray sensor", "pile_left": "left pile sensor",
         "pile_right": "right pile sensor", "beam": "card beam"}
-CHECK = {
-    "touch": "U4, the TTP223: VCC on 3V3 (pin 1), its GND, and I/O to pin 11",
-    "tray": "U6, the tray's TCRT5000: VCC on 3V3, GND, DO to pin 22; turn its trimmer until "
-            "its LED lights only with a card over it",
-    "pile_left": "U7, the left pile's TCRT5000: VCC on 3V3, GND, DO to pin 29; its trimmer",
-    "pile_right": "U8, the right pile's TCRT5000: VCC on 3V3, GND, DO to pin 31; its trimmer",
-    "beam": "the IR emitter D2 (R6 330 Ω from 5V_MECH: a phone camera sees it glow), its "
-            "alignment with the receiver U3, its 3V3 and GND, R7 10 kΩ pull-up, "
-            "OUT to pin 18",
-}
+
+
+def check(role: str, pins: dict[str, int]) -> str:
+    """What to check of an input that never answered, with its configured header pin."""
+    pin = pin_of(role, pins)
+    return {
+        "touch": f"U4, the TTP223: VCC on 3V3 (pin 1), its GND, and I/O to {pin}",
+        "tray": f"U6, the tray's TCRT5000: VCC on 3V3, GND, DO to {pin}; turn its trimmer "
+                "until its LED lights only with a card over it",
+        "pile_left": f"U7, the left pile's TCRT5000: VCC on 3V3, GND, DO to {pin}; its "
+                     "trimmer",
+        "pile_right": f"U8, the right pile's TCRT5000: VCC on 3V3, GND, DO to {pin}; its "
+                      "trimmer",
+        "beam": "the IR emitter D2 (R6 330 Ω from 5V_MECH: a phone camera sees it glow), its "
+                "alignment with the receiver U3, its 3V3 and GND, R7 10 kΩ pull-up, "
+                f"OUT to {pin}",
+    }[role]
 
 
 #: why a moving part was not run
@@ -165,6 +182,13 @@ class SelfTest:
         self.report = Report()
         self.over_range = self.no_power = False  # what the rails step found
         self.over_voltage = False  # the 9 V side above the driver's limit
+
+    def where(self, role: str) -> str:
+        """``role``'s config key and header pin, as this machine's config has it."""
+        return where(role, self.bench.pins)
+
+    def check(self, role: str) -> str:
+        return check(role, self.bench.pins)
 
     def run(self, on_step: Callable[[StepResult], None] | None = None) -> Report:
         steps: dict[str, Callable[[], StepResult]] = {
@@ -223,20 +247,21 @@ class SelfTest:
         part = PART[role]
         if other is not None:
             return StepResult(role, part, Outcome.FAIL,
-                              f"{action}: {where(other)} changed instead of {where(role)}",
+                              f"{action}: {self.where(other)} changed instead of "
+                              f"{self.where(role)}",
                               f"the {PART[other]} and the {part} wires are swapped (or the "
                               f"sensors are mounted in each other's place): swap them at the "
                               f"header or swap {role} and {other} in [pins]")
         state = "active" if want else "inactive"
         return StepResult(role, part, Outcome.FAIL,
-                          f"{action}: {where(role)} never went {state} in "
-                          f"{self.timeout:g} s", CHECK[role])
+                          f"{action}: {self.where(role)} never went {state} in "
+                          f"{self.timeout:g} s", self.check(role))
 
     def touch(self) -> StepResult:
         if self.bench.sensed()["touch"]:
             return StepResult("touch", PART["touch"], Outcome.FAIL,
-                              f"{where('touch')} reads touched with no hand on it",
-                              CHECK["touch"] + "; a module powered from 5 V, or one "
+                              f"{self.where('touch')} reads touched with no hand on it",
+                              self.check("touch") + "; a module powered from 5 V, or one "
                               "that reads low while touched: then set [gpio] "
                               "touch_active_high = false")
         fail = (self._expect("touch", "touch", "Touch the sensor on the lid, then let go.",
@@ -273,8 +298,8 @@ class SelfTest:
     def beam(self) -> StepResult:
         if self.bench.sensed()["beam"]:
             return StepResult("beam", PART["beam"], Outcome.FAIL,
-                              f"{where('beam')} reads blocked with no card in the gate",
-                              CHECK["beam"] + "; a receiver that reads high while blocked "
+                              f"{self.where('beam')} reads blocked with no card in the gate",
+                              self.check("beam") + "; a receiver that reads high while blocked "
                               "needs [gpio] beam_active_high = true")
         fail = (self._expect("beam", "card:beam", "Push one card slowly through the gate, "
                              "across the beam.", True)
@@ -284,7 +309,7 @@ class SelfTest:
     # -- outputs -------------------------------------------------------------------------
     def motor(self) -> StepResult:
         part = "feed motor (DRV8833)" if self.bench.can_reverse else "feed motor (MOSFET)"
-        pins = f"{where('motor')}" + (f" and {where('motor_backward')}"
+        pins = f"{self.where('motor')}" + (f" and {self.where('motor_backward')}"
                                       if self.bench.can_reverse else "")
         dead = (f"9 V at U1's VIN (TP1: SW1 on, F1 not tripped, C1 polarity), SLP (nSLEEP) "
                 f"pulled up to 3V3 by R3, {pins}, the motor's leads at AOUT1/AOUT2 (J2)")
@@ -307,7 +332,7 @@ class SelfTest:
             if answer is None:
                 return StepResult("motor", part, Outcome.SKIP, "no answer")
             if answer == "n":
-                which = f"{where('motor_backward')} (AIN2)" if way == "backward" else dead
+                which = f"{self.where('motor_backward')} (AIN2)" if way == "backward" else dead
                 return StepResult("motor", part, Outcome.FAIL,
                                   f"the roller did not turn {way}", which)
             if answer != way[0]:
@@ -340,7 +365,7 @@ class SelfTest:
                 return StepResult("flap", part, Outcome.FAIL, f"the flap did not move when "
                                   f"sent {side}", f"the servo's V+ on 5V_MECH (the buck's "
                                   f"output reads 5 V), its GND, the signal on "
-                                  f"{where('diverter')}")
+                                  f"{self.where('diverter')}")
             if answer != side[0]:
                 return StepResult("flap", part, Outcome.FAIL, f"sent {side}, the flap points "
                                   f"{'right' if side == 'left' else 'left'}",
@@ -363,7 +388,7 @@ class SelfTest:
                 if answer != name[0]:
                     role = f"led_{name}"
                     seen = choices.get(answer, answer)
-                    check = (f"the {name} leg: its resistor and {where(role)}; the LED "
+                    check = (f"the {name} leg: its resistor and {self.where(role)}; the LED "
                              "must be common cathode, its cathode to GND")
                     if answer in "rgb":
                         check = (f"the {name} and {seen} legs are swapped: swap them at the "
@@ -386,7 +411,7 @@ class SelfTest:
         if answer == "y":
             return StepResult("buzzer", part, Outcome.PASS, "beeped")
         return StepResult("buzzer", part, Outcome.FAIL, "no sound",
-                          f"Q2 (2N3904) the right way round, R8 1 kΩ to {where('buzzer')}, "
+                          f"Q2 (2N3904) the right way round, R8 1 kΩ to {self.where('buzzer')}, "
                           "the buzzer's + on 5V_PI (pin 2) and − to Q2's collector; an "
                           "active buzzer (a passive one only clicks)")
 
@@ -489,6 +514,10 @@ class GpioBench:
         parts = {"touch": d.touch, "tray": d.tray, "pile_left": d.piles[0],
                  "pile_right": d.piles[1], "beam": d.beam}
         return {role: bool(part.is_active) for role, part in parts.items()}
+
+    @property
+    def pins(self) -> dict[str, int]:
+        return dict(self.device.gpio.pins())
 
     @property
     def can_reverse(self) -> bool:
