@@ -97,6 +97,43 @@ def test_the_controller_refuses_an_over_voltage_block_and_the_motor_never_runs(t
         dev.close()
 
 
+@pytest.mark.parametrize("volts", [11.5, 12.0])
+@pytest.mark.parametrize("diverter", ["servo", "solenoid"])
+def test_an_over_voltage_refusal_moves_nothing_not_even_the_flap(tmp_path, volts, diverter):
+    """Opened as the service and ``shuffler pass`` open it (not still): the device reads the
+    block before it parks the flap, so a refused pass leaves the diverter's pin as it was
+    from the moment its pin was made (no pulse, no level)."""
+    from dataclasses import replace
+
+    from shuffler.config import GpioConfig
+
+    gpio = replace(GpioConfig(), diverter_kind=diverter)
+    rig = GpioRig.for_cards(24, faults=parse_fault_specs([f"battery:{volts}"]),
+                            rng=random.Random(3), gpio=gpio)
+    dev = RiggedGpioDevice(rig)
+    try:
+        ctl = PassController(dev, StateStore(tmp_path / "state"))
+        for run in (lambda: ctl.run_pass(coin_plan(24, random.Random(1))),
+                    lambda: ctl.check_ready(24, 5, what="hand")):
+            with pytest.raises(OverVoltageError):
+                run()
+        pin = rig.pins["diverter"]
+        assert [float(s.state) for s in pin.states] == [0.0], pin.states
+        assert moved(rig) == []
+    finally:
+        dev.close()
+
+
+def test_a_block_inside_the_limit_still_parks_the_flap_at_open():
+    rig = GpioRig.for_cards(24, faults=parse_fault_specs(["battery:9.6"]),
+                            rng=random.Random(3))
+    dev = RiggedGpioDevice(rig)
+    try:
+        assert moved(rig) == ["diverter"]  # parked at the left stop, as the docs say
+    finally:
+        dev.close()
+
+
 class Meter(RigBuilder):
     """The rig's builder, with hands clear, reading ``volts`` on the multimeter."""
 

@@ -76,6 +76,7 @@ from shuffler.device.engine import Motor as MotorCommand
 from shuffler.errors import ConfigError, DeviceError, FaultLatchedError
 from shuffler.gpio.gesture import TouchGesture
 from shuffler.gpio.pwm_chip import OVERLAY, SYSFS, pwm_channel
+from shuffler.limits import over_voltage
 from shuffler.pinmap import WIRES
 
 #: LED colours (red, green, blue) and blinking, documented in docs/hardware.md
@@ -319,7 +320,7 @@ class GpioDevice(ShufflerDevice):
         except BaseException:
             self.close()
             raise
-        if not self.still:
+        if not self.still and self._may_park():
             self._divert(0)  # parked: the flap at the left pile
         self.beam.when_activated = lambda: self._input("beam", True)
         self.beam.when_deactivated = lambda: self._input("beam", False)
@@ -345,6 +346,17 @@ class GpioDevice(ShufflerDevice):
                                        min_pulse_width=self.gpio.servo_min_pulse_ms / 1000,
                                        max_pulse_width=self.gpio.servo_max_pulse_ms / 1000,
                                        **pf))
+
+    def _may_park(self) -> bool:
+        """Whether the flap may be parked as the device opens: the block is read first, and
+        one above the driver's limit (or a monitor that knows nothing of it) moves nothing,
+        not even the flap; the pass it refuses never starts (the controller says why)."""
+        if self.adc is None:
+            return True
+        reading = self.battery()
+        if reading.monitor is not None and reading.monitor.blocks:
+            return False
+        return over_voltage(reading.volts) is None
 
     def _part(self, device):
         self._parts.append(device)
