@@ -215,6 +215,35 @@ def power(d: schemdraw.Drawing):
          f"(TP5). 9V and 5V_MECH never reach the {HOST.name}'s 5 V pins.")
 
 
+def d4_pins(d: schemdraw.Drawing, common, rail_end, ground_end):
+    """D4's SOT-23 pin numbers beside its two diodes: 3 the common node (CH0, after R10),
+    2 the rail's cathode, 1 the ground's anode (BAT54S: 1 A1, 2 K2, 3 K1/A2)."""
+    for (x, y), pin, dx, dy in ((common, "3", -0.25, 0.3), (rail_end, "2", -0.25, -0.35),
+                                (ground_end, "1", 0.25, 0.35)):
+        d.add(elm.Label().at((x + dx, y + dy)).label(
+            pin, fontsize=8, halign="right" if dx < 0 else "left", color="#333"))
+
+
+def sot23_pinout(d: schemdraw.Drawing, xy, rail_name: str, adc_in: str) -> None:
+    """D4's package as it sits on the board, top view, and where each pin goes: the drawing
+    the first power-on's rail check refers to (a mirrored footprint swaps 1 and 2)."""
+    x, y = xy
+    d.add(elm.Rect(corner1=(x, y), corner2=(x + 2.0, y - 1.0), lw=1.5).at((0, 0)))
+    d.add(elm.Label().at((x + 1.0, y - 0.5)).label("marking", fontsize=8, color="#333"))
+    for px, py, dy, pin, to in ((x + 1.0, y, 0.5, "3", f"k1, a2: {adc_in} (after R10)"),
+                                (x + 0.4, y - 1.0, -0.5, "1", "a1: GND"),
+                                (x + 1.6, y - 1.0, -0.5, "2", f"k2: {rail_name}")):
+        # a leg of the package, not a wire: drawn as a thin outline
+        d.add(elm.Rect(corner1=(px - 0.06, py), corner2=(px + 0.06, py + dy), lw=1.5)
+              .at((0, 0)))
+        d.add(elm.Label().at((px + 0.12, py + dy / 2)).label(pin, fontsize=8, halign="left"))
+        d.add(elm.Label().at((px, py + dy * 1.7)).label(to, fontsize=8))
+    note(d, (x - 0.6, y - 2.3),
+         "D4 BAT54S (SOT-23), top view: the marking code (L44, KL4 or LD3,\n"
+         "by maker) upright, pin 3 alone on one side. Mirrored (1 and 2\n"
+         f"swapped) its diodes short {rail_name}: the first power-on finds it.")
+
+
 def divider_and_adc(d: schemdraw.Drawing):
     ratio = pinmap.divider_ratio()
     low, high = pinmap.divider_ratio_range()
@@ -244,6 +273,7 @@ def divider_and_adc(d: schemdraw.Drawing):
     lower = elm.Diode().at(clamp).down().reverse().length(1.6)
     d.add(lower)
     ground(d, lower.end)
+    d4_pins(d, clamp, upper.end, lower.end)
     pins = [("L" if n <= 8 else "R", name, str(n)) for n, (name, _) in pinmap.MCP3008_PINS.items()]
     left = sorted((p for p in pins if p[0] == "L"), key=lambda p: int(p[2]))
     right = sorted((p for p in pins if p[0] == "R"), key=lambda p: -int(p[2]))
@@ -274,8 +304,9 @@ def divider_and_adc(d: schemdraw.Drawing):
             node = d.here
             rail(d, node, "3V3")
             d.add(elm.Line().at(node).right(0.9))
-            test_point(d, d.here, "TP4")
-            d.add(elm.Line().right(0.7))
+            tp4 = d.here
+            test_point(d, tp4, "TP4")
+            d.add(elm.Line().at(tp4).right(0.7))
             dec = elm.Capacitor().right().label("C5 100 nF", loc="top", fontsize=9)
             d.add(dec)
             ground(d, dec.end)
@@ -293,6 +324,7 @@ def divider_and_adc(d: schemdraw.Drawing):
          f"at most {vm / ratio:.2f} V from {vm:g} V (the driver's limit). R10 and D4 hold a\n"
          "slipped 9 V wire on the tap to a few mA into 3V3; C5 decouples VDD; the\n"
          "unused inputs CH1–CH7 are tied to GND.")
+    sot23_pinout(d, (-1.4, tap[1] - 9.6), "3V3", "CH0")
 
 
 def pulled_down(d: schemdraw.Drawing, at, ref: str, role: str, gap: float = 0.8):
@@ -564,20 +596,26 @@ def nano_divider(d: schemdraw.Drawing):
     lower = elm.Diode().at(clamp).down().reverse().length(1.6)
     d.add(lower)
     ground(d, lower.end)
+    d4_pins(d, clamp, upper.end, lower.end)
     net(d, clamp, sig("battery"), length=1.4)
     note(d, (-3, tap[1] - 4.6),
-         f"The ADC reads A0 against the Nano's 5 V: battery volts = A0 × {ratio:g}\n"
-         f"(the firmware's DIVIDER_NUM). 9.6 V gives {9.6 / ratio:.2f} V, "
-         f"{limits.DRIVER_VM_MAX_VOLTS:g} V {limits.DRIVER_VM_MAX_VOLTS / ratio:.2f} V.\n"
-         "After SW1, so it draws nothing when switched off (0.3 mA while on).\n"
-         "R10 and D4 hold a slipped 9 V wire on the tap to a few mA into 5V.")
+         "The ADC reads A0 against AVCC, the Nano's 5 V from USB (4.4–5.25 V): the\n"
+         "firmware measures AVCC against the 1.1 V bandgap before every reading and\n"
+         f"scales by it. Battery volts = A0 × {ratio:g} (the firmware's DIVIDER_NUM).\n"
+         f"9.6 V gives {9.6 / ratio:.2f} V, {limits.DRIVER_VM_MAX_VOLTS:g} V "
+         f"{limits.DRIVER_VM_MAX_VOLTS / ratio:.2f} V. After SW1, so it draws nothing\n"
+         "when switched off (0.3 mA while on). R10 and D4 hold a slipped 9 V wire\n"
+         "on the tap to a few mA into 5V.")
+    sot23_pinout(d, (-1.4, tap[1] - 7.4), "5V", "A0")
 
 
 NANO_LIMITS = (
     "As the Pi build's: the 9 V side {block:.1f}–{vm:g} V (the DRV8833; refused over\n"
-    "{over:g} V), U5 500 mA, F1, Q3 and SW1 as drawn, the motor's duty capped by\n"
-    "the host's config. Nano: 5 V logic, 20 mA a pin; A0 0 V to {nano_vref:g} V\n"
-    "({nano_a0:.1f} V at {vm:g} V).\n"
+    "{over:g} V), U5 500 mA, F1, Q3 and SW1 as drawn. The motor's duty: the firmware\n"
+    "clamps it to the cap CONFIG sends (the host derives it from motor_volts and the\n"
+    "battery). Nano: 5 V logic, 20 mA a pin; A0 0 V to AVCC ({nano_a0:.1f} V at {vm:g} V):\n"
+    "each battery reading is scaled by AVCC, measured against the 1.1 V bandgap\n"
+    "just before it (USB gives 4.4–5.25 V).\n"
     "Motor PWM: the firmware's 976 Hz. Servo: {frame:g} ms frame; the firmware swings the\n"
     "flap 1.0 / 2.0 ms (±45° on an SG90), the Pi build ±30° (servo_angle).")
 

@@ -45,12 +45,28 @@ TYPED_READING_MIN_VOLTS, TYPED_READING_MAX_VOLTS = 3.0, 15.0
 
 
 # -- the first power-on's readings (shuffler.poweron, docs/hardware.md) -------------------
+#: the multimeter the procedure assumes (docs/bom.md, "Tools"): the cheapest kind, a 2000-count
+#: meter of ±(0.5 % + 2 digits) with 10 MΩ input, read on its 20 V range (0.01 V a digit)
+METER_GAIN, METER_DIGITS, METER_DIGIT_VOLTS, METER_INPUT_OHMS = 0.005, 2, 0.01, 10e6
 #: the divider's tolerance at TP3 the procedure allows: the ratio's worst case with 1 %
-#: resistors (about 1.5 %) plus the meter's own on both readings (0.5 % of each)
-TAP_TOLERANCE = 0.03
-#: the drop from J1 + to TP1 (F1 and Q3): idle (about 15 mA: a few mV, bounded), and during
-#: a pass's 0.4 A (F1 about 0.1 V, Q3 0.03 V)
-IDLE_DROP_VOLTS, PASS_DROP_VOLTS = 0.05, 0.13
+#: resistors (about 1.5 %), the meter's 10 MΩ across the tap (0.25 % low on the Pi's
+#: 24.8 kΩ source), its gain on both readings (0.5 % each) and its 2 digits on each at the
+#: lowest block (TP3 1.49 V at 6.0 V: 1.3 %; TP1 0.3 %): 4.4 % at worst
+#: (``tests/test_poweron.py`` adds it up)
+TAP_TOLERANCE = 0.05
+#: the 9 V path's resistances: the documented blocks' worst internal resistance (their rest
+#: and load curves in shuffler.core.battery lie 1.2 V apart at the pass's 0.40 A), F1 (about
+#: 0.1 V at 0.4 A) and Q3 (AO3401A, about 50 mΩ)
+BLOCK_OHMS, F1_OHMS, Q3_OHMS = 3.0, 0.25, 0.05
+#: M1's stall at its rated 6 V (docs/bom.md: the MP winding); through the duty cap the block
+#: gives the cap's share of it
+MOTOR_STALL_AMPS = 0.7
+#: TP1 against the J1 reading taken with SW1 off: at the idle 14 mA the block's own
+#: resistance, F1 and Q3 cost under 0.05 V, and the meter's 2 digits either way; a pass's
+#: 0.40 A costs 0.13 V in F1 and Q3 (PASS_DROP_VOLTS) and up to 1.3 V from the block's rest
+#: volts (PASS_SAG_VOLTS), a stalled motor (0.50 A from the block) up to 1.6 V
+IDLE_DROP_VOLTS, PASS_DROP_VOLTS = 0.07, 0.13
+PASS_SAG_VOLTS, STALL_SAG_VOLTS = 1.3, 1.6
 #: Q3's (AO3401A) body diode on a meter's diode test (about 1 mA)
 BODY_DIODE_VOLTS = (0.40, 0.80)
 #: the motor's winding across J2 (a 6 V N20: about 9 Ω at its 0.7 A stall), with the brushes
@@ -60,6 +76,12 @@ BUCK_VOLTS = (4.80, 5.20)
 #: the Pi's 3V3 at U2 VDD; the Nano's 5 V from USB
 PI_3V3 = (3.20, 3.40)
 NANO_5V = (4.40, 5.25)  # USB's 5 V less the Nano's own diode
+#: the logic rail (the Pi's 3V3, the Nano's 5V) to GND with nothing powered: on ohms, over
+#: this once C5 and the modules' capacitors have charged (a short reads a few ohms); on the
+#: diode test (about 1 mA), at least RAIL_DIODE_VOLTS or OL: the modules' IR LEDs conduct
+#: from about 1.0 V, while D4 mirrored puts its two Schottkys in series across the rail
+#: (2 × 0.24–0.32 V at 1 mA) and a module on backwards its chips' protection diode (0.5–0.7 V)
+RAIL_OHMS, RAIL_DIODE_VOLTS = 1000.0, 0.90
 #: what "0 V" means at a node held low or switched off
 ZERO_VOLTS = 0.1
 #: the ohms a steady continuity beep means (under it: a short)

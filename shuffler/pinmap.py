@@ -260,7 +260,8 @@ MODULES = (
 TEST_POINTS = {
     "TP1": ("9V after SW1 (U1 VIN)", f"the block's volts at J1 less 0 to "
             f"{limits.IDLE_DROP_VOLTS:g} V ({limits.BLOCK_MIN_VOLTS:.1f}–"
-            f"{limits.DRIVER_VM_MAX_VOLTS:g} V)", "block in, SW1 on"),
+            f"{limits.DRIVER_VM_MAX_VOLTS:g} V); in a pass up to {limits.PASS_SAG_VOLTS:g} V "
+            f"less, stalled {limits.STALL_SAG_VOLTS:g} V", "block in, SW1 on"),
     "TP2": ("5V_MECH (U5 VOUT)", f"{limits.BUCK_VOLTS[0]:.2f}–{limits.BUCK_VOLTS[1]:.2f} V",
             "block in, SW1 on"),
     "TP3": ("divider tap (R1/R2, before R10)", f"TP1 ÷ {divider_ratio():.2f} ± "

@@ -19,11 +19,17 @@ from shuffler.limits import (
     BODY_DIODE_VOLTS,
     BUCK_VOLTS,
     IDLE_DROP_VOLTS,
+    METER_DIGIT_VOLTS,
+    METER_DIGITS,
     MOTOR_OHMS,
     NANO_5V,
     PASS_DROP_VOLTS,
+    PASS_SAG_VOLTS,
     PI_3V3,
+    RAIL_DIODE_VOLTS,
+    RAIL_OHMS,
     SHORT_OHMS,
+    STALL_SAG_VOLTS,
     TAP_TOLERANCE,
     ZERO_VOLTS,
 )
@@ -35,6 +41,11 @@ FAULTS = {
                   "way, so nothing shows it until a reversed block reaches C1, U5 and U1",
     "divider_swapped": "R1 and R2 swapped",
     "motor_shorted": "a short across the motor path (J2, AOUT1 to AOUT2)",
+    "d4_mirrored": "D4 (BAT54S, SOT-23) fitted mirrored, pins 1 and 2 swapped: its two "
+                   "diodes in series across the logic rail, a short of the host's 3V3 (5V) "
+                   "the moment the host is powered",
+    "module_reversed": "a sensor module's VCC and GND swapped: its chips' protection diode "
+                       "across the logic rail",
 }
 
 Bounds = Callable[[dict[str, float]], tuple[float, float]]
@@ -75,6 +86,7 @@ class Build:
     socket: str  # where the host plugs in
     ratio: float
     logic: tuple[str, str, tuple[float, float]]  # the logic rail's test: where, what, bounds
+    rail: str  # the logic rail's probe point with the host out: "TP4 (3V3, U2 VDD)"
 
 
 def _ratio_words(build: Build) -> str:
@@ -91,6 +103,36 @@ def _tap(build: Build, catches: tuple[str, ...]) -> Reading:
                    r["tp1"] / build.ratio * (1 + TAP_TOLERANCE)),
         f"about {swapped:.1f} V at 9.6 V: R1 and R2 are swapped; any other reading: a wrong "
         "value (read the bands, bom.md). SW1 off and fix it before going on", catches)
+
+
+def _digits() -> float:
+    """What the meter's last digits may add to a reading (its 20 V range)."""
+    return METER_DIGITS * METER_DIGIT_VOLTS
+
+
+#: what a low reading across the logic rail means, and where to look
+_RAIL_LOW = ("D4 is mirrored (pins 1 and 2 swapped: fit it as drawn, pin 1 to GND, pin 2 to "
+             "the rail, pin 3 to R10's end) or a sensor module has its VCC and GND swapped "
+             "(U3, U4, U6–U8: unplug them one at a time; if the reading stays low, it is D4)")
+
+
+def _rail_to_ground(build: Build) -> tuple[Reading, ...]:
+    """The logic rail to GND with the host out: a mirrored D4 or a module on backwards
+    shorts the host's rail the moment it is powered, so it is found here, unpowered."""
+    where = f"red on {build.rail}, black on TP5 (GND)"
+    both = ("d4_mirrored", "module_reversed")
+    return (
+        Reading("rail_ohms", f"{where}; let it settle while the capacitors charge", "ohms",
+                f"over {RAIL_OHMS / 1000:g} kΩ, climbing", fixed(RAIL_OHMS, math.inf),
+                "under 10 Ω: a solder bridge or a wire from the rail to GND; 10 Ω to "
+                f"{RAIL_OHMS / 1000:g} kΩ: a diode across the rail: {_RAIL_LOW}. Do not "
+                f"connect {build.host}", both),
+        Reading("rail_diode", where, "diode test",
+                f"{RAIL_DIODE_VOLTS:.2f} V or more, or OL (the modules' IR LEDs conduct from "
+                "about 1.0 V)", fixed(RAIL_DIODE_VOLTS, math.inf),
+                f"0.3–0.8 V: {_RAIL_LOW}; under 0.1 V: a short. Do not connect "
+                f"{build.host}", both),
+    )
 
 
 def steps(build: Build) -> tuple[Step, ...]:
@@ -122,6 +164,7 @@ def steps(build: Build) -> tuple[Step, ...]:
                     "once it has charged)", fixed(SHORT_OHMS, math.inf),
                     "a steady beep: a short on the 9 V or 5 V side (C1 or C2 reversed, a "
                     "solder bridge at U1 or U5)"),
+            *_rail_to_ground(build),
         )),
         Step(f"Block in, SW1 off, {build.host} not connected. Black probe on TP5 (GND) from "
              "here on.", (
@@ -137,9 +180,12 @@ def steps(build: Build) -> tuple[Step, ...]:
         )),
         Step(f"SW1 on, {build.host} still not connected, R10 still out.", (
             Reading("tp1", "TP1 (U1 VIN)", "DC volts",
-                    f"the J1 reading less 0 to {IDLE_DROP_VOLTS:g} V (F1 and Q3 at the idle "
-                    f"current; a pass's 0.4 A costs about {PASS_DROP_VOLTS:g} V)",
-                    lambda r: (r["block"] - IDLE_DROP_VOLTS, r["block"]),
+                    f"the J1 reading less 0 to {IDLE_DROP_VOLTS:g} V (the idle 14 mA through "
+                    "the block's own resistance, F1 and Q3; the meter's last digit either "
+                    f"way). In a pass TP1 reads up to {PASS_SAG_VOLTS:g} V under the block's "
+                    f"rest volts ({PASS_DROP_VOLTS:g} V of it in F1 and Q3), with the motor "
+                    f"stalled up to {STALL_SAG_VOLTS:g} V",
+                    lambda r: (r["block"] - IDLE_DROP_VOLTS, r["block"] + _digits()),
                     "negative: unclip now (Q3's drain and source swapped and the block "
                     "reversed); about 0 V: F1 tripped (a short: SW1 off, find it) or SW1 not "
                     "conducting", ("q3_swapped", "reversed_block")),
@@ -164,11 +210,12 @@ def steps(build: Build) -> tuple[Step, ...]:
 
 
 PI_BUILD = Build("Pi", "the Pi", "J4", pinmap.divider_ratio(),
-                 ("TP4 (U2 VDD)", "the Pi's 3V3", PI_3V3))
+                 ("TP4 (U2 VDD)", "the Pi's 3V3", PI_3V3), "TP4 (3V3, U2 VDD)")
 NANO_BUILD = Build("Nano", "the Nano", "A1's socket",
                    (pinmap.NANO_DIVIDER_TOP + pinmap.NANO_DIVIDER_BOTTOM)
                    / pinmap.NANO_DIVIDER_BOTTOM,
-                   ("the Nano's 5V pin", "USB's 5 V less the Nano's diode", NANO_5V))
+                   ("the Nano's 5V pin", "USB's 5 V less the Nano's diode", NANO_5V),
+                   "the 5V pin of A1's socket (the 5V rail)")
 
 
 def procedure_md(build: Build) -> str:
