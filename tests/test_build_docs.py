@@ -245,3 +245,30 @@ def test_every_wire_meets_a_pin_or_another_wire():
                       if ends[at] < 2 and name not in OPEN_PINS]
         module.HOST = module.PI
     assert loose == []
+
+
+def bom_rows() -> list[list[str]]:
+    """Every parts row of docs/bom.md, both builds: its cells."""
+    rows = []
+    for line in read("docs/bom.md").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 7 and REF.match(cells[0]) and "as above" not in cells[1]:
+            rows.append(cells)
+    return rows
+
+
+def test_every_bom_part_has_a_part_number_and_every_resistor_its_rating_and_package():
+    """What a builder orders from: a part number on every row, and each resistor's
+    tolerance, wattage and package (none left to guess)."""
+    rows = bom_rows()
+    assert len(rows) > 30
+    for ref, _qty, part, number, *_ in rows:
+        assert number and number != "—", ref
+        if re.match(r"R\d", ref):
+            assert "1/4 W" in part and "axial" in part and re.search(r"±[15] %", part), ref
+            assert re.search(r"Yageo (CFR-25JB-52|MFR-25FBF52)-\d+[RK]", number), ref
+    # the clamp's pinout is given where it is bought, and the tools' meter is the one the
+    # first power-on's bounds assume
+    d4 = next(r for r in rows if r[0] == "D4")
+    assert "pin 1 (anode) to GND" in d4[6] and "pin 2 (cathode) to 3V3" in d4[6]
+    assert "diode test" in read("docs/bom.md") and "±(0.5 % + 2 digits)" in read("docs/bom.md")
