@@ -162,8 +162,9 @@ def limits_table() -> str:
         ("U1 DRV8833", "1.5 A RMS, 2 A peak a channel", "M1's stall must stay under it"),
         ("M1", f"{MOTOR_RATED_VOLTS:g} V rated: duty capped at {MOTOR_RATED_VOLTS:g} / 9.5 = "
          f"{motor_duty_cap(MOTOR_RATED_VOLTS, 9.5):.2f}", "`[gpio] motor_volts` (default "
-         f"{MOTOR_RATED_VOLTS:g}): the GPIO backend's motor output never gives more duty "
-         "(`docs/config.md`)"),
+         f"{MOTOR_RATED_VOLTS:g}): the GPIO backend's motor output never gives more duty; "
+         "on the Nano the firmware clamps the duty to the cap CONFIG carries, which the host "
+         "derives from it and the battery (`docs/config.md`)"),
         ("F1", "0.75 A hold, 1.5 A trip", "above the ≈0.45 A a stalled motor draws"),
         ("SW1", "rated 1 A DC or more", "the pass draws 0.4 A, a motor start more"),
         ("MCP3008 inputs", f"0 V to VREF ({lim.ADC_VREF_VOLTS:g} V; absolute maximum "

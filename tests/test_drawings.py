@@ -112,3 +112,19 @@ def test_the_collision_check_sees_a_wire_through_a_label_and_two_labels_on_each_
         driver.get(svg.as_uri())
         kinds = sorted(hit[0] for hit in driver.execute_script(COLLISIONS))
     assert kinds == ["a line through", "texts overlap"]
+
+
+def test_the_nano_limits_box_says_the_chip_clamps_the_duty_and_measures_avcc():
+    """The Nano's own limits: the firmware enforces the duty cap CONFIG sends (not the host
+    alone), and scales each battery reading by AVCC measured against the bandgap."""
+    import re
+
+    svg = (DOCS / "schematic-nano.svg").read_text(encoding="utf-8")
+    text = " ".join(re.sub(r"<[^>]+>", " ", svg).split())
+    assert "the firmware clamps it to the cap CONFIG sends" in text
+    assert "derives it from motor_volts and the battery" in text
+    assert "measured against the 1.1 V bandgap" in text
+    assert "capped by the host's config" not in text
+    hardware = " ".join((DOCS / "hardware.md").read_text(encoding="utf-8").split())
+    assert "the firmware clamps it to the cap CONFIG carries" in hardware
+    assert "1.1 V bandgap before every battery reading" in hardware
