@@ -105,12 +105,14 @@ def test_swapped_piles_name_both_sensors_and_their_pins(rigged):
 
 
 #: a config that moves touch and others off the defaults (GPIO17, 25, 5, 24, 18, 26)
-MOVED = {"touch": 27, "tray": 22, "pile_left": 23, "beam": 4, "diverter": 19, "buzzer": 7}
+MOVED = {"touch": 27, "tray": 22, "pile_left": 23, "beam": 4, "diverter": 19, "buzzer": 7,
+         "motor": 14, "motor_backward": 15}
 
 
 @pytest.mark.parametrize(("wrong", "role"), [
     ("dead_touch", "touch"), ("tray_and_left_pile_swapped", "tray"),
-    ("dead_beam", "beam"), ("dead_servo", "diverter"), ("dead_buzzer", "buzzer")])
+    ("dead_beam", "beam"), ("dead_servo", "diverter"), ("dead_buzzer", "buzzer"),
+    ("dead_motor", "motor")])
 def test_the_findings_name_the_configured_pins_not_the_defaults(rigged, wrong, role):
     gpio = replace(GpioConfig(), **MOVED)
     _dev, test = rigged(gpio, wrong=wrong)
