@@ -188,6 +188,7 @@ class SelfTest:
         return where(role, self.bench.pins)
 
     def check(self, role: str) -> str:
+        """What to check of input ``role``, at its configured header pin."""
         return check(role, self.bench.pins)
 
     def run(self, on_step: Callable[[StepResult], None] | None = None) -> Report:
@@ -309,7 +310,7 @@ class SelfTest:
     # -- outputs -------------------------------------------------------------------------
     def motor(self) -> StepResult:
         part = "feed motor (DRV8833)" if self.bench.can_reverse else "feed motor (MOSFET)"
-        pins = f"{self.where('motor')}" + (f" and {self.where('motor_backward')}"
+        pins = self.where("motor") + (f" and {self.where('motor_backward')}"
                                       if self.bench.can_reverse else "")
         dead = (f"9 V at U1's VIN (TP1: SW1 on, F1 not tripped, C1 polarity), SLP (nSLEEP) "
                 f"pulled up to 3V3 by R3, {pins}, the motor's leads at AOUT1/AOUT2 (J2)")
