@@ -134,6 +134,25 @@ def test_a_block_inside_the_limit_still_parks_the_flap_at_open():
         dev.close()
 
 
+def test_a_supply_swapped_above_the_limit_after_open_moves_nothing_either(tmp_path):
+    """The service opened on a good block (the flap parked), then a 12 V supply clipped on
+    while it runs: the next pass and hand are refused and no pin that moves changes."""
+    rig = GpioRig.for_cards(24, faults=parse_fault_specs(["battery:9.6"]),
+                            rng=random.Random(3))
+    dev = RiggedGpioDevice(rig)
+    try:
+        ctl = PassController(dev, StateStore(tmp_path / "state"))
+        rig.mechanism.battery.excess = 12.0 - rig.mechanism.battery.volts(False)
+        before = {r: len(rig.pins[r].states) for r in ("motor", "motor_backward", "diverter")}
+        for run in (lambda: ctl.run_pass(coin_plan(24, random.Random(1))),
+                    lambda: ctl.check_ready(24, 5, what="hand")):
+            with pytest.raises(OverVoltageError):
+                run()
+        assert {r: len(rig.pins[r].states) for r in before} == before
+    finally:
+        dev.close()
+
+
 class Meter(RigBuilder):
     """The rig's builder, with hands clear, reading ``volts`` on the multimeter."""
 
