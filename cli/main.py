@@ -206,25 +206,23 @@ def _with_value(rest: list[str], j: int, takes_value: bool) -> list[str]:
     return rest[j:j + 1]
 
 
-def _version() -> str:
-    from shuffler import __version__
-
-    return __version__
-
-
 def _print_version(ctx: click.Context, value: bool) -> None:
+    """The release, and the commit where it is known (shuffler/version.py: only here
+    does the CLI ask git or read .git)."""
     if not value or ctx.resilient_parsing:
         return
+    from shuffler import version
+
     if getattr(ctx.command, "json_wanted", False):
         import json
 
         from .app import SCHEMA, check_json
 
-        out = {"schema": SCHEMA, "version": _version()}
+        out = {"schema": SCHEMA, **version.as_json()}
         check_json(out, "version")
         click.echo(json.dumps(out))
     else:
-        click.echo(f"shuffler {_version()}")
+        click.echo(f"shuffler {version.describe()}")
     ctx.exit()
 
 
@@ -233,7 +231,8 @@ def _print_version(ctx: click.Context, value: bool) -> None:
                                "auto_envvar_prefix": "SHUFFLER", "show_default": True})
 @click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True,
               callback=lambda ctx, param, value: _print_version(ctx, value),
-              help="Show the version and exit (with --json: {\"schema\": 1, \"version\": ...}).")
+              help="Show the version (and the commit, from a checkout or a build of one) and exit "
+                   "(with --json: {\"schema\": 1, \"version\": ...}).")
 @options.global_options
 @click.pass_context
 def cli(ctx: click.Context, **given: Any) -> None:

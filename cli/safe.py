@@ -16,16 +16,18 @@ EPILOG = ("The pins come from the record the service left (driven-pins.json), el
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
-    from shuffler import __version__
+    from shuffler.version import describe
 
-    click.echo(f"shuffler-safe {__version__}")
+    click.echo(f"shuffler-safe {describe()}")
     ctx.exit()
 
 
 @click.command(name="shuffler-safe", epilog=EPILOG,
                context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True,
-              callback=_print_version, help="Show the version and exit.")
+              callback=_print_version,
+              help="Show the version (and the commit, from a checkout or a build of one) and "
+                   "exit.")
 @click.option("--config", "config_path", metavar="PATH", envvar="SHUFFLER_CONFIG",
               show_envvar=True,
               help="TOML config file  [default: /etc/shuffler/config.toml, then "

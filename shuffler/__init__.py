@@ -8,4 +8,4 @@ folder), :mod:`~shuffler.device` (the contract, the pass engine, the clock, the 
 and :mod:`~shuffler.core` (pure: cards, mechanics, planning, mixing, battery, score).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

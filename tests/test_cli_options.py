@@ -18,6 +18,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
+import shuffler as shuffler_package
 from shuffler.store.lock import MachineLock
 from shuffler_cli.main import COMMANDS, SUMMARIES, cli
 
@@ -148,9 +149,13 @@ def test_status_imports_only_what_it_needs(env):
 
 
 def test_version_and_python_dash_m(env):
-    assert invoke(env, "-V").stdout.strip() == "shuffler 0.1.0"
+    from tests.test_version import LINE
+
+    said = invoke(env, "-V").stdout.strip()
+    match = LINE.fullmatch(said)
+    assert match and match["release"] == shuffler_package.__version__, said
     proc = shuffler(env, "--version")
-    assert proc.returncode == 0 and proc.stdout.strip() == "shuffler 0.1.0"
+    assert proc.returncode == 0 and proc.stdout.strip() == said
 
 
 def test_usage_errors_with_json_are_json_on_stdout(env):

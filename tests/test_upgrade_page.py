@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from shuffler import __version__ as shuffler_version
 from tests.test_deploy_page import LINES, deploy_lines, under
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,11 +68,16 @@ def test_the_upgrade_block_runs_as_written_and_the_new_version_runs(tmp_path):
                               check=True, cwd=tmp_path, timeout=60).stdout.strip()
 
     before = version()
+    installed = git("rev-parse", "HEAD", cwd=opt).strip()
+    # the install from the clone names its commit (recorded by the build: build_commit.py)
+    assert before == f"shuffler {shuffler_version} (git {installed[:7]})"
     # a release upstream: a new version number
     init = upstream / "shuffler" / "__init__.py"
-    init.write_text(init.read_text().replace(before.split()[-1], "99.0.0"))
+    init.write_text(init.read_text().replace(shuffler_version, "99.0.0"))
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "release",
         cwd=upstream)
+    released = git("rev-parse", "HEAD", cwd=upstream).strip()
+    after = f"shuffler 99.0.0 (git {released[:7]})"
     cwd = tmp_path
     for line in UPGRADE:
         words = [w.replace("~", str(home), 1) if w.startswith("~") else w
@@ -92,10 +98,10 @@ def test_the_upgrade_block_runs_as_written_and_the_new_version_runs(tmp_path):
                            check=True, timeout=60)
         elif words[0] == "shuffler":
             if words[1:] == ["--version"]:
-                assert version() == "shuffler 99.0.0"
+                assert version() == after
             # `shuffler status` asks the service: tests/test_deploy_page.py runs that
         else:
             pytest.fail(f"a line of the upgrade block this test cannot follow: {line}")
-    assert version() == "shuffler 99.0.0" != before
+    assert version() == after != before
     assert (root / "etc/systemd/system/shuffler.service").read_text() == \
         (opt / "docs/deploy/shuffler.service").read_text()

@@ -2,7 +2,7 @@
 
 ::
 
-    <- {"shuffler": "0.1.0", "protocol": 1, "device": "sim"}        greeting
+    <- {"shuffler": "0.2.0", "protocol": 1, "device": "sim"}        greeting
     -> {"cmd": "status"} | {"cmd": "battery", "cards": 24}
        {"cmd": "pass", "cards": 24, "mode": "planned"}
        {"cmd": "hand", "passes": 5, "cards": 24, "mode": "coin"}
