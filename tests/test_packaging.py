@@ -115,7 +115,7 @@ def test_every_package_folder_is_in_the_wheel(tmp_path):
     and data file of every folder under its installed name, the new ones too, and the
     firmware's sources (hardware-sim/firmware links to firmware/), a new one too."""
     tree = tmp_path / "tree"
-    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "MANIFEST.in", "build_commit.py"):
         tree.mkdir(exist_ok=True)
         shutil.copy(ROOT / name, tree / name)
     shutil.copytree(ROOT / "firmware", tree / "firmware",
