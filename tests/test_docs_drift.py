@@ -12,7 +12,7 @@ PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").r
 TOPS = ("shuffler/", "cli/", "firmware/", "firmware_bridge/", "hardware-sim/", "docs/",
         "tests/", "benchmarks/", ".ci/")
 #: what a build makes (git-ignored): cited, never committed
-MADE = ("firmware/build/",)
+MADE = ("firmware/build/", "shuffler/_build.json")
 
 
 def cited_paths() -> list[tuple[str, str]]:
