@@ -155,7 +155,9 @@ def test_version_and_python_dash_m(env):
     match = LINE.fullmatch(said)
     assert match and match["release"] == shuffler_package.__version__, said
     proc = shuffler(env, "--version")
-    assert proc.returncode == 0 and proc.stdout.strip() == said
+    again = LINE.fullmatch(proc.stdout.strip())
+    assert proc.returncode == 0 and again, proc.stdout + proc.stderr
+    assert again["release"] == match["release"] and again["sha"] == match["sha"]
 
 
 def test_usage_errors_with_json_are_json_on_stdout(env):

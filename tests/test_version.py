@@ -32,6 +32,7 @@ needs_git = pytest.mark.skipif(GIT is None, reason="needs git to make a checkout
 def git(where: Path, *args: str) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     proc = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c",
+                           "commit.gpgsign=false", "-c",
                            "init.defaultBranch=main", *args], cwd=where, capture_output=True,
                           text=True, env=env, timeout=120)
     assert proc.returncode == 0, f"git {args}: {proc.stderr}"
