@@ -153,6 +153,43 @@ def test_a_worktree_and_a_checkout_git_refuses_are_read_from_the_files(tmp_path)
     assert said.stdout == f"shuffler 0.2.1 (git {sha[:7]}, changes not checked)\n"
 
 
+@needs_git
+def test_a_git_that_hangs_costs_at_most_its_limit(tmp_path, monkeypatch):
+    """A git that never answers (a network file system, a huge checkout): --version
+    waits GIT_SECONDS, then reads the commit from the files."""
+    import time
+
+    checkout = tmp_path / "src"
+    sha = release(checkout, "0.2.0")
+    slow = tmp_path / "slow-bin"
+    slow.mkdir()
+    (slow / "git").write_text("#!/bin/sh\nexec sleep 30\n")
+    (slow / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{slow}:{os.environ['PATH']}")
+    monkeypatch.setattr(version, "GIT_SECONDS", 0.5)
+    start = time.monotonic()
+    assert version.commit(checkout) == version.Commit(sha, None, "checkout")
+    assert time.monotonic() - start < 5
+
+
+@needs_git
+def test_a_git_environment_pointing_elsewhere_is_not_followed(tmp_path):
+    """Run from a git hook or a script with GIT_DIR set to another repository: the
+    commit is still the package's own checkout's."""
+    ours = tmp_path / "src"
+    sha = release(ours, "0.2.0")
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    git(other, "commit", "-q", "--allow-empty", "-m", "not ours")
+    code = "import sys; from shuffler_cli.main import main; main(sys.argv[1:])"
+    env = {**os.environ, "PYTHONPATH": str(ours), "GIT_DIR": str(other / ".git"),
+           "GIT_WORK_TREE": str(other)}
+    said = subprocess.run([sys.executable, "-c", code, "--version"], cwd=other, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert said.stdout == f"shuffler 0.2.0 (git {sha[:7]})\n", said.stderr
+
+
 def test_an_empty_repository_or_a_broken_git_folder_is_the_release_alone(tmp_path):
     root = tmp_path / "src"
     (root / "shuffler").mkdir(parents=True)
