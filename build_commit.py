@@ -3,7 +3,8 @@
 
 setuptools runs these commands in place of its own (``[tool.setuptools.cmdclass]`` in
 pyproject.toml). Built from a git checkout of this project, the wheel and the sdist carry
-``shuffler/_build.json``: ``{"commit": "<40 hex>", "dirty": <a tracked file changed>}``.
+``shuffler/_build.json``: ``{"commit": "<40 hex>", "dirty": <a tracked file changed>}``
+(``null`` where git was not there to say).
 A wheel built from that sdist (``python -m build`` makes it so) carries the sdist's
 record. Built from anything else (a copy without ``.git``), there is no record and
 ``--version`` says the release alone. An editable install records nothing: it runs from
@@ -13,10 +14,9 @@ command starts. Not part of the installed package.
 
 from __future__ import annotations
 
+import importlib.util
 import json
-import os
-import re
-import subprocess
+import sys
 from pathlib import Path
 
 from setuptools.command.build_py import build_py
@@ -25,30 +25,27 @@ from setuptools.command.sdist import sdist
 RECORD = Path("shuffler") / "_build.json"
 #: the tree being built (a checkout, an unpacked sdist): where this file is
 ROOT = Path(__file__).resolve().parent
-_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 def record_of(root: Path) -> str | None:
-    """The record for a tree at ``root``: from git when ``root`` is the top of a
-    checkout, else the record the tree already carries (an unpacked sdist), else None."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    """The record for the tree at ``root``, found as ``--version`` finds a commit (the
+    tree's own shuffler/version.py, loaded from it): git's word when ``root`` is a
+    checkout (the files' without git, whether it changed then unknown), else the record
+    the tree already carries (an unpacked sdist's), else None."""
+    spec = importlib.util.spec_from_file_location("_shuffler_build_version",
+                                                  root / "shuffler" / "version.py")
+    assert spec is not None and spec.loader is not None
+    version = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(root))  # its `from shuffler import __version__`
+    sys.modules[spec.name] = version  # its dataclass looks its module up
     try:
-        top = subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, env=env, timeout=60)
-        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain=v2",
-                                 "--branch", "--untracked-files=no"],
-                                capture_output=True, text=True, env=env, timeout=60)
-    except (OSError, subprocess.SubprocessError):
-        top = status = None
-    if top is not None and status is not None and top.returncode == 0 \
-            and status.returncode == 0 and Path(top.stdout.strip()).resolve() == root.resolve():
-        lines = status.stdout.splitlines()
-        sha = next((ln.split()[2] for ln in lines if ln.startswith("# branch.oid ")), "")
-        if _SHA.fullmatch(sha):
-            dirty = any(not ln.startswith("#") for ln in lines)
-            return json.dumps({"commit": sha, "dirty": dirty}) + "\n"
-    carried = root / RECORD
-    return carried.read_text(encoding="utf-8") if carried.is_file() else None
+        spec.loader.exec_module(version)
+    finally:
+        sys.path.remove(str(root))
+        del sys.modules[spec.name]
+    found = version.commit(root)
+    return None if found is None else json.dumps({"commit": found.sha,
+                                                  "dirty": found.dirty}) + "\n"
 
 
 class BuildPy(build_py):

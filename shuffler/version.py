@@ -25,7 +25,7 @@ from pathlib import Path
 
 from shuffler import __version__
 
-#: the record a build leaves beside this module: {"commit": "<40 hex>", "dirty": bool}
+#: the record a build leaves beside this module: {"commit": "<40 hex>", "dirty": bool|None}
 RECORD = "_build.json"
 #: how long ``--version`` waits for ``git status`` before reading the files itself
 GIT_SECONDS = 5.0
@@ -98,7 +98,8 @@ def recorded(path: Path) -> Commit | None:
     if not isinstance(record, dict):
         return None
     sha, dirty = record.get("commit"), record.get("dirty")
-    if not (isinstance(sha, str) and _SHA.fullmatch(sha)) or not isinstance(dirty, bool):
+    if not (isinstance(sha, str) and _SHA.fullmatch(sha)) or "dirty" not in record \
+            or not (dirty is None or isinstance(dirty, bool)):
         return None
     return Commit(sha, dirty, "build")
 

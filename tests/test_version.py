@@ -216,7 +216,8 @@ def test_a_folder_inside_someone_elses_repository_is_not_a_checkout(tmp_path):
 
 @pytest.mark.parametrize("text", ["", "[]", "{", '{"commit": "abc", "dirty": false}',
                                   '{"commit": "' + "a" * 40 + '"}',
-                                  '{"commit": "' + "A" * 40 + '", "dirty": true}'])
+                                  '{"commit": "' + "A" * 40 + '", "dirty": true}',
+                                  '{"commit": "' + "a" * 40 + '", "dirty": "no"}'])
 def test_a_record_that_is_not_one_is_ignored(tmp_path, text):
     record = tmp_path / version.RECORD
     record.write_text(text)
@@ -246,6 +247,34 @@ def test_this_checkout_names_its_commit():
     match = LINE.fullmatch(said.strip())
     assert match and match["release"] == shuffler.__version__
     assert match["sha"] == git(ROOT, "rev-parse", "--short=7", "HEAD")
+
+
+@needs_git
+def test_what_a_build_records_for_a_tree(tmp_path, monkeypatch):
+    """build_commit.record_of, which the build's commands write into the package: git's
+    word for a checkout, the files' without git, an unpacked sdist's own record, or
+    nothing for a copy."""
+    import build_commit
+
+    checkout = tmp_path / "src"
+    sha = release(checkout, "0.2.0")
+    assert json.loads(build_commit.record_of(checkout) or "") == {"commit": sha,
+                                                                   "dirty": False}
+    limits = checkout / "shuffler" / "limits.py"
+    limits.write_text(limits.read_text() + "\n# not committed\n")
+    assert json.loads(build_commit.record_of(checkout) or "")["dirty"] is True
+    no_git = tmp_path / "bin-without-git"
+    no_git.mkdir()
+    monkeypatch.setenv("PATH", str(no_git))  # a chroot or an image build without git
+    assert json.loads(build_commit.record_of(checkout) or "") == {"commit": sha,
+                                                                   "dirty": None}
+    unpacked = tmp_path / "shuffler-0.2.0"  # an sdist: no .git, the record it carries
+    shutil.copytree(checkout, unpacked, ignore=shutil.ignore_patterns(".git"))
+    assert build_commit.record_of(unpacked) is None
+    (unpacked / "shuffler" / version.RECORD).write_text(build_commit.record_of(checkout) or "")
+    assert json.loads(build_commit.record_of(unpacked) or "")["commit"] == sha
+    (unpacked / "shuffler" / version.RECORD).write_text("{not json")
+    assert build_commit.record_of(unpacked) is None
 
 
 @pytest.mark.slow
