@@ -104,6 +104,9 @@ class SimAvr:
             raise DeviceError("the simavr harness did not start")
         self.path = first[1]
         self.lines: queue.Queue[str] = queue.Queue()
+        #: the lines of each prefix asked for by :meth:`record`, kept apart from
+        #: :attr:`lines` (which :meth:`state` reads through)
+        self.recorded: dict[str, list[str]] = {}
         self._reader = threading.Thread(target=self._read, daemon=True, name="simavr-lines")
         self._reader.start()
 
@@ -112,10 +115,18 @@ class SimAvr:
         motor_log = os.environ.get("SHUFFLER_MOTOR_LOG")  # tests: the chip's motor line
         for line in self.proc.stdout:
             self.lines.put(line.strip())
+            for prefix, kept in list(self.recorded.items()):
+                if line.startswith(prefix):
+                    kept.append(line.strip())
             if motor_log and line.startswith("motor "):
                 from .kept_pins import log_motor_line
 
                 log_motor_line(motor_log, not line.startswith("motor off"))
+
+    def record(self, prefix: str) -> list[str]:
+        """From now on, every line starting with ``prefix`` (``"pwm "``: the duty measured
+        on the motor pins) is also kept in the list returned."""
+        return self.recorded.setdefault(prefix, [])
 
     def command(self, text: str) -> None:
         assert self.proc.stdin is not None
