@@ -39,7 +39,9 @@
  * the flap's real latency. --frame-scale F (at most 1) shortens the modelled frame in
  * step with a quickened card rate (the sim-avr backend's --sim-speed).
  *
- * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch", "avcc MV",
+ * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch" (held
+ * 50 ms), "taps N MS" (N touches MS apart in the chip's time; "taps done" after the
+ * last), "press" and "release" (held as long as between them), "avcc MV",
  * "gather" (every card back in the tray), "ram" (answers "ram HEX", the SRAM), "reset"
  * (reboot the chip), "freeze" (the chip hangs for good: nothing in or out, as if its
  * watchdog had failed), "quit". End of stdin also quits. Lines on stdout:
@@ -118,6 +120,8 @@ static struct {
     int dealer_step, on_top, lift_action;
     uint64_t dealer_at;
     uint64_t touch_until;
+    int taps_left;               /* "taps N MS": touches still to come, MS apart */
+    uint64_t tap_period, next_tap;
     /* the battery */
     double drained;
 } m;
@@ -607,6 +611,14 @@ static void dealer_start(int on_top, int action, uint64_t t)
 
 static void dealer(uint64_t t)
 {
+    if (m.taps_left && t >= m.next_tap) {
+        touch(t);
+        m.next_tap += m.tap_period;
+        if (!--m.taps_left) {
+            printf("taps done t=%.1f\n", t / 1000.0);
+            fflush(stdout);
+        }
+    }
     if (m.touch_until && t >= m.touch_until) {
         drive('D', D_TOUCH, false);
         m.touch_until = 0;
@@ -717,9 +729,17 @@ static void ram_line(void)
 
 static void command(const char *line, uint64_t t)
 {
+    int n, ms;
     if (!strcmp(line, "state")) state_line();
     else if (!strcmp(line, "touch")) touch(t);
-
+    else if (sscanf(line, "taps %d %d", &n, &ms) == 2 && n > 0 && ms >= 60) {
+        m.taps_left = n;  /* paced in the chip's time, whatever the host's load */
+        m.tap_period = (uint64_t)ms * 1000u;
+        m.next_tap = t;
+    } else if (!strcmp(line, "press")) {  /* a finger held on the sensor until "release" */
+        m.touch_until = 0;
+        drive('D', D_TOUCH, true);
+    } else if (!strcmp(line, "release")) drive('D', D_TOUCH, false);
     else if (!strcmp(line, "reset")) want_reset = true;  /* not from inside a timer */
     else if (!strcmp(line, "gather")) {  /* the dealer gathers every card into the tray */
         gather();
