@@ -92,10 +92,11 @@ class SimAvr:
     its UART on a pseudo-terminal (:attr:`path`), the machine played on its pins. The
     harness's lines (``motor ...``, ``state ...``) land in :attr:`lines`."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, elf: Path | None = None) -> None:
+        """``elf``: another firmware than the one built here (tests: an older release's)."""
         build = build_firmware()
         self.proc = subprocess.Popen(
-            [str(build / "simavr-harness"), *args, str(build / "shuffler.elf")],
+            [str(build / "simavr-harness"), *args, str(elf or build / "shuffler.elf")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         assert self.proc.stdout is not None
         first = self.proc.stdout.readline().split()

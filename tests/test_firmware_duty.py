@@ -19,7 +19,7 @@ from firmware_bridge import messages as wire
 from firmware_bridge.device import config_message, default_timings
 from firmware_bridge.framing import Frame, encode_frame
 from firmware_bridge.messages import OLD_HOST_DUTY_PCT, Config
-from hardware_sim.sim_avr import SimAvr, serial_on
+from hardware_sim.sim_avr import FIRMWARE_DIR, SimAvr, serial_on
 from hardware_sim.virtual_mcu import duty_of, nano_battery_mv
 from shuffler.core.planning import coin_plan
 from shuffler.device.contract import FaultKind, FaultLimits
@@ -220,5 +220,45 @@ def test_the_battery_reading_is_within_two_percent_at_every_avcc(avcc):
         print(f"AVcc {avcc} mV: block {true:.3f} V, errors "
               + ", ".join(f"{e * 100:+.2f} % at {a}" for a, e in errors)
               + f" (a fixed 5000 mV reference: {(5000 / avcc - 1) * 100:+.1f} %)")
+    finally:
+        dev.close()
+
+
+@pytest.fixture(scope="module")
+def old_elf(tmp_path_factory):
+    """The 2.1 firmware (shuffler-avr 0.1, full duty, no cap), built from the commit
+    before protocol 2.2."""
+    import subprocess
+
+    root, repo = tmp_path_factory.mktemp("old-firmware"), FIRMWARE_DIR.resolve().parent
+    base = subprocess.run(["git", "log", "-1", "--format=%H", "-S", "MSG_CONFIG_LEN_2_1",
+                           "--", "firmware/protocol_gen.h"], capture_output=True, text=True,
+                          check=False, cwd=repo).stdout.strip()
+    if not base:
+        pytest.skip("no git history here to build the 2.1 firmware from")
+    tar = subprocess.run(["git", "archive", f"{base}~1", "firmware"], capture_output=True,
+                         check=True, cwd=repo).stdout
+    subprocess.run(["tar", "-x", "-C", str(root)], input=tar, check=True)
+    subprocess.run(["make", "-s", "-C", str(root / "firmware"), f"BUILD={root / 'build'}",
+                    "all"], check=True, capture_output=True)
+    return root / "build" / "shuffler.elf"
+
+
+def test_the_host_refuses_the_real_old_firmware_by_name_and_runs_it_only_at_full_rating(
+        old_elf):
+    """Against the very 2.1 ELF: with the default 63 % cap the host refuses to open it,
+    naming it; with a motor rated at the block's volts (cap 100 %) its 23-byte CONFIG is
+    taken and a pass deals."""
+    from firmware_bridge.link import ProtocolError
+
+    chip = SimAvr("--cards=24", *FAST, elf=old_elf)
+    with pytest.raises(ProtocolError, match=r"shuffler-avr 0\.1, protocol 2\.1.*63 %"):
+        serial_on(chip)
+    chip = SimAvr("--cards=24", *FAST, elf=old_elf)
+    dev = serial_on(chip, timings=replace(default_timings().quickened(0.1), max_duty=1.0))
+    try:
+        assert dev.hello.minor == 1 and dev.link.peer_minor == 1
+        report = dev.run_pass(coin_plan(24, random.Random(5)))
+        assert report.fault is None and report.counted == 24
     finally:
         dev.close()
