@@ -231,9 +231,11 @@ def old_elf(tmp_path_factory):
     import subprocess
 
     root, repo = tmp_path_factory.mktemp("old-firmware"), FIRMWARE_DIR.resolve().parent
-    base = subprocess.run(["git", "log", "-1", "--format=%H", "-S", "MSG_CONFIG_LEN_2_1",
-                           "--", "firmware/protocol_gen.h"], capture_output=True, text=True,
-                          check=False, cwd=repo).stdout.strip()
+    # the commit that brought protocol 2.2 in (the first to name a 2.1 host's CONFIG)
+    base = next(iter(subprocess.run(
+        ["git", "log", "--reverse", "--format=%H", "-S", "MSG_CONFIG_LEN_2_1", "--",
+         "firmware/protocol_gen.h"], capture_output=True, text=True, check=False,
+        cwd=repo).stdout.split()), "")
     if not base:
         pytest.skip("no git history here to build the 2.1 firmware from")
     tar = subprocess.run(["git", "archive", f"{base}~1", "firmware"], capture_output=True,
