@@ -102,7 +102,6 @@ def test_the_virtual_mcu_never_drives_above_the_cap_through_a_retried_pass(pct):
         mcu.close()
     assert report.fault is None and report.retries == 1
     assert max(seen) == duty_of(1.0, pct) <= pct / 100  # the top of the ramp is the cap
-    assert min(seen) == 0.0
 
 
 @pytest.mark.parametrize("avcc", [4400, 4700, 5000, 5250])
