@@ -97,7 +97,9 @@ lithium or NiMH, so it never runs above its rating, even on a fresh block (9.6 V
 6 V motor is 160 % of its voltage and more than twice its stall current). A 9 V motor
 (`motor_volts = 9`) gets 0.94; 9.8 V or more, no cap. Full speed in the pass engine is
 this duty; the soft start ramps up to it. (It is
-`GpioConfig.motor_max_duty` in code, made from the two keys when the config loads.)
+`GpioConfig.motor_max_duty` in code, made from the two keys when the config loads.) The
+serial backend sends the same cap to its microcontroller, which enforces it on the chip
+(CONFIG's `max_duty_pct`, [firmware.md](firmware.md)).
 
 **PWM frequency by pin factory.** `motor_pwm_hz` may be 100 to 50 000 Hz (the DRV8833
 and TB6612 take more). The pin factory times it: with `lgpio` (software PWM) more than

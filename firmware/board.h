@@ -33,10 +33,17 @@
 #define PORTB_OUTPUTS (_BV(PIN_DIVERTER) | _BV(PIN_LED_RED) | _BV(PIN_LED_GREEN) | \
                        _BV(PIN_LED_BLUE) | _BV(PIN_MOTOR_LED))
 
-/* The battery divider: (R_top + R_bottom) / R_bottom, and the ADC reference (AVcc
- * from the Nano's 5 V). Measure AVcc on your board and set it here for accuracy. */
-#define DIVIDER_NUM     3u
-#define AVCC_MV         5000u
+/* The battery divider: (R_top + R_bottom) / R_bottom. The ADC reads A0 against AVcc (the
+ * Nano's 5 V: 4.4 to 5.25 V from USB), which is measured before every battery reading
+ * against the chip's 1.1 V bandgap (ADMUX 0x4E), so the reading does not depend on it.
+ * The bandgap is 1.0 to 1.2 V from chip to chip (the datasheet's spread): for better than
+ * that, measure A0's volts with a meter once and set BANDGAP_MV to 1100 times the meter's
+ * reading over the firmware's (docs/firmware.md, "The battery reading"). */
+#define DIVIDER_NUM        3u
+#define BANDGAP_MV         1100u
+/* after the bandgap is selected: its start-up (70 us at most) and the sample-and-hold
+ * charging from it, with a wide margin; the first conversion after it is discarded too */
+#define BANDGAP_SETTLE_US  1000u
 
 /* Servo pulses (timer 1 counts half-microseconds): left 1.0 ms, right 2.0 ms. */
 #define SERVO_FRAME     40000u

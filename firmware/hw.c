@@ -1,17 +1,24 @@
 /* Timer 0: fast PWM on OC0A/OC0B for the motor driver (976 Hz). Timer 1: 50 Hz servo
- * frame on OC1A. Timer 2: the 1 kHz tick. The ADC reads the battery against AVcc. */
+ * frame on OC1A. Timer 2: the 1 kHz tick. The ADC reads the battery against AVcc, and
+ * AVcc against the bandgap. */
 #include "hw.h"
 
 #include <avr/interrupt.h>
 #include <util/atomic.h>
+#include <util/delay.h>
 
 #include "board.h"
+#include "protocol_gen.h"
 
 /* the clock; "used" and external: the simavr harness sets it to run as if the chip
  * had been powered for --uptime seconds (docs/firmware.md) */
 volatile uint32_t hw_ticks __attribute__((used));
 #define ticks hw_ticks
 static int16_t speed_now;
+/* the duty cap as a compare value; "used" and external: the simavr harness reads it to
+ * know when the roller runs at its rated speed (never to measure the duty: that is the
+ * pin's own timing) */
+volatile uint8_t hw_motor_top __attribute__((used));
 
 #define EDGES 16u  /* a power of two */
 static volatile uint32_t edge_us[EDGES];
@@ -96,12 +103,25 @@ void hw_init(void)
     ADMUX = _BV(REFS0) | ADC_BATTERY;           /* AVcc reference */
     ADCSRA = _BV(ADEN) | _BV(ADPS2) | _BV(ADPS1) | _BV(ADPS0); /* 125 kHz */
     DIDR0 = _BV(ADC_BATTERY);
+    motor_cap(CONFIG_MAX_DUTY_PCT_ABSENT);
 }
+
+void motor_cap(uint8_t percent)
+{
+    if (percent < CONFIG_MAX_DUTY_PCT_MIN || percent > CONFIG_MAX_DUTY_PCT_MAX)
+        percent = CONFIG_MAX_DUTY_PCT_ABSENT;  /* never: link_valid checked the range */
+    /* fast PWM drives the pin high for OCR + 1 counts of 256 */
+    hw_motor_top = (uint8_t)((uint16_t)percent * 256u / 100u - 1u);
+    if (speed_now) motor_set(speed_now);  /* a lower cap holds at once */
+}
+
+uint8_t motor_top(void) { return hw_motor_top; }
 
 void motor_set(int16_t speed)
 {
-    if (speed > 255) speed = 255;
-    if (speed < -255) speed = -255;
+    int16_t top = hw_motor_top;
+    if (speed > top) speed = top;
+    if (speed < -top) speed = -top;
     speed_now = speed;
     /* a pin leaves the timer before the other one joins: never both driven */
     TCCR0A &= (uint8_t)~(_BV(COM0A1) | _BV(COM0B1));
@@ -145,24 +165,48 @@ bool pile_covered(uint8_t pile)
     return pile ? !(PINB & _BV(PIN_PILE_RIGHT)) : !(PIND & _BV(PIN_PILE_LEFT));
 }
 
-static uint16_t adc_read(uint8_t channel)
+static uint16_t adc_convert(void)
 {
-    ADMUX = _BV(REFS0) | channel;
     ADCSRA |= _BV(ADSC);
     while (ADCSRA & _BV(ADSC)) {
     }
     return ADC;
 }
 
+static uint16_t adc_read(uint8_t channel)
+{
+    ADMUX = _BV(REFS0) | channel;
+    return adc_convert();
+}
+
+#define ADC_BANDGAP 0x0E  /* the 1.1 V bandgap as the input: ADMUX 0x4E with REFS0 */
+
+/* the bandgap against AVcc: 1023 * BANDGAP_MV / AVcc (214 at 5.25 V, 256 at 4.4 V) */
+static uint16_t bandgap_read(void)
+{
+    ADMUX = _BV(REFS0) | ADC_BANDGAP;
+    _delay_us(BANDGAP_SETTLE_US);
+    adc_convert();  /* the first conversion after the switch: discarded */
+    return adc_convert();
+}
+
+/* A0 * AVcc / 1023 * DIVIDER_NUM, with AVcc = 1023 * BANDGAP_MV / bandgap: the 1023s
+ * cancel. A bandgap reading no AVcc gives (AVcc above 5.6 V, or no reading at all) is
+ * reported as 65535 mV, which every host refuses as over-voltage: nothing moves. */
 uint16_t battery_mv(void)
 {
-    return (uint16_t)((uint32_t)adc_read(ADC_BATTERY) * AVCC_MV * DIVIDER_NUM / 1023u);
+    uint16_t bandgap = bandgap_read();
+    adc_read(ADC_BATTERY);  /* the first after the switch back: discarded */
+    uint32_t a0 = adc_convert();
+    if (bandgap < 1023u * BANDGAP_MV / 5600u) return 0xFFFFu;
+    uint32_t mv = a0 * BANDGAP_MV * DIVIDER_NUM / bandgap;
+    return mv > 0xFFFFu ? 0xFFFFu : (uint16_t)mv;
 }
 
 uint16_t noise_seed(void)
 {
     uint16_t seed = 0;
     for (uint8_t i = 0; i < 16; i++)
-        seed = (uint16_t)((seed << 1) ^ adc_read(0x0E /* 1.1 V bandgap */) ^ TCNT0);
+        seed = (uint16_t)((seed << 1) ^ adc_read(ADC_BANDGAP) ^ TCNT0);
     return seed;
 }

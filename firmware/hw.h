@@ -18,8 +18,13 @@ uint32_t hw_us(void);
 bool beam_edge(uint32_t *us, bool *blocked, uint32_t until);
 void beam_edges_clear(void);
 
-void motor_set(int16_t speed);    /* -255..255: forward > 0, backward < 0, 0 off */
+/* -255..255: forward > 0, backward < 0, 0 off; clamped to +-motor_top() whatever asks */
+void motor_set(int16_t speed);
 int16_t motor_speed(void);
+/* the duty cap (CONFIG's max_duty_pct, 10..100): the largest compare value whose duty,
+ * (top + 1) / 256, is not above it. Until a CONFIG sets it: CONFIG_MAX_DUTY_PCT_ABSENT */
+void motor_cap(uint8_t percent);
+uint8_t motor_top(void);
 void diverter_set(uint8_t pile);  /* 0 left (parked), 1 right */
 void outputs_safe(void);          /* motor off, diverter parked, buzzer off */
 
@@ -31,7 +36,8 @@ bool tray_loaded(void);
 bool pile_covered(uint8_t pile);
 bool touched(void);
 
-uint16_t battery_mv(void);        /* one conversion, about 0.1 ms */
+/* AVcc against the 1.1 V bandgap, then A0 against AVcc, scaled by it: about 1.4 ms */
+uint16_t battery_mv(void);
 uint16_t noise_seed(void);        /* a few bits of ADC noise for the boot id */
 
 #endif

@@ -18,7 +18,7 @@
 #include "protocol_gen.h"
 #include "uart.h"
 
-#define FIRMWARE "shuffler-avr 0.1"
+#define FIRMWARE "shuffler-avr 0.2"
 #define BLINK_MS 300
 #define TOUCH_LOCKOUT_MS 300
 #define DEBOUNCE_MS 3
@@ -187,8 +187,10 @@ bool link_valid(uint8_t type, const uint8_t *p, uint8_t len)
     case MSG_BATTERY:
     case MSG_CLEAR:
         return len == 0;
-    case MSG_CONFIG:
-        return len == MSG_CONFIG_LEN && RANGE(CONFIG, JAM_MS, 2) &&
+    case MSG_CONFIG:  /* a 2.1 host's has no max_duty_pct */
+        return (len == MSG_CONFIG_LEN_2_1 || (len == MSG_CONFIG_LEN &&
+                                               RANGE(CONFIG, MAX_DUTY_PCT, 1))) &&
+               RANGE(CONFIG, JAM_MS, 2) &&
                RANGE(CONFIG, MISFEED_MS, 2) && RANGE(CONFIG, RETRIES, 1) &&
                RANGE(CONFIG, REVERSE_MS, 2) && RANGE(CONFIG, MAX_PASS_MS, 4) &&
                RANGE(CONFIG, SETTLE_MS, 2) && RANGE(CONFIG, CARD_INTERVAL_MS, 2) &&
@@ -209,9 +211,10 @@ bool link_valid(uint8_t type, const uint8_t *p, uint8_t len)
     }
 }
 
-static void take_config(const uint8_t *p)
+static void take_config(const uint8_t *p, uint8_t len)
 {
     if (pass_running()) return;  /* not taken: STATUS_REPLY shows the pass running */
+    motor_cap(len == MSG_CONFIG_LEN ? p[CONFIG_MAX_DUTY_PCT_AT] : CONFIG_MAX_DUTY_PCT_ABSENT);
     limits.jam_ms = proto_get_u16(p + CONFIG_JAM_MS_AT);
     limits.misfeed_ms = proto_get_u16(p + CONFIG_MISFEED_MS_AT);
     limits.retries = p[CONFIG_RETRIES_AT];
@@ -265,11 +268,12 @@ void link_on_message(uint8_t type, uint8_t *p, uint8_t len)
         pass_end(FAULT_LINK_LOST, now);
         link_restart();
         configured = false;
+        motor_cap(CONFIG_MAX_DUTY_PCT_ABSENT);  /* the CONFIG's cap goes with it */
         stopped_id = 0;
         hello_reply();
         break;
     case MSG_CONFIG:
-        take_config(p);
+        take_config(p, len);
         status_reply();
         break;
     case MSG_PASS:

@@ -7,7 +7,7 @@
 
 #define PLAN_BYTES (MAX_CARDS / 8)
 #define RAMP_STEPS 5
-#define REVERSE_SPEED (-153)       /* 60 % backwards */
+#define REVERSE_TENTHS 6           /* backwards at 60 % of the duty cap (motor_top) */
 #define BRAKE_MS 20                /* motor off this long before it reverses */
 #define BATTERY_EVERY_US 10000u    /* the protocol asks for at least every 50 ms */
 #define US(ms) ((uint32_t)(ms) * 1000u)
@@ -48,14 +48,14 @@ static void hold(enum state next)
     held = next;
 }
 
-/* from off to full in RAMP_STEPS equal steps over soft_start_ms; then feeding */
+/* from off to the duty cap in RAMP_STEPS equal steps over soft_start_ms; then feeding */
 static void ramp_step_due(uint32_t now)
 {
     if (!limits.soft_start_ms && ramp_step < RAMP_STEPS) ramp_step = RAMP_STEPS - 1;  /* at once */
     while (ramp_step < RAMP_STEPS &&
            (now - phase_at) * RAMP_STEPS >= US(limits.soft_start_ms) * ramp_step) {
         ramp_step++;
-        motor_set((int16_t)(255 * ramp_step / RAMP_STEPS));
+        motor_set((int16_t)(motor_top() * ramp_step / RAMP_STEPS));
     }
     if (ramp_step == RAMP_STEPS) {
         state = FEED;
@@ -138,7 +138,7 @@ static void reversing(uint32_t now)
             return;
         }
         braking = false;
-        motor_set(REVERSE_SPEED);
+        motor_set((int16_t)-(motor_top() * REVERSE_TENTHS / 10));
     }
     if (!braking && due(now, phase_at, US(BRAKE_MS) + US(limits.reverse_ms))) {
         motor_set(0);

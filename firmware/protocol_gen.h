@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define PROTOCOL_MAJOR                       2
-#define PROTOCOL_MINOR                       1
+#define PROTOCOL_MINOR                       2
 #define HEARTBEAT_INTERVAL_MS                100  /* host's longest gap */
 #define SILENCE_MS                           500  /* no frame from the host: stop */
 #define REDRIVE_QUIET_MS                     200  /* host this silent: no retry moves */
@@ -95,7 +95,7 @@
 /* CONFIG: host, acknowledged; the pass limits; required before the first PASS; answered by STATUS_REPLY (configured = 1 if taken) */
 #define MSG_CONFIG                           0x26
 #define MSG_CONFIG_RELIABLE                  1
-#define MSG_CONFIG_LEN                       23  /* bytes before any tail */
+#define MSG_CONFIG_LEN                       24  /* bytes before any tail */
 #define CONFIG_JAM_MS_AT                     0  /* u16: beam blocked longer than this: a jam */
 #define CONFIG_JAM_MS_MIN                    10UL
 #define CONFIG_JAM_MS_MAX                    10000UL
@@ -123,12 +123,17 @@
 #define CONFIG_STALL_MV_AT                   17  /* u16: no card came and the battery is below this under load: LOW_BATTERY rather than MISFEED */
 #define CONFIG_STALL_MV_MIN                  0UL
 #define CONFIG_STALL_MV_MAX                  30000UL
-#define CONFIG_SOFT_START_MS_AT              19  /* u16: the motor's ramp from off to full, in five steps */
+#define CONFIG_SOFT_START_MS_AT              19  /* u16: the motor's ramp from off to max_duty_pct, in five steps */
 #define CONFIG_SOFT_START_MS_MIN             0UL
 #define CONFIG_SOFT_START_MS_MAX             2000UL
 #define CONFIG_MIN_GAP_US_AT                 21  /* u16: a card counts once the beam stayed clear this long after it; a shorter drop-out is the same card */
 #define CONFIG_MIN_GAP_US_MIN                0UL
 #define CONFIG_MIN_GAP_US_MAX                50000UL
+#define CONFIG_MAX_DUTY_PCT_AT               23  /* u8: the motor's largest PWM duty, in percent (the motor's rated volts over a fresh block): the soft start's top; the chip never drives more, in any state; absent (a 2.1 host): 55 */
+#define CONFIG_MAX_DUTY_PCT_MIN              10UL
+#define CONFIG_MAX_DUTY_PCT_MAX              100UL
+#define CONFIG_MAX_DUTY_PCT_ABSENT           55  /* from a host older than 2.2 */
+#define MSG_CONFIG_LEN_2_1                   23  /* a 2.1 host's */
 
 /* PASS: host, acknowledged; deal one pass by the plan; answered by CARD events and one PASS_DONE carrying the same pass id */
 #define MSG_PASS                             0x20

@@ -9,6 +9,7 @@ path or any pyserial URL.
 from __future__ import annotations
 
 import contextlib
+import math
 import queue
 import secrets
 import time
@@ -46,9 +47,11 @@ from shuffler.pinmap import SERVO_FRAME_S
 if TYPE_CHECKING:
     from shuffler.config import Config as ShufflerConfig
 
-from .link import Link, LinkLostError
+from .link import Link, LinkLostError, ProtocolError
 from .messages import (
+    DUTY_CAP_MINOR,
     FAULT_KIND,
+    PROTOCOL_MAJOR,
     BatteryAsk,
     BatteryReply,
     Card,
@@ -98,12 +101,17 @@ def link_lost_fault(why: str, card: int | None = None) -> Fault:
 @dataclass(frozen=True)
 class Timings:
     """The machine's own timings that the microcontroller needs with the limits: the
-    pass engine's (the one :class:`EngineTimings` every backend runs with) and the
-    flap's travel. No defaults here: :func:`firmware_bridge.backend.timings_of` reads
-    them from the config (``[gpio]`` and ``[mechanism]``)."""
+    pass engine's (the one :class:`EngineTimings` every backend runs with), the
+    flap's travel, and the motor's duty cap. No defaults here:
+    :func:`firmware_bridge.backend.timings_of` reads them from the config (``[gpio]``,
+    ``[mechanism]`` and ``[battery]``)."""
 
     engine: EngineTimings
     flap_travel_s: float  # [mechanism] flap_travel_s; the servo frame is added
+    #: the largest motor duty: [gpio] motor_max_duty, which the config's loader makes from
+    #: motor_volts over a fresh block of the [battery] chemistry (shuffler.pinmap's
+    #: motor_duty_cap), the GPIO backend's own cap
+    max_duty: float
 
     @property
     def settle_s(self) -> float:
@@ -115,12 +123,19 @@ class Timings:
         """For a simulated machine whose cards come ``1 / factor`` times faster (sim-avr's
         --sim-speed): a quicker card blocks the beam, and leaves it, for less, and the
         flap is quickened with it. The motor's soft start stays as configured."""
-        return Timings(self.engine.quickened(factor), self.flap_travel_s * factor)
+        return Timings(self.engine.quickened(factor), self.flap_travel_s * factor,
+                       self.max_duty)
+
+    @property
+    def max_duty_pct(self) -> int:
+        """The cap in CONFIG's whole percent, never above it (the cap is in hundredths)."""
+        return math.floor(self.max_duty * 100 + 1e-9)
 
 
 def timings_of(config: ShufflerConfig) -> Timings:
     """The machine's own timings a microcontroller needs with the limits."""
-    return Timings(config.gpio.engine_timings(), config.mechanism.flap_travel_s)
+    return Timings(config.gpio.engine_timings(), config.mechanism.flap_travel_s,
+                   config.gpio.motor_max_duty)
 
 
 def default_timings() -> Timings:
@@ -146,7 +161,8 @@ def config_message(limits: FaultLimits, card_rate: float,
                  max_pass_ms=ms(limits.max_pass_seconds), settle_ms=ms(t.settle_s),
                  card_interval_ms=ms(1 / card_rate),
                  min_blocked_us=round(e.min_blocked_s * 1e6), stall_mv=ms(limits.stall_volts),
-                 soft_start_ms=ms(e.soft_start_s), min_gap_us=round(e.min_gap_s * 1e6))
+                 soft_start_ms=ms(e.soft_start_s), min_gap_us=round(e.min_gap_s * 1e6),
+                 max_duty_pct=t.max_duty_pct)
     try:
         for name, wire in wire_fields(Config):  # each figure in its range, named
             if not wire.lo <= getattr(msg, name) <= wire.hi:
@@ -284,10 +300,25 @@ class SerialDevice(ShufflerDevice):
         self._configure()
 
     def _configure(self) -> None:
+        self._check_duty_cap()
         reply = self._ask(self.config, StatusReply)
         if not reply.configured:
             raise DeviceError("the microcontroller did not take the limits (a pass was "
                               "still running); try again")
+
+    def _check_duty_cap(self) -> None:
+        """A firmware older than protocol 2.DUTY_CAP_MINOR drives the motor at full duty
+        whatever the host wants: refused unless full duty is within the motor's rating
+        (its CONFIG then goes without the cap, in the format it reads)."""
+        hello = self.hello
+        if hello.minor >= DUTY_CAP_MINOR or self.config.max_duty_pct >= 100:
+            return
+        raise ProtocolError(
+            f"the microcontroller's firmware ({hello.firmware or 'unnamed'}, protocol "
+            f"{hello.major}.{hello.minor}) drives the motor at full duty and cannot cap it at "
+            f"{self.config.max_duty_pct} % ([gpio] motor_volts over a fresh block): it would "
+            f"overdrive the motor. Flash this version's firmware (protocol {PROTOCOL_MAJOR}."
+            f"{DUTY_CAP_MINOR} or later: `make -C firmware flash`, docs/firmware.md)")
 
     # -- the inbox ---------------------------------------------------------------------------
     def _next(self, timeout: float, tick: Callable[[], None] | None = None) -> Message | None:

@@ -71,6 +71,12 @@ def header() -> str:
             if w.kind == "int" and (w.lo, w.hi) != (0, (1 << (8 * w.size)) - 1):
                 out.append(_define(f"{key}_MIN", f"{w.lo}UL"))
                 out.append(_define(f"{key}_MAX", f"{w.hi}UL"))
+            if w.since:
+                out.append(_define(f"{key}_ABSENT", w.absent, f"from a host older than "
+                                   f"{m.PROTOCOL_MAJOR}.{w.since}"))
+                older = cls.fixed_size(w.since - 1)
+                out.append(_define(f"MSG_{name}_LEN_{m.PROTOCOL_MAJOR}_{w.since - 1}", older,
+                                   f"a {m.PROTOCOL_MAJOR}.{w.since - 1} host's"))
             at += w.size
         out.append("")
     out += [
@@ -108,6 +114,9 @@ def markdown() -> str:
                 parts.append(f"`{fname}` ({w.size}, {w.enum.__name__}): {w.doc}")
             elif w.kind == "bool":
                 parts.append(f"`{fname}` ({w.size}, 0 or 1): {w.doc}")
+            elif w.since:
+                parts.append(f"`{fname}` ({w.size}, {w.lo}..{w.hi}; since "
+                             f"{m.PROTOCOL_MAJOR}.{w.since}): {w.doc}")
             else:
                 parts.append(f"`{fname}` ({w.size}, {w.lo}..{w.hi}): {w.doc}")
         payload = "; ".join(parts) or "none"

@@ -115,6 +115,9 @@ class Link:
         self.last_sent = time.monotonic()  # the last frame that was not an ACK
         self.last_heard = time.monotonic()  # the last valid frame received
         self.pending_stop = False  # a STOP asked for while this thread was sending
+        #: the peer's protocol minor version (from its HELLO_REPLY): what is sent is packed
+        #: as it reads it, without the fields of later minor versions
+        self.peer_minor = PROTOCOL_MINOR
         self._seq = 0
         self._acked: dict[int, threading.Event] = {}
         self._last_in: int | None = None
@@ -142,7 +145,7 @@ class Link:
 
     def send(self, msg: Message) -> None:
         """Fire and forget (HEARTBEAT, CARD)."""
-        self._write(Frame(0, msg.TYPE, msg.pack()))
+        self._write(Frame(0, msg.TYPE, msg.pack(self.peer_minor)))
 
     def beat(self) -> None:
         """A heartbeat if nothing went out for a heartbeat interval. Only the deciding
@@ -170,7 +173,7 @@ class Link:
                         raise LinkLostError(f"{msg.TYPE.name} dropped unacknowledged")
                     if attempt:
                         self.stats.retransmits += 1
-                    self._write(Frame(seq, msg.TYPE, msg.pack()))
+                    self._write(Frame(seq, msg.TYPE, msg.pack(self.peer_minor)))
                     if self._wait(event, timeout):
                         return
                     if self.lost:
@@ -265,7 +268,7 @@ class Link:
                 if msg.major != PROTOCOL_MAJOR:
                     raise ProtocolError(f"the microcontroller speaks protocol {msg.major}."
                                         f"{msg.minor}; this host speaks {PROTOCOL_MAJOR}.x")
-                self.hello = msg
+                self.hello, self.peer_minor = msg, min(msg.minor, PROTOCOL_MINOR)
                 return msg
         raise LinkLostError("no HELLO reply from the microcontroller")
 

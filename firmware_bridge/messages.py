@@ -28,8 +28,17 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from shuffler.errors import ShufflerError
+from shuffler.limits import OVER_VOLTS
+from shuffler.pinmap import MOTOR_RATED_VOLTS, motor_duty_cap
 
-PROTOCOL_MAJOR, PROTOCOL_MINOR = 2, 1
+#: 2.2: CONFIG carries ``max_duty_pct`` (a 2.1 host's CONFIG, without it, gets
+#: :data:`OLD_HOST_DUTY_PCT`); a 2.1 firmware drives the motor at full duty
+PROTOCOL_MAJOR, PROTOCOL_MINOR = 2, 2
+#: the first minor version whose firmware caps the motor's duty (CONFIG's max_duty_pct)
+DUTY_CAP_MINOR = 2
+#: the duty cap of a CONFIG without one (a 2.1 host's): the BOM's 6 V motor on the highest
+#: block any backend accepts (just under the DRV8833's 10.8 V), never above its rating
+OLD_HOST_DUTY_PCT = round(100 * motor_duty_cap(MOTOR_RATED_VOLTS, OVER_VOLTS))
 
 #: the host sends a frame (HEARTBEAT when it has nothing else) at least this often
 HEARTBEAT_INTERVAL_MS = 100
@@ -150,6 +159,10 @@ class Wire:
     hi: int = 0
     enum: type[enum.IntEnum] | None = None
     kind: str = "int"  # int, bool, enum, labels (bits, count in the field before), text
+    #: the minor version that added the field (at the end of its message): a peer of an
+    #: older minor version neither sends nor expects it, and its payload reads as ``absent``
+    since: int = 0
+    absent: int = 0
 
 
 def _int(size: int, doc: str, lo: int, hi: int | None, kind: str = "int",
@@ -160,6 +173,13 @@ def _int(size: int, doc: str, lo: int, hi: int | None, kind: str = "int",
 
 def u8(doc: str, lo: int = 0, hi: int | None = None) -> Any:
     return _int(1, doc, lo, hi)
+
+
+def u8_since(minor: int, absent: int, doc: str, lo: int, hi: int) -> Any:
+    """A byte added in protocol 2.``minor``, last in its message; ``absent`` (also its
+    default) when an older peer's payload ends before it."""
+    return field(default=absent,
+                 metadata={"wire": Wire(1, doc, lo, hi, since=minor, absent=absent)})
 
 
 def u16(doc: str, lo: int = 0, hi: int | None = None) -> Any:
@@ -199,12 +219,17 @@ class Message:
     DOC: ClassVar[str]
 
     @classmethod
-    def fixed_size(cls) -> int:
-        return sum(w.size for _, w in wire_fields(cls))
+    def fixed_size(cls, minor: int = PROTOCOL_MINOR) -> int:
+        """Bytes before any tail, as a peer of protocol 2.``minor`` sends them."""
+        return sum(w.size for _, w in wire_fields(cls) if w.since <= minor)
 
-    def pack(self) -> bytes:
+    def pack(self, minor: int = PROTOCOL_MINOR) -> bytes:
+        """The payload, as a peer of protocol 2.``minor`` reads it (fields added later
+        left out)."""
         out = bytearray()
         for name, w in wire_fields(type(self)):
+            if w.since > minor:
+                continue
             value = getattr(self, name)
             if w.kind == "labels":
                 out += pack_bits(value)
@@ -220,11 +245,17 @@ class Message:
         values: dict[str, Any] = {}
         fixed = cls.fixed_size()
         tail = fields and fields[-1][1].size == 0
-        if len(payload) < fixed or (not tail and len(payload) != fixed):
+        # an older peer's payload ends before the fields it does not know (never a tail)
+        older = {cls.fixed_size(w.since - 1) for _, w in fields if w.since}
+        if (len(payload) < fixed and len(payload) not in older) or (
+                not tail and len(payload) > fixed):
+            sizes = " or ".join(str(n) for n in sorted({*older, fixed}))
             raise PayloadError(f"{cls.TYPE.name}: {len(payload)} bytes; expected "
-                               f"{fixed}{' or more' if tail else ''}")
+                               f"{sizes}{' or more' if tail else ''}")
         for name, w in fields:
-            if w.kind == "labels":
+            if at >= len(payload) and w.since:
+                values[name] = w.absent
+            elif w.kind == "labels":
                 values[name] = unpack_bits(payload[at:], values["cards"], cls.TYPE.name)
             elif w.kind == "text":
                 try:
@@ -349,9 +380,14 @@ class Config(Message):
                               0, 50_000)
     stall_mv: int = u16("no card came and the battery is below this under load: "
                         "LOW_BATTERY rather than MISFEED", 0, 30_000)
-    soft_start_ms: int = u16("the motor's ramp from off to full, in five steps", 0, 2_000)
+    soft_start_ms: int = u16("the motor's ramp from off to max_duty_pct, in five steps",
+                             0, 2_000)
     min_gap_us: int = u16("a card counts once the beam stayed clear this long after it; a "
                           "shorter drop-out is the same card", 0, 50_000)
+    max_duty_pct: int = u8_since(
+        DUTY_CAP_MINOR, OLD_HOST_DUTY_PCT, "the motor's largest PWM duty, in percent (the "
+        "motor's rated volts over a fresh block): the soft start's top; the chip never drives "
+        f"more, in any state; absent (a 2.1 host): {OLD_HOST_DUTY_PCT}", 10, 100)
 
     def problem(self) -> str | None:
         if self.settle_ms >= self.card_interval_ms:

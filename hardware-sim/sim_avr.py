@@ -92,10 +92,11 @@ class SimAvr:
     its UART on a pseudo-terminal (:attr:`path`), the machine played on its pins. The
     harness's lines (``motor ...``, ``state ...``) land in :attr:`lines`."""
 
-    def __init__(self, *args: str) -> None:
+    def __init__(self, *args: str, elf: Path | None = None) -> None:
+        """``elf``: another firmware than the one built here (tests: an older release's)."""
         build = build_firmware()
         self.proc = subprocess.Popen(
-            [str(build / "simavr-harness"), *args, str(build / "shuffler.elf")],
+            [str(build / "simavr-harness"), *args, str(elf or build / "shuffler.elf")],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
         assert self.proc.stdout is not None
         first = self.proc.stdout.readline().split()
@@ -104,6 +105,9 @@ class SimAvr:
             raise DeviceError("the simavr harness did not start")
         self.path = first[1]
         self.lines: queue.Queue[str] = queue.Queue()
+        #: the lines of each prefix asked for by :meth:`record`, kept apart from
+        #: :attr:`lines` (which :meth:`state` reads through)
+        self.recorded: dict[str, list[str]] = {}
         self._reader = threading.Thread(target=self._read, daemon=True, name="simavr-lines")
         self._reader.start()
 
@@ -112,10 +116,18 @@ class SimAvr:
         motor_log = os.environ.get("SHUFFLER_MOTOR_LOG")  # tests: the chip's motor line
         for line in self.proc.stdout:
             self.lines.put(line.strip())
+            for prefix, kept in list(self.recorded.items()):
+                if line.startswith(prefix):
+                    kept.append(line.strip())
             if motor_log and line.startswith("motor "):
                 from .kept_pins import log_motor_line
 
                 log_motor_line(motor_log, not line.startswith("motor off"))
+
+    def record(self, prefix: str) -> list[str]:
+        """From now on, every line starting with ``prefix`` (``"pwm "``: the duty measured
+        on the motor pins) is also kept in the list returned."""
+        return self.recorded.setdefault(prefix, [])
 
     def command(self, text: str) -> None:
         assert self.proc.stdin is not None

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from firmware_bridge.link import Link, LinkLostError
 from firmware_bridge.messages import (
     FAULT_KIND,
+    OLD_HOST_DUTY_PCT,
     PROTOCOL_MAJOR,
     PROTOCOL_MINOR,
     REDRIVE_QUIET_MS,
@@ -84,6 +85,35 @@ QUEUE_SLOTS = 6
 INPUT_SLOTS = QUEUE_SLOTS - 2
 #: the requests whose answer needs a slot (firmware/main.c, link_answers)
 ANSWERED = (Config, Pass, StatusAsk, BatteryAsk, Clear)
+#: the Nano's battery reading (firmware/board.h): the divider, and the bandgap AVcc is
+#: measured against before every reading
+DIVIDER_NUM, BANDGAP_MV = 3, 1100
+#: the Nano's 5 V from USB, less its diode (shuffler.limits.NANO_5V): 4.4 to 5.25 V
+AVCC_MV = 5000
+
+
+def nano_battery_mv(volts: float, avcc_mv: int = AVCC_MV) -> int:
+    """The firmware's reading of a ``volts`` battery (firmware/hw.c, battery_mv): A0
+    (the divider's tap) and the 1.1 V bandgap, each in 10 bits of AVcc, so AVcc cancels
+    but for the rounding of the two conversions.
+
+    >>> nano_battery_mv(9.5, 5000), nano_battery_mv(9.5, 4400), nano_battery_mv(9.5, 5250)
+    (9489, 9524, 9499)
+    """
+    a0 = min(1023, int(volts * 1000 / DIVIDER_NUM) * 1023 // avcc_mv)
+    bandgap = BANDGAP_MV * 1023 // avcc_mv
+    return min(0xFFFF, a0 * BANDGAP_MV * DIVIDER_NUM // bandgap)
+
+
+def duty_of(speed: float, max_duty_pct: int) -> float:
+    """The duty on the driver's pin for the engine's ``speed`` (of full, -1..1) under a
+    CONFIG's cap, as the firmware drives it (firmware/hw.c: motor_cap, motor_set): the
+    compare value ``top * speed`` of ``top = pct * 256 / 100 - 1``, high for one count
+    more of 256; 0 when off."""
+    if not speed:
+        return 0.0
+    top = max_duty_pct * 256 // 100 - 1
+    return (int(top * abs(speed) + 1e-9) + 1) / 256
 
 
 def limits_of(config: Config) -> FaultLimits:
@@ -265,6 +295,10 @@ class VirtualMCU:
         self.boot_id = self.rng.randrange(1 << 16)
         self.last_heard = time.monotonic()
         self.config: Config | None = None
+        #: the duty cap (CONFIG's max_duty_pct; a 2.1 host's CONFIG has none: the default)
+        self.max_duty_pct = OLD_HOST_DUTY_PCT
+        #: the board's AVcc (the Nano's 5 V from USB), which the battery reading cancels
+        self.avcc_mv = AVCC_MV
         self.silenced_at: float | None = None  # when the silence rule last stopped a pass
         self.heard_before_silence = 0.0
         self.epoch = 0  # bumped by a reboot or a HELLO: a pass from before reports nothing
@@ -343,7 +377,7 @@ class VirtualMCU:
             self.outbox.put(self._hello())
         elif isinstance(msg, Config):
             if not self._running():
-                self.config = msg
+                self.config, self.max_duty_pct = msg, msg.max_duty_pct
                 self.sim.limits = limits_of(msg)
                 self.sim.timings = EngineTimings(soft_start_s=msg.soft_start_ms / 1000,
                                                  min_blocked_s=msg.min_blocked_us / 1e6,
@@ -364,7 +398,8 @@ class VirtualMCU:
             self.outbox.answer(self._status())
         elif isinstance(msg, BatteryAsk):
             reading = self.sim.battery()
-            self.outbox.answer(BatteryReply(int(reading.volts * 1000), reading.under_load))
+            self.outbox.answer(BatteryReply(nano_battery_mv(reading.volts, self.avcc_mv),
+                                            reading.under_load))
         elif isinstance(msg, Clear):
             # as the firmware: a latched fault clears only with no pass running and the
             # beam clear (a card caught in the throat must be freed first); STATUS_REPLY
@@ -385,7 +420,7 @@ class VirtualMCU:
             self.sim.halt(FaultKind.LINK_LOST)
             self._worker.join(1)  # type: ignore[union-attr]
         self.outbox.restart()
-        self.config = None
+        self.config, self.max_duty_pct = None, OLD_HOST_DUTY_PCT
         self.stopped_id = 0
 
     def _running(self) -> bool:
@@ -436,7 +471,8 @@ class VirtualMCU:
             code = CODE_OF.get(fault.kind, FaultCode.NONE) if fault else FaultCode.NONE
             self.outbox.put_result(PassDone(pass_id, report.counted, *report.piles,
                                             int(report.seconds * 1000),
-                                            int((report.min_volts or 0) * 1000),
+                                            nano_battery_mv(report.min_volts, self.avcc_mv)
+                                            if report.min_volts else 0,
                                             report.tray_empty, min(report.retries, 255),
                                             code, (fault.card or 0) if fault else 0))
         self._pass_id = 0  # as the firmware: the pass ends as its PASS_DONE is queued
@@ -459,6 +495,12 @@ class VirtualMCU:
                 self.silenced_at, self.heard_before_silence = time.monotonic(), self.last_heard
                 self.sim.halt(FaultKind.LINK_LOST)
 
+    def duty(self) -> float:
+        """The motor's duty now, as the firmware would drive it under this CONFIG's cap."""
+        run = self.sim._run
+        speed = run.engine.motor if run is not None and self.sim.health().motor_on else 0.0
+        return duty_of(speed, self.max_duty_pct)
+
     def throat_blocked(self) -> bool:
         """A card caught in the beam after a pass ended (a jam): CLEAR is refused."""
         return not self._running() and bool(self.sim.mechanism.stuck)
@@ -479,7 +521,7 @@ class VirtualMCU:
         if self._worker is not None:
             self._worker.join(1)
         self.sim.clear_fault()  # RAM is gone: nothing stays latched
-        self.config = None
+        self.config, self.max_duty_pct = None, OLD_HOST_DUTY_PCT
         self.reset_cause = ResetCause.WATCHDOG
         self.boot_id = self.rng.randrange(1 << 16)
         self.outbox.restart()  # RAM is gone: so is the queue

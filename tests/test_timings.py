@@ -44,9 +44,11 @@ def test_soft_start_lengthens_the_pass_on_every_backend(name):
 
 
 def test_the_config_carries_the_timings_and_the_servo_frame():
-    t = Timings(EngineTimings(soft_start_s=0.25, min_blocked_s=0.004, min_gap_s=0.001), 0.08)
+    t = Timings(EngineTimings(soft_start_s=0.25, min_blocked_s=0.004, min_gap_s=0.001), 0.08,
+                0.63)
     msg = config_message(FaultLimits(), 5.0, t)
     assert (msg.soft_start_ms, msg.min_blocked_us, msg.min_gap_us) == (250, 4000, 1000)
+    assert msg.max_duty_pct == 63
     assert msg.settle_ms == round((0.08 + SERVO_FRAME_S) * 1000) == 100
 
 
@@ -54,7 +56,7 @@ def test_timings_the_microcontroller_cannot_take_are_refused_before_anything_is_
     with pytest.raises(DeviceError, match=r"settle_ms|diverter"):  # flap + frame > a card
         config_message(FaultLimits(), 10.0, replace(default_timings(), flap_travel_s=0.09))
     with pytest.raises(DeviceError, match="min_blocked_us"):
-        config_message(FaultLimits(), 5.0, Timings(EngineTimings(min_blocked_s=0.2), 0.05))
+        config_message(FaultLimits(), 5.0, Timings(EngineTimings(min_blocked_s=0.2), 0.05, 0.63))
 
 
 def test_new_limits_reach_the_virtual_mcu_with_the_timings():
@@ -62,7 +64,8 @@ def test_new_limits_reach_the_virtual_mcu_with_the_timings():
     from hardware_sim.virtual_mcu import VirtualMCU
 
     mcu = VirtualMCU(SimDevice.for_cards(24))
-    dev = SerialDevice(mcu.path, timings=Timings(EngineTimings(soft_start_s=0.5), 0.05))
+    dev = SerialDevice(mcu.path, timings=Timings(EngineTimings(soft_start_s=0.5), 0.05,
+                                                               0.63))
     try:
         assert mcu.config is not None and mcu.config.soft_start_ms == 500
         dev.limits = FaultLimits(jam_seconds=0.7)

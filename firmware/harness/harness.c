@@ -17,6 +17,17 @@
  * never hurried to catch up (that would squeeze the host's heartbeats together):
  * the lag is dropped and counted as "slip_ms" in the state line.
  *
+ * The motor's duty is measured on the driver's pins themselves: every edge of D5 and D6
+ * is timed to the cycle, and each PWM period's high time over its length is the duty
+ * ("pwm forward|reverse duty=D t=MS" whenever it changes by more than 0.001; a pin that
+ * stays at one level for two periods has duty 0 or 1). The roller runs at the card rate
+ * while the forward duty is at the firmware's cap (hw_motor_top, read from the ELF as
+ * hw_ticks is), as the config's motor volts over a fresh block make the motor's rating.
+ *
+ * --avcc MV sets the chip's AVcc (and VCC, AREF: one supply on a Nano), which the ADC
+ * reads A0 and the bandgap against (simavr's vcc/avcc/aref); "avcc MV" on stdin changes
+ * it while the chip runs (a USB supply that sags).
+ *
  * --uptime SECONDS starts the chip's clock (the firmware's hw_ticks, found in the ELF
  * with avr-nm) as if the chip had been powered that long: set 1 ms after the first
  * boot, before the firmware enables interrupts, and checked until it holds. A reset
@@ -28,11 +39,14 @@
  * the flap's real latency. --frame-scale F (at most 1) shortens the modelled frame in
  * step with a quickened card rate (the sim-avr backend's --sim-speed).
  *
- * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch",
+ * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch" (held
+ * 50 ms), "taps N MS" (N touches MS apart in the chip's time; "taps done" after the
+ * last), "press" and "release" (held as long as between them), "avcc MV",
  * "gather" (every card back in the tray), "ram" (answers "ram HEX", the SRAM), "reset"
  * (reboot the chip), "freeze" (the chip hangs for good: nothing in or out, as if its
  * watchdog had failed), "quit". End of stdin also quits. Lines on stdout:
- * "pty PATH", "motor forward|reverse|off ...", "state ...", "reset ...", "crashed ...". */
+ * "pty PATH", "motor forward|reverse|off ...", "pwm forward|reverse duty=D t=MS", "state ...",
+ * "reset ...", "crashed ...". */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -106,6 +120,8 @@ static struct {
     int dealer_step, on_top, lift_action;
     uint64_t dealer_at;
     uint64_t touch_until;
+    int taps_left;               /* "taps N MS": touches still to come, MS apart */
+    uint64_t tap_period, next_tap;
     /* the battery */
     double drained;
 } m;
@@ -122,6 +138,8 @@ static uint32_t last_adc_mv;
 static unsigned long long rng_state = 1;
 static double uptime_s;
 static uint16_t clock_addr;   /* hw_ticks in data space; 0: not found */
+static uint16_t top_addr;     /* hw_motor_top (the duty cap's compare value); 0: not found */
+static uint32_t avcc_mv = 5000;
 static uint32_t clock_want;   /* the value set, while it is being checked */
 static int clock_checks;
 static bool first_boot = true;
@@ -157,8 +175,65 @@ static double duty(int com_bit, int ocr, int pin)
 
 static double forward_duty(void) { return duty(COM0B1, R_OCR0B, D_FWD); }
 static double reverse_duty(void) { return duty(COM0A1, R_OCR0A, D_REV); }
-static bool forward(void) { return forward_duty() > 0.9; }
+/* the roller at its rated speed: the forward duty at the firmware's cap (a firmware
+ * without one: full duty) */
+static bool forward(void)
+{
+    double top = top_addr ? (avr->data[top_addr] + 1) / 256.0 : 1.0;
+    return forward_duty() > 0.9 * top;
+}
 static bool backward(void) { return reverse_duty() > 0.05; }
+
+/* -- the duty measured on the pins ------------------------------------------------------ */
+struct pwm {
+    const char *name;
+    int level;
+    uint64_t rise, fall, edge;  /* cycles of the last rising, falling, any edge */
+    double shown;               /* the duty last printed; -1: none yet */
+};
+static struct pwm pwm_pins[2] = {{"forward", 0, 0, 0, 0, -1}, {"reverse", 0, 0, 0, 0, -1}};
+#define PWM_PERIOD_CYCLES (64u * 256u)  /* timer 0: 16 MHz / 64 / 256 */
+
+static void pwm_show(struct pwm *p, double d)
+{
+    if (p->shown >= 0 && fabs(d - p->shown) <= 0.001) return;
+    p->shown = d;
+    printf("pwm %s duty=%.4f t=%.3f\n", p->name, d, now_us() / 1000.0);
+    fflush(stdout);
+}
+
+static void pwm_edge(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+    (void)irq;
+    struct pwm *p = param;
+    uint64_t c = avr->cycle;
+    int level = value != 0;
+    if (level == p->level) return;
+    p->level = level;
+    p->edge = c;
+    if (level) {  /* a period ends: high from the last rise to the fall, over rise to rise */
+        if (p->rise && p->fall > p->rise && c > p->rise)
+            pwm_show(p, (double)(p->fall - p->rise) / (double)(c - p->rise));
+        p->rise = c;
+    } else {
+        p->fall = c;
+    }
+}
+
+/* a pin that has not moved for two periods: its duty is its level. simavr (1.6) gets
+ * one case wrong: with OCR0x at TOP (255) the compare match and the overflow coincide and
+ * it leaves the pin low, where the chip holds it high (the datasheet's fast PWM: "OCR0x
+ * equal to MAX: a constantly high output") */
+static void pwm_still(void)
+{
+    static const struct { int com, ocr; } timer[2] = {{COM0B1, R_OCR0B}, {COM0A1, R_OCR0A}};
+    for (int i = 0; i < 2; i++)
+        if (avr->cycle - pwm_pins[i].edge > 2u * PWM_PERIOD_CYCLES) {
+            bool full = (reg(R_TCCR0A) & timer[i].com) && reg(timer[i].ocr) == 0xFF;
+            pwm_pins[i].rise = 0;  /* the next period is measured from its own rise */
+            pwm_show(&pwm_pins[i], full ? 1.0 : pwm_pins[i].level);
+        }
+}
 
 static int servo_register(void)  /* servo: 1-2 ms pulses, centre 1.5 ms (3000 counts) */
 {
@@ -208,7 +283,7 @@ static void clock_uptime(uint64_t t)
     clock_checks++;
 }
 
-static uint16_t find_clock(const char *elf)
+static uint16_t find_symbol(const char *elf, const char *symbol)
 {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "avr-nm '%s' 2>/dev/null", elf);
@@ -219,7 +294,7 @@ static uint16_t find_clock(const char *elf)
     while (fgets(line, sizeof line, nm)) {
         unsigned long a;
         char kind, name[200];
-        if (sscanf(line, "%lx %c %199s", &a, &kind, name) == 3 && !strcmp(name, "hw_ticks"))
+        if (sscanf(line, "%lx %c %199s", &a, &kind, name) == 3 && !strcmp(name, symbol))
             addr = a & 0xFFFF;  /* data space: 0x800000 + address */
     }
     pclose(nm);
@@ -536,6 +611,14 @@ static void dealer_start(int on_top, int action, uint64_t t)
 
 static void dealer(uint64_t t)
 {
+    if (m.taps_left && t >= m.next_tap) {
+        touch(t);
+        m.next_tap += m.tap_period;
+        if (!--m.taps_left) {
+            printf("taps done t=%.1f\n", t / 1000.0);
+            fflush(stdout);
+        }
+    }
     if (m.touch_until && t >= m.touch_until) {
         drive('D', D_TOUCH, false);
         m.touch_until = 0;
@@ -615,12 +698,13 @@ static void print_list(const char *name, const int *cards, int n)
 static void state_line(void)
 {
     printf("state t=%.1f motor=%.2f reverse=%.2f diverter=%d beam=%d led=%d%d%d wdtcsr=%02x "
-           "last_rx=%.1f slip_ms=%.0f settled=%d",
+           "last_rx=%.1f slip_ms=%.0f settled=%d battery=%.4f avcc=%u",
            now_us() / 1000.0, forward_duty(), reverse_duty(), diverter_pile(),
            !((port_d >> D_BEAM) & 1), led(B_RED), led(B_GREEN), led(B_BLUE), reg(R_WDTCSR),
            last_rx_us / 1000.0, slip_us / 1000.0,
            !m.npile[0] && !m.npile[1] && !m.nstuck && !m.dealer_step && m.state == T_IDLE &&
-               !forward());
+               !forward(),
+           battery_volts(false), (unsigned)avcc_mv);
     if (clock_addr) {  /* the firmware's own clock, hw_ticks (ms) */
         uint8_t *c = avr->data + clock_addr;
         printf(" clock_ms=%u", (unsigned)((uint32_t)c[0] | (uint32_t)c[1] << 8 |
@@ -645,14 +729,25 @@ static void ram_line(void)
 
 static void command(const char *line, uint64_t t)
 {
+    int n, ms;
     if (!strcmp(line, "state")) state_line();
     else if (!strcmp(line, "touch")) touch(t);
+    else if (sscanf(line, "taps %d %d", &n, &ms) == 2 && n > 0 && ms >= 60) {
+        m.taps_left = n;  /* paced in the chip's time, whatever the host's load */
+        m.tap_period = (uint64_t)ms * 1000u;
+        m.next_tap = t;
+    } else if (!strcmp(line, "press")) {  /* a finger held on the sensor until "release" */
+        m.touch_until = 0;
+        drive('D', D_TOUCH, true);
+    } else if (!strcmp(line, "release")) drive('D', D_TOUCH, false);
     else if (!strcmp(line, "reset")) want_reset = true;  /* not from inside a timer */
     else if (!strcmp(line, "gather")) {  /* the dealer gathers every card into the tray */
         gather();
         sensors();
     }
     else if (!strcmp(line, "ram")) ram_line();
+    else if (!strncmp(line, "avcc ", 5) && atoi(line + 5) >= 1800 && atoi(line + 5) <= 5500)
+        avr->vcc = avr->avcc = avr->aref = avcc_mv = (uint32_t)atoi(line + 5);
     else if (!strcmp(line, "freeze")) frozen = true;  /* the chip hangs: no byte in or out */
     else if (!strcmp(line, "quit")) quit = true;
     else fprintf(stderr, "simavr-harness: unknown command %s\n", line);
@@ -731,6 +826,7 @@ static avr_cycle_count_t tick(avr_t *a, avr_cycle_count_t when, void *param)
     mechanism(t);
     dealer(t);
     motor_watch(t);
+    pwm_still();
     pace(t);
     return when + avr_usec_to_cycles(avr, TICK_US);
 }
@@ -815,7 +911,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: simavr-harness [--cards N] [--card-rate PER_S] [--spinup S] [--feed top|bottom]\n"
             "       [--dealer instructed|other|both] [--lift-gap S] [--seed N] [--noise P]\n"
-            "       [--uptime SECONDS] [--flap-travel S] [--frame-scale F]\n"
+            "       [--uptime SECONDS] [--flap-travel S] [--frame-scale F] [--avcc MV]\n"
             "       [--fault jam:CARD[:FREES]|misfeed:CARD[:FREES]|double:CARD|battery:VOLTS|\n"
             "                dropout:MS]...\n"
             "       FIRMWARE.elf\n");
@@ -829,7 +925,7 @@ int main(int argc, char **argv)
         {"feed", 1, 0, 'f'}, {"dealer", 1, 0, 'd'}, {"lift-gap", 1, 0, 'g'},
         {"seed", 1, 0, 'S'}, {"fault", 1, 0, 'F'}, {"noise", 1, 0, 'N'},
         {"uptime", 1, 0, 'U'}, {"flap-travel", 1, 0, 'T'}, {"frame-scale", 1, 0, 'X'},
-        {0, 0, 0, 0}};
+        {"avcc", 1, 0, 'A'}, {0, 0, 0, 0}};
     m.cards = 52;
     m.card_rate = 5.0;
     m.spinup = 0.2;
@@ -854,14 +950,16 @@ int main(int argc, char **argv)
         case 'U': uptime_s = atof(optarg); break;
         case 'T': flap_travel = atof(optarg); break;
         case 'X': frame_scale = atof(optarg); break;
+        case 'A': avcc_mv = (uint32_t)atoi(optarg); break;
         default: usage();
         }
     }
     if (optind != argc - 1 || m.cards < 1 || m.cards > MAX_CARDS || !(m.card_rate > 0) ||
         !(uptime_s >= 0 && uptime_s < 4e9) || !(flap_travel >= 0 && flap_travel < 2) ||
-        !(frame_scale >= 0 && frame_scale <= 1))
+        !(frame_scale >= 0 && frame_scale <= 1) || avcc_mv < 1800 || avcc_mv > 5500)
         usage();
-    clock_addr = find_clock(argv[optind]);
+    clock_addr = find_symbol(argv[optind], "hw_ticks");
+    top_addr = find_symbol(argv[optind], "hw_motor_top");
     if (uptime_s > 0 && !clock_addr) {
         fprintf(stderr, "simavr-harness: --uptime: no hw_ticks in %s (avr-nm)\n", argv[optind]);
         return 2;
@@ -881,7 +979,7 @@ int main(int argc, char **argv)
     fw.frequency = 16000000;
     avr_load_firmware(avr, &fw);
     avr->frequency = 16000000;
-    avr->vcc = avr->avcc = avr->aref = 5000;
+    avr->vcc = avr->avcc = avr->aref = avcc_mv;
     avr->sleep = no_sleep;
     core_reset = avr->reset;
     avr->reset = on_reset;
@@ -906,6 +1004,10 @@ int main(int argc, char **argv)
     avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_UART_GETIRQ('0'), UART_IRQ_OUT_XOFF),
                             uart_xoff, NULL);
     adc_in = avr_io_getirq(avr, AVR_IOCTL_ADC_GETIRQ, ADC_IRQ_ADC0);
+    avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ('D'), D_FWD), pwm_edge,
+                            &pwm_pins[0]);
+    avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ('D'), D_REV), pwm_edge,
+                            &pwm_pins[1]);
 
     /* the beam and touch pins are INT0/INT1, low-level triggered at reset: simavr would
      * poll them every cycle while low, though the firmware never enables them */

@@ -95,6 +95,7 @@ void motor_set(int16_t s)
 }
 
 int16_t motor_speed(void) { return speed; }
+uint8_t motor_top(void) { return 255; }  /* the engine's speeds are of full duty */
 void diverter_set(uint8_t pile) { put((struct entry){LOG_DIVERT, pile, 0, 0, 0, 0, 0, 0, 0, 0}); }
 void outputs_safe(void) { motor_set(0); }  /* the park is not a command the engine gives */
 bool beam_blocked(void) { return beam; }

@@ -1,0 +1,125 @@
+"""The host's half of the Nano's duty cap and battery reading (issue 46), on the virtual
+MCU over a real pseudo-terminal: the CONFIG carries the config's own cap (the one the GPIO
+backend caps its pins with), a firmware too old to cap is refused by name unless full duty
+is within the motor's rating, and the virtual MCU drives and reads as the firmware does
+(tests/test_firmware_duty.py measures the chip itself in simavr)."""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import replace
+
+import pytest
+
+from firmware_bridge.backend import timings_of
+from firmware_bridge.device import SerialDevice, default_timings
+from firmware_bridge.link import ProtocolError
+from firmware_bridge.messages import OLD_HOST_DUTY_PCT, Config
+from hardware_sim import SimDevice, parse_fault_specs
+from hardware_sim.virtual_mcu import VirtualMCU, duty_of, nano_battery_mv
+from shuffler.config import load_config_text
+from shuffler.core.planning import coin_plan
+from shuffler.device.clock import ScaledClock
+from shuffler.errors import DeviceError
+
+
+def mcu_of(cards: int = 24, faults: tuple[str, ...] = (), **kwargs) -> VirtualMCU:
+    sim = SimDevice.for_cards(cards, faults=parse_fault_specs(faults), rng=random.Random(1),
+                              clock=ScaledClock(20))
+    return VirtualMCU(sim, seed=1, **kwargs)
+
+
+@pytest.mark.parametrize("text, pct", [
+    ("", 63),  # the BOM's 6 V motor on a fresh 9.5 V alkaline block
+    ('[battery]\nchemistry = "nimh"\n', 61),  # 6 V over 9.8 V
+    ("[gpio]\nmotor_volts = 9.0\n", 94),
+    ("[gpio]\nmotor_volts = 12.0\n", 100),  # rated above the block: full duty is safe
+])
+def test_the_config_carries_the_configs_own_duty_cap(text, pct):
+    config = load_config_text(text)
+    timings = timings_of(config)
+    assert timings.max_duty == config.gpio.motor_max_duty  # the GPIO backend's own cap
+    mcu = mcu_of()
+    dev = SerialDevice(mcu.path, timings=timings)
+    try:
+        assert dev.config.max_duty_pct == pct
+        assert mcu.config is not None and mcu.max_duty_pct == pct
+    finally:
+        dev.close()
+        mcu.close()
+
+
+def test_a_firmware_too_old_to_cap_the_motor_is_refused_by_name():
+    """A 2.1 firmware drives the motor at full duty: with a 63 % cap the host refuses to
+    open it, naming the firmware, the cap and the fix; nothing is configured, no pass
+    can run."""
+    mcu = mcu_of(protocol=(2, 1), firmware="shuffler-avr 0.1")
+    try:
+        with pytest.raises(ProtocolError) as e:
+            SerialDevice(mcu.path)
+        why = str(e.value)
+        assert "shuffler-avr 0.1" in why and "2.1" in why and "63 %" in why
+        assert "make -C firmware flash" in why
+        assert isinstance(e.value, DeviceError)  # the CLI's device error: a message, exit 3
+        assert mcu.config is None  # no CONFIG went out
+    finally:
+        mcu.close()
+
+
+def test_an_old_firmware_runs_when_full_duty_is_within_the_motors_rating():
+    """A 12 V motor on a 9 V block: cap 100 %, which a 2.1 firmware gives; its CONFIG goes
+    in the 23 bytes it reads (the virtual MCU sees no cap in it: the default)."""
+    mcu = mcu_of(protocol=(2, 1), firmware="shuffler-avr 0.1")
+    dev = SerialDevice(mcu.path, timings=replace(default_timings(), max_duty=1.0))
+    try:
+        assert mcu.config is not None and mcu.config.max_duty_pct == OLD_HOST_DUTY_PCT
+        report = dev.run_pass(coin_plan(24, random.Random(2)))
+        assert report.fault is None and report.counted == 24
+    finally:
+        dev.close()
+        mcu.close()
+
+
+@pytest.mark.parametrize("pct", [40, 63])
+def test_the_virtual_mcu_never_drives_above_the_cap_through_a_retried_pass(pct):
+    mcu = mcu_of(24, ("jam:5:1",))
+    dev = SerialDevice(mcu.path, timings=replace(default_timings(), max_duty=pct / 100))
+    seen: list[float] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.wait(0.002):
+            seen.append(mcu.duty())
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        report = dev.run_pass(coin_plan(24, random.Random(3)))
+    finally:
+        done.set()
+        sampler.join(2)
+        dev.close()
+        mcu.close()
+    assert report.fault is None and report.retries == 1
+    assert max(seen) == duty_of(1.0, pct) <= pct / 100  # the top of the ramp is the cap
+
+
+@pytest.mark.parametrize("avcc", [4400, 4700, 5000, 5250])
+def test_the_virtual_mcus_battery_reading_holds_at_every_avcc(avcc):
+    mcu = mcu_of()
+    mcu.avcc_mv = avcc
+    dev = SerialDevice(mcu.path)
+    try:
+        true = mcu.sim.battery().volts
+        read = dev.battery().volts
+        assert abs(read / true - 1) <= 0.02
+        assert read == nano_battery_mv(true, avcc) / 1000
+    finally:
+        dev.close()
+        mcu.close()
+
+
+def test_a_config_without_a_cap_reads_as_the_safe_default():
+    full = Config(500, 1000, 2, 300, 90_000, 60, 200, 2000, 5600, 100, 0, 94)
+    assert len(full.pack(minor=1)) == len(full.pack()) - 1
+    assert Config.unpack(full.pack(minor=1)).max_duty_pct == OLD_HOST_DUTY_PCT == 55
