@@ -215,23 +215,27 @@ class App:
         from shuffler.service.client import ServiceUnreachableError, SimBesideServiceError
 
         given = " and ".join(self.sim_given)
-        where = None
-        if self.socket_named is not None:
-            where = f"{self.socket_named} names the service's socket {self.socket}"
-        elif something_at(self.socket):
+        where, answers = None, False
+        if something_at(self.socket):
             try:
                 client = self.reach()
             except ServiceUnreachableError:  # none answers: nothing else deals
                 client = None
             if client is not None:
                 client.close()
-                where = f"a service answers at {self.socket}"
+                where, answers = f"a service answers at {self.socket}", True
+        if self.socket_named is not None:
+            where = f"{self.socket_named} names the service's socket {self.socket}"
         if where is not None:
+            # a service that runs holds the machine's lock in its state folder: the
+            # simulator here needs one of its own
+            here = ("--no-service --state-dir DIR to run the simulator here in a state "
+                    "folder the running service does not hold" if answers else
+                    f"--no-service to run the simulator here (state in {self.state_dir})")
             raise SimBesideServiceError(
                 f"{given}: for a simulator this command runs itself, but {where}, and "
-                "the service's machine would not get it: pass --no-service to run the "
-                f"simulator here (state in {self.state_dir}), or give it to a service "
-                "as it starts (they are options of `shuffler serve` too)")
+                f"the service's machine would not get it: pass {here}, or give it to a "
+                "service as it starts (they are options of `shuffler serve` too)")
 
     def no_service_here(self) -> None:
         """No service answers: on a machine with one installed, a real device is the
@@ -501,7 +505,7 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
               service_user=written.get("user"),
               socket_named=socket_named(ctx, o, config, found),
               sim_given=options.given(ctx, options.SIM_OPTIONS))
-    if config_error is not None:
+    if config_error is not None and not o.as_json:  # with --json stderr stays clean
         app.warn(f"the config does not load ({config_error}); asking the service at "
                  f"{app.socket} without it")
     ctx.call_on_close(app.close)
@@ -548,29 +552,13 @@ def client_socket(config: Config | None, written: str | None = None) -> Path:
 
 
 def written_service_keys(paths: list[Path]) -> dict[str, str]:
-    """``[service] socket`` and ``user`` as the config files that still parse as TOML
-    write them (the later file's over the earlier's), without checking the rest: where
-    the service listens when a pin clash or an unknown key stops the config loading."""
-    import tomllib
+    """``[service] socket`` and ``user`` as the config files write them, without checking
+    the rest: where the service listens when a TOML error, a pin clash or an unknown key
+    stops the config loading (a file with a TOML error is scanned for the two keys'
+    lines: :func:`shuffler_cli.quickstop.service_keys`, which ``stop`` reads too)."""
+    from .quickstop import service_keys
 
-    from shuffler.errors import ShufflerError
-    from shuffler.files import read_limited
-
-    keys: dict[str, str] = {}
-    for path in paths:
-        try:
-            raw = read_limited(path, "config file")
-            doc = tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
-        except (ShufflerError, ValueError, RecursionError):  # unreadable or not TOML
-            continue
-        table = doc.get("service")
-        if not isinstance(table, dict):
-            continue
-        for key in ("socket", "user"):
-            value = table.get(key)
-            if isinstance(value, str) and value and "\0" not in value and len(value) < 108:
-                keys[key] = value
-    return keys
+    return service_keys(paths)
 
 
 class Progress:

@@ -33,7 +33,7 @@ def distance_text(distance, exact: bool = True) -> str:
     upper bound (after a double feed, a lost track or a resumed hand)."""
     if distance is None:
         return "distance from random unknown"
-    if distance == 0 and exact:
+    if distance == 0:  # a bound of 0 is exact too
         return "exactly random"
     return f"distance from random {'' if exact else 'at most '}{distance_number(distance)}"
 
@@ -49,6 +49,21 @@ def pass_line(p: dict[str, Any], of: int | None = None) -> str:
     return line
 
 
+def of_passes(done: int, planned: int) -> str:
+    """"3 of 5 passes", "1 of 1 pass": the count of the passes planned."""
+    return f"{done} of {passes(planned)}"
+
+
+def ended_by(fault: dict[str, Any] | None) -> str:
+    """How a hand that did not finish ended: "stopped on request" (``shuffler stop``,
+    the page's Stop, a signal), "stopped (jam)", "stopped (no touch)"."""
+    if fault is None:
+        return "stopped (no touch)"
+    if fault["kind"] == "stopped":
+        return "stopped on request"
+    return f"stopped ({fault['kind'].replace('_', ' ')})"
+
+
 def hand_summary(h: dict[str, Any]) -> str:
     done = h["passes_done"]
     mode = "coin flips" if h["mode"] == "coin" else "planned"
@@ -56,8 +71,8 @@ def hand_summary(h: dict[str, Any]) -> str:
         distance = distance_text(h["distance"], h.get("distance_exact", True))
         deck = f"; deck {h['deck']} is ready" if h.get("deck") else ""
         note = f" ({h['distance_note']})" if h.get("distance_note") else ""
-        return (f"hand {h['number']}: dealt by {h['dealer']}; {done} of {h['passes']} "
-                f"passes done ({mode}, {distance}); "
+        return (f"hand {h['number']}: dealt by {h['dealer']}; {of_passes(done, h['passes'])} "
+                f"done ({mode}, {distance}); "
                 f"{h['next_dealer']} deals next{deck}{note}")
 
     from shuffler.device.contract import FaultKind
@@ -66,7 +81,7 @@ def hand_summary(h: dict[str, Any]) -> str:
     step = ("free the machine, run `shuffler clear`, then `shuffler hand` to finish it"
             if fault and FaultKind(fault["kind"]).latches
             else "run `shuffler hand` to finish it")
-    return (f"hand {h['number']}: stopped after {done} of {h['passes']} passes; "
+    return (f"hand {h['number']}: stopped after {of_passes(done, h['passes'])}; "
             f"{h['dealer']} still deals; {step}")
 
 
@@ -86,20 +101,20 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
              f"{c['interrupted']} interrupted",
              f"dealer: {s['dealer']}"]
     if last := s.get("last_hand"):
-        fault = last["fault"]["kind"] if last["fault"] else "no touch"
-        state = "done" if last["completed"] else f"stopped ({fault})"
+        state = "done" if last["completed"] else ended_by(last["fault"])
         # the hand's own words: "at most" where it said it, its note, nothing else added
         exact = last.get("distance_exact")
         if exact is None:  # an older state file: a hand whose track was lost was a bound
             exact = last["tracking"]
         note = f" ({last['distance_note']})" if last.get("distance_note") else ""
-        lines.append(f"last hand: {last['number']}, {state}: {last['passes_done']} of "
-                     f"{last['passes']} passes, {distance_text(last['distance'], exact)}"
+        lines.append(f"last hand: {last['number']}, {state}: "
+                     f"{of_passes(last['passes_done'], last['passes'])}, "
+                     f"{distance_text(last['distance'], exact)}"
                      f"{note}")
     h = s.get("hand_in_progress")
     if h:
-        lines.append(f"hand {h['number']} in progress: {h['passes_done']} of {h['passes']} "
-                     "passes done")
+        lines.append(f"hand {h['number']} in progress: "
+                     f"{of_passes(h['passes_done'], h['passes'])} done")
     return "\n".join(lines)
 
 

@@ -121,6 +121,8 @@ def distance_note(hand: HandReport) -> str | None:
         return None
     if hand.distance is None:
         return "; ".join(said) + ": how random this hand is cannot be said"
+    if hand.distance == 0:  # a departure the plan still covers: no bound to state
+        return "; ".join(said) + ": this hand is still exactly random"
     return "; ".join(said) + f": this hand is random to within {_limit_words(hand.distance)}"
 
 
@@ -160,8 +162,6 @@ def _fault_reasons(hand: HandReport) -> list[str]:
 
 def _limit_words(distance: Fraction) -> str:
     """The bound as the note prints it: four digits, never a rounded-up 1."""
-    if distance == 0:
-        return "0 (exactly random)"
     x = f"{float(distance):.4g}"
     return ">0.9999" if distance < 1 and float(x) >= 1 else x
 

@@ -22,13 +22,14 @@ import os
 import pwd
 import socket
 import stat
-import struct
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from shuffler.errors import BadInputError, DeviceError, ShufflerError
 from shuffler.service.request import TRAITS
+from shuffler.service.trust import peer_uid
+from shuffler.service.trust import trusted_uids as trusted_uids  # the CLI's name for it
 
 #: the socket protocol this client speaks (shuffler.service.protocol.PROTOCOL; a test keeps
 #: them equal)
@@ -74,15 +75,6 @@ class ServiceStoppedError(DeviceError):
     kind = "service_stopped"
 
 
-def trusted_uids(user: str | None = None) -> frozenset[int]:
-    """Who may own the service's socket: root, this user, and ``user`` (a name or uid)."""
-    uids = {0, os.getuid()}
-    if user:
-        with contextlib.suppress(KeyError):  # no such account: only root and this user
-            uids.add(int(user) if user.isdigit() else pwd.getpwnam(user).pw_uid)
-    return frozenset(uids)
-
-
 def owner_name(uid: int) -> str:
     try:
         return f"{pwd.getpwuid(uid).pw_name!r} (uid {uid})"
@@ -100,14 +92,6 @@ def check_owner(path: Path, uid: int, trusted: frozenset[int], what: str) -> Non
         "trusting it (anyone can create a socket there first). Remove it, name the "
         "service's socket with --socket, or set [service] user to the service's account",
         "service_untrusted")
-
-
-def _peer_uid(sock: socket.socket) -> int | None:
-    try:
-        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except (OSError, AttributeError):
-        return None
-    return struct.unpack("3i", creds)[1]
 
 
 class BadAnswerError(ShufflerError, ValueError):
@@ -198,7 +182,7 @@ class ServiceClient:
         self.sock.settimeout(timeout)
         try:
             self.sock.connect(str(path))
-            peer = _peer_uid(self.sock)
+            peer = peer_uid(self.sock)
             if trusted is not None and peer is not None:
                 check_owner(self.path, peer, trusted, "listening process")
             self.file = self.sock.makefile("rwb")
