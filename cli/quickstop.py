@@ -63,6 +63,8 @@ def parse(argv: list[str], env: dict[str, str]) -> dict[str, Any] | None:
             given[name] = value if eq else next(args, "")
         else:
             return None
+    if "stop" not in given:  # "stop" was an option's value: no command given
+        return None
     as_json = env.get("SHUFFLER_JSON", "").lower()
     if as_json not in TRUE + FALSE or env.get("SHUFFLER_COLOR", "").lower() not in TRUE + FALSE:
         return None

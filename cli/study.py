@@ -89,7 +89,7 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
                  "(the guessing columns: the best guesser's expected score, exact)")
     lines.append(f"a hand runs {k} passes by default (the fewest k with 2^k >= {n}: "
                  f"{'exactly random' if tv_planned(n, k) == 0 else 'the physical limit'} "
-                 "in planned mode; shuffler.core.planning.default_passes)")
+                 "in planned mode; docs/mixing.md, \"Choosing N passes a hand\")")
     for mode in ("planned", "coin"):
         needed = rec[mode]
         lines.append(f"to get below {target} ({mode}): " + (
@@ -212,7 +212,8 @@ def _dealer_line(hands: _Hands, flaws: Imperfections) -> str:
 @click.option("--cards", type=click.IntRange(1, MAX_CARDS), default=None,
               help="cards in the load (default 24)")
 @click.option("--passes", type=click.IntRange(1, MAX_PASSES), default=None,
-              help="passes a hand (default: default_passes, exactly random in planned mode)")
+              help="passes a hand (default: the fewest k with 2^k >= the cards, 5 for 24: "
+                   "exactly random in planned mode)")
 @click.option("--mode", type=click.Choice(MODES), default="planned", show_default=True,
               help="planned: reach the physical limit; coin: the plain machine")
 @click.option("--trials", type=click.IntRange(1, 10**7), default=10_000, show_default=True)

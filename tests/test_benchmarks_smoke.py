@@ -37,6 +37,7 @@ def test_bench_gpio_deals_every_card_where_the_plan_says():
     pytest.param(("bench_mixing.py",), marks=SLOW),
     pytest.param(("bench_serial.py", "--passes", "2"), marks=SLOW),
     ("battery_level.py", "--runs", "10"),
+    pytest.param(("bench_stop.py", "--runs", "1"), marks=SLOW),
     pytest.param(("bench_sim_avr.py", "--rates", "50", "--passes", "1"), marks=SLOW),
 ])
 def test_a_benchmark_runs_to_the_end(args):
