@@ -102,18 +102,23 @@ def service_keys(paths: list[Path]) -> dict[str, str]:
     """``[service] socket`` and ``user`` as the config files write them (the later
     file's over the earlier's), without checking anything else: where the service
     listens when the config does not load. A file TOML reads gives its keys as TOML
-    reads them; one with a TOML error anywhere is scanned line by line (:func:`scan`)."""
-    import tomllib
-
+    reads them; one with a TOML error anywhere is scanned line by line (:func:`scan`).
+    A file that writes them only the plain way (a ``[service]`` header, then ``key =
+    "..."`` lines; no dotted key, inline table or multi-line string) is scanned without
+    loading the TOML parser: the same keys, a few milliseconds sooner."""
     keys: dict[str, str] = {}
     for path in paths:
         text = read_config(path)
         if text is None:
             continue
-        try:
-            table = tomllib.loads(text).get("service")
-        except (tomllib.TOMLDecodeError, RecursionError):
-            table = scan(text)
+        table: object = scan(text) if plain(text) else None
+        if table is None:
+            import tomllib
+
+            try:
+                table = tomllib.loads(text).get("service")
+            except (tomllib.TOMLDecodeError, RecursionError):
+                table = scan(text)
         if not isinstance(table, dict):
             continue
         for key in ("socket", "user"):
@@ -122,6 +127,16 @@ def service_keys(paths: list[Path]) -> dict[str, str]:
                     os.fsencode(value)) <= MAX_SOCKET:
                 keys[key] = value
     return keys
+
+
+def plain(text: str) -> bool:
+    """Whether the scan reads ``[service]`` as TOML would: nothing names the table but
+    its header (``service.socket = ...``, ``service = {...}``, a quoted ``"service"``),
+    no multi-line string could hide a line that looks like a header or a key, and no
+    escape needs decoding."""
+    rest = text.replace("[service]", "")
+    return ("service" not in rest and '"""' not in text and "'''" not in text
+            and "\\" not in text)
 
 
 def scan(text: str) -> dict[str, str]:

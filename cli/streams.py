@@ -18,7 +18,10 @@ import errno
 import io
 import os
 import sys
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # not ``typing``'s: the fast stop (cli/quickstop.py) loads this module
+if TYPE_CHECKING:
+    from typing import Any, TextIO
 
 #: the exit code when the report could not be written to stdout
 EXIT_OUTPUT = 2

@@ -36,7 +36,9 @@ with neither, the defaults below apply. Every key is optional; a key shown comme
 out has no default value (what it does without one is in its comment).
 
 **Finding the service.** Without `--socket`, a command asks the service at the
-config's `[service] socket`; without one there, at the deployed service's
+config's `[service] socket` (in a file with a TOML error, the line `socket = "..."` under
+a `[service]` header, read on its own: `stop` and `status` still find the service);
+without one there, at the deployed service's
 `/run/shuffler/shuffler.sock` when it exists or a service is installed (the machine's
 config or `/etc/systemd/system/shuffler.service` is there); else at the user's own
 (`$XDG_RUNTIME_DIR/shuffler.sock`). When no service answers on a machine that has one

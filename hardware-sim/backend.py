@@ -16,6 +16,7 @@ from shuffler.device.contract import ShufflerDevice
 from shuffler.device.registry import Backend, Opening, SimOptions
 from shuffler.errors import BadInputError
 
+from .battery import SimBattery
 from .device import SimDevice, beam_filter
 
 if TYPE_CHECKING:
@@ -39,15 +40,64 @@ def _hears_or_refuse(sim: SimOptions, device: str) -> None:
                             "the stack there; try --device sim or sim-gpio")
 
 
+#: the simulated battery's charge between in-process runs, in the state folder: a real
+#: battery is not new each time a command runs
+KEPT_BATTERY = "sim-battery.json"
+#: a kept battery this flat is changed for a new one (the simulated dealer changes it)
+CHANGED_BELOW = 0.1
+
+
+class KeptBatterySim(SimDevice):
+    """The simulator whose battery's charge is read from the state folder as it opens
+    and written back as it closes, when it changed and the folder is there (not a
+    battery a ``battery:VOLTS`` fault put in)."""
+
+    kept_at: Path | None = None
+    charge_at_open = 1.0
+
+    def close(self) -> None:
+        super().close()
+        if (self.kept_at is not None and self.kept_at.parent.is_dir()
+                and self.mechanism.battery.charge != self.charge_at_open):
+            import contextlib
+            import json
+
+            from shuffler.files import atomic_write
+
+            charge = {"charge": self.mechanism.battery.charge}
+            with contextlib.suppress(OSError):  # a read-only folder keeps no charge
+                atomic_write(self.kept_at, json.dumps(charge).encode())
+
+
+def kept_battery(path: Path) -> SimBattery:
+    """The battery the last run left (new if none, or unreadable, or flat)."""
+    import json
+
+    from shuffler.errors import ShufflerError
+    from shuffler.files import read_limited
+
+    try:
+        charge = json.loads(read_limited(path, "simulated battery", follow=False) or b"{}")
+        charge = float(charge.get("charge", 1.0))
+    except (ShufflerError, ValueError, TypeError, AttributeError):
+        charge = 1.0
+    return SimBattery(charge=charge if CHANGED_BELOW <= charge <= 1.0 else 1.0)
+
+
 def open_sim(o: Opening) -> SimDevice:
-    """The simulated shuffler, on its own physics."""
+    """The simulated shuffler, on its own physics; its battery kept in the state folder
+    from one run to the next (:data:`KEPT_BATTERY`)."""
     from .faults import parse_fault_specs
     from .physics import MechanismSpec
 
     mech = o.config.mechanism
-    device = SimDevice.for_cards(
+    faults = parse_fault_specs(o.sim.faults)
+    kept = (Path(o.config.state_dir) / KEPT_BATTERY
+            if o.config.state_dir is not None and not faults.battery_volts else None)
+    device = KeptBatterySim.for_cards(
         o.cards,
-        faults=parse_fault_specs(o.sim.faults),
+        battery=kept_battery(kept) if kept is not None else None,
+        faults=faults,
         spec=MechanismSpec(feed=mech.feed, card_rate=mech.card_rate),
         rng=random.Random(o.sim.seed),
         **_dealer(o.sim),
@@ -55,6 +105,8 @@ def open_sim(o: Opening) -> SimDevice:
         limits=mech.limits,
     )
     device.timings = beam_filter(o.config.gpio)
+    assert isinstance(device, KeptBatterySim)
+    device.kept_at, device.charge_at_open = kept, device.mechanism.battery.charge
     return device
 
 

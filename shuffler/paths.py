@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from shuffler.files import default_state_dir
-
 #: where a deployed machine keeps its config and its service's socket, under the system
 #: root (docs/deploy/README.md): ``/`` unless SHUFFLER_SYSTEM_ROOT names a throwaway one
 #: (tests, a staged image), so nothing but a real deployment is read from /etc or /run
@@ -47,6 +45,8 @@ def default_socket_path() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime:
         return Path(runtime) / "shuffler.sock"
+    from shuffler.files import default_state_dir  # here: `shuffler stop` may never need it
+
     return default_state_dir() / "shuffler.sock"
 
 

@@ -9,6 +9,9 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
+
+import pytest
 
 from shuffler_cli import quickstop
 from tests.cli import SHUFFLER
@@ -77,14 +80,23 @@ def test_the_scan_takes_nothing_it_cannot_read_whole(tmp_path):
     assert quickstop.service_keys([second]) == {}
 
 
-def test_a_config_toml_reads_is_read_as_toml(tmp_path):
-    """Dotted keys and inline tables: the scan is only for a file TOML cannot read."""
-    dotted = tmp_path / "d.toml"
-    dotted.write_text('service.socket = "/d.sock"\n')
-    inline = tmp_path / "i.toml"
-    inline.write_text('service = {socket = "/i.sock", user = "0"}\n')
-    assert quickstop.service_keys([dotted]) == {"socket": "/d.sock"}
-    assert quickstop.service_keys([inline]) == {"socket": "/i.sock", "user": "0"}
+@pytest.mark.parametrize("text", [
+    'service.socket = "/d.sock"\n',
+    'service = {socket = "/i.sock", user = "0"}\n',
+    '[service]\nsocket = "/a\\u0062.sock"\n',
+    'note = """\n[service]\nsocket = "/fake.sock"\n"""\n[service]\nuser = "x"\n',
+    '[ "service" ]\nsocket = \'/q.sock\'\n',
+    '[service] # the service\nsocket = "/s.sock" # its socket\nuser = "7"\n[pins]\n',
+    '[hand]\ncards = 24\n',
+])
+def test_a_config_toml_reads_gives_what_toml_reads(tmp_path, text):
+    """Dotted keys, inline tables, escapes, a multi-line string that looks like the
+    table, a quoted header, comments: whether scanned or parsed, TOML's answer."""
+    config = tmp_path / "c.toml"
+    config.write_text(text)
+    table = tomllib.loads(text).get("service", {})
+    assert quickstop.service_keys([config]) == {k: table[k] for k in ("socket", "user")
+                                                if k in table}
 
 
 def test_a_fifo_or_a_huge_file_is_never_read(tmp_path):

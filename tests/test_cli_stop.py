@@ -7,6 +7,7 @@ import os
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -67,8 +68,8 @@ BROKEN = {"toml": "[hand\ncards = 24\n",
 def test_stop_with_the_config_broken_mid_pass_stops_it(tmp_path, broken, named):
     """The deployed layout under a system root: /etc/shuffler/config.toml (the service's
     and the CLI's), the service on /run/shuffler/shuffler.sock; the config breaks while a
-    pass runs. ``stop`` (with --socket, or finding the system socket) exits 0, saying the
-    config does not load, and no card falls after its answer: the motor is off."""
+    pass runs. ``stop`` (with --socket, or finding the system socket) exits 0, with
+    --json on stdout only, and no card falls after its answer: the motor is off."""
     root = tmp_path / "r"
     etc, run = root / "etc" / "shuffler", root / "run" / "shuffler"
     etc.mkdir(parents=True)
@@ -78,32 +79,17 @@ def test_stop_with_the_config_broken_mid_pass_stops_it(tmp_path, broken, named):
     svc.config.write_text("[hand]\ncards = 24\n")
     svc.start()
     try:
-        dealing, cards, answer = threading.Event(), [], {}
-
-        def on_event(event: dict) -> None:
-            if event.get("event") == "card":
-                cards.append(time.monotonic())
-                dealing.set()
-
-        def deal() -> None:
-            answer.update(svc.client().request("pass", on_event, cards=24))
-
-        runner = threading.Thread(target=deal)
-        runner.start()
-        assert dealing.wait(30), "the pass never counted a card"
-        svc.config.write_text(BROKEN[broken])
         env = {**os.environ, "SHUFFLER_SYSTEM_ROOT": str(root), "SHUFFLER_CHECK_SCHEMAS": "1",
                "SHUFFLER_STATE_DIR": str(tmp_path / "cli-state")}
         for name in ("SHUFFLER_CONFIG", "SHUFFLER_SOCKET", "XDG_RUNTIME_DIR"):
             env.pop(name, None)
-        result = subprocess.run(
-            [SHUFFLER, *(["--socket", str(svc.socket)] if named else []), "--json", "stop"],
-            env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-        answered = time.monotonic()
+        cards, answer = stop_mid(
+            svc, [SHUFFLER, *(["--socket", str(svc.socket)] if named else []), "--json", "stop"],
+            env, "pass", lambda: svc.config.write_text(BROKEN[broken]), cards=24)
+        result, answered = answer["cli"], answer["answered"]
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout) == {"schema": 1, "stopped": True}
         assert result.stderr == ""  # --json: stdout only
-        runner.join(30)
         report = answer["pass"]
         assert report["fault"]["kind"] == "stopped" and report["counted"] < 24, report
         assert len([t for t in cards if t > answered]) <= 1, "cards fell after the stop"
@@ -196,7 +182,7 @@ def test_stop_finds_the_service_through_any_broken_config_in_a_card_interval(tmp
                     env.pop("SHUFFLER_CONFIG", None)
                 sock = ["--socket", str(svc.socket)] if with_socket else []
                 case = f"{naming}, {'with' if with_socket else 'without'} --socket"
-                cards, report = stop_mid_hand(svc, [SHUFFLER, *args, *sock, "stop"], env)
+                cards, report = stop_mid(svc, [SHUFFLER, *args, *sock, "stop"], env)
                 result, answered = report["cli"], report["answered"]
                 assert result.returncode == 0, (case, result.stderr)
                 assert result.stdout == "stopped: the motor is off\n", case
@@ -212,9 +198,11 @@ def test_stop_finds_the_service_through_any_broken_config_in_a_card_interval(tmp
         svc.stop()
 
 
-def stop_mid_hand(svc: Service, command: list[str], env: dict[str, str]):
-    """A one-pass hand on the service; once a card has fallen, ``command`` runs. The
-    times cards fell, and the CLI's result, its end and the hand's report."""
+def stop_mid(svc: Service, command: list[str], env: dict[str, str], cmd: str = "hand",
+             meanwhile: Callable[[], object] = lambda: None, **args: object):
+    """``cmd`` (a one-pass hand) on the service; once a card has fallen, ``meanwhile()``,
+    then ``command`` runs. The times cards fell, and the request's answer with the CLI's
+    result (``cli``) and the time it ended (``answered``)."""
     dealing, cards, report = threading.Event(), [], {}
 
     def on_event(event: dict) -> None:
@@ -223,12 +211,13 @@ def stop_mid_hand(svc: Service, command: list[str], env: dict[str, str]):
             dealing.set()
 
     def deal() -> None:
-        report.update(svc.client().request("hand", on_event, passes=1))
+        report.update(svc.client().request(cmd, on_event, **(args or {"passes": 1})))
 
     runner = threading.Thread(target=deal)
     runner.start()
     try:
-        assert dealing.wait(30), "the hand never counted a card"
+        assert dealing.wait(30), f"the {cmd} never counted a card"
+        meanwhile()
         report["cli"] = subprocess.run(command, env=env, capture_output=True, text=True,
                                        timeout=60, stdin=subprocess.DEVNULL)
         report["answered"] = time.monotonic()

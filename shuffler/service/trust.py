@@ -4,7 +4,6 @@ the command, and ``[service] user``. :mod:`shuffler.service.client` says the res
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import struct
@@ -16,8 +15,10 @@ def trusted_uids(user: str | None = None) -> frozenset[int]:
     if user:
         import pwd
 
-        with contextlib.suppress(KeyError):  # no such account: only root and this user
+        try:
             uids.add(int(user) if user.isdigit() else pwd.getpwnam(user).pw_uid)
+        except KeyError:  # no such account: only root and this user
+            return frozenset(uids)
     return frozenset(uids)
 
 
