@@ -153,8 +153,9 @@ def stop(app: App) -> None:
                 f"no service is running here, so no pass of its to stop ({in_terminal})",
                 "service_not_running")
         result = client.request("stop", None)
-        app.emit(result, "stopped: the motor is off" if result["stopped"] else
-                 "nothing to stop: no pass or hand was running (the motor is off)")
+        from .quickstop import NOTHING, STOPPED  # the fast stop's words are the same
+
+        app.emit(result, STOPPED if result["stopped"] else NOTHING)
         return EXIT_OK
 
     run_guarded(app, body)

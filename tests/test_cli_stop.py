@@ -201,7 +201,7 @@ def test_stop_finds_the_service_through_any_broken_config_in_a_card_interval(tmp
 def stop_mid(svc: Service, command: list[str], env: dict[str, str], cmd: str = "hand",
              meanwhile: Callable[[], object] = lambda: None, **args: object):
     """``cmd`` (a one-pass hand) on the service; once a card has fallen, ``meanwhile()``,
-    then ``command`` runs. The times cards fell, and the request's answer with the CLI's
+    then ``command`` runs (if any). The times cards fell, and the request's answer with the CLI's
     result (``cli``) and the time it ended (``answered``)."""
     dealing, cards, report = threading.Event(), [], {}
 
@@ -218,9 +218,39 @@ def stop_mid(svc: Service, command: list[str], env: dict[str, str], cmd: str = "
     try:
         assert dealing.wait(30), f"the {cmd} never counted a card"
         meanwhile()
-        report["cli"] = subprocess.run(command, env=env, capture_output=True, text=True,
-                                       timeout=60, stdin=subprocess.DEVNULL)
-        report["answered"] = time.monotonic()
+        if command:
+            report["cli"] = subprocess.run(command, env=env, capture_output=True, text=True,
+                                           timeout=60, stdin=subprocess.DEVNULL)
+            report["answered"] = time.monotonic()
     finally:
         runner.join(30)
     return cards, report
+
+
+def test_the_pages_stop_stops_the_pass_at_once(tmp_path):
+    """The page's Stop (POST /api/stop, as the page sends it from loopback) is the
+    socket's stop: answered once the motor is off, and no card after the card in flight."""
+    import http.client
+
+    from tests.mqtt_broker import free_port
+
+    port = free_port()
+    svc = Service(tmp_path, f"[web]\nenabled = true\nport = {port}\n", speed=1.0).start()
+    try:
+        def page_stop() -> None:
+            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            conn.request("POST", "/api/stop", b"{}", {
+                "Content-Type": "application/json", "Origin": f"http://127.0.0.1:{port}"})
+            reply = conn.getresponse()
+            answer["page"] = (reply.status, json.loads(reply.read()))
+            answer["at"] = time.monotonic()
+            conn.close()
+
+        answer: dict = {}
+        cards, report = stop_mid(svc, [], {}, meanwhile=page_stop)
+        stopped = answer["at"]
+        assert answer["page"] == (200, {"ok": True, "result": {"stopped": True}}), answer
+        assert report["hand"]["fault"]["kind"] == "stopped", report
+        assert len([t for t in cards if t > stopped]) <= 1, "cards fell after the page's stop"
+    finally:
+        svc.stop()
