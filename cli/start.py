@@ -1,13 +1,13 @@
 """The console script's entry. Its first statements make Ctrl-C during start-up a quiet
-exit: ``signal`` is built into the interpreter, so the handler is in place before this
-module imports anything else (the window left is the interpreter's own start-up,
-README "Signals"). Then every ending signal is quiet until the command runs
-(:func:`shuffler.control.signals.quiet_until_ready`); a plain ``stop`` goes to the
-service at once (:mod:`.quickstop`, before click and the config load); anything else is
-the command line (:func:`shuffler_cli.main.main`)."""
+exit: ``_signal`` is built into the interpreter and ``os`` already loaded, so the
+handler is in place before this module reads anything from disk (the window left is the
+interpreter's own start-up, README "Signals"). Then every ending signal is quiet until
+the command runs (:func:`shuffler.control.signals.quiet_until_ready`); a plain ``stop``
+goes to the service at once (:mod:`.quickstop`, before click and the config load);
+anything else is the command line (:func:`shuffler_cli.main.main`)."""
 
-import os as _os  # both already loaded by the interpreter: nothing is read from disk
-import signal as _signal
+import _signal  # type: ignore[import-not-found]  # built in; signal.py wraps it (and loads enum)
+import os as _os  # loaded by the interpreter itself
 
 
 def _leave(signum: int, frame: object = None) -> None:
