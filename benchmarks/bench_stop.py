@@ -10,6 +10,9 @@ stop, from the command's start (just before it is spawned, wall clock):
   --log-json``); the service turns the motor off in the same call, before it answers;
 - ``to exit``: to the command's exit, after the answer came (an upper bound).
 
+Beside each stop, the floor: a bare ``python -c pass`` of the same interpreter, spawn to
+exit, just before it (what the load costs any command).
+
 Issue 46's goal: the motor off within a card interval (0.2 s) of the command's start,
 every time, on this machine as loaded as it is. Prints a table, then one JSON object.
 
@@ -37,6 +40,8 @@ from tests.served import Service  # noqa: E402 - the tests' served simulator
 
 #: a card interval: the goal for the motor off after the command's start
 GOAL_S = 0.2
+#: a bare interpreter's start and exit, beside each stop
+floors: list[float] = []
 BROKEN = {"toml": "[hand\ncards = 24\n", "pin_clash": "[pins]\ntouch = 17\nmotor = 17\n",
           "unknown_key": "[hand]\nbogus = 1\n"}
 NAMINGS = ("--config", "SHUFFLER_CONFIG", "user's", "system's")
@@ -75,6 +80,9 @@ def one_stop(svc: Service, command: list[str],
         if done.is_set():
             return None
     before = len(stop_times(svc))
+    floor = time.time()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    floors.append(time.time() - floor)
     start = time.time()
     proc = subprocess.run(command, env=env, capture_output=True, text=True, check=False,
                           stdin=subprocess.DEVNULL)
@@ -149,11 +157,16 @@ def main() -> int:
                "to_stop_max_s": round(max(to_stop), 4),
                "to_exit_median_s": round(statistics.median(to_exit), 4),
                "to_exit_max_s": round(max(to_exit), 4),
+               "within_goal_share": round(sum(t <= GOAL_S for t in to_stop) / len(to_stop), 3),
+               "bare_python_median_s": round(statistics.median(floors), 4),
+               "bare_python_max_s": round(max(floors), 4),
                "within_goal": max(to_stop) <= GOAL_S, "cases": rows}
     print(f"command start -> motor off: median {summary['to_stop_median_s']:.3f} s, max "
           f"{summary['to_stop_max_s']:.3f} s over {len(to_stop)} stops (goal {GOAL_S} s); "
           f"to the command's exit: median {summary['to_exit_median_s']:.3f} s, max "
-          f"{summary['to_exit_max_s']:.3f} s; load {summary['load']}")
+          f"{summary['to_exit_max_s']:.3f} s; a bare `python -c pass`: median "
+          f"{summary['bare_python_median_s']:.3f} s, max {summary['bare_python_max_s']:.3f} s; "
+          f"load {summary['load']}")
     print(json.dumps(summary))
     return 0 if summary["within_goal"] else 1
 
