@@ -119,3 +119,23 @@ def test_a_simulator_option_beside_a_running_service_is_refused(env, tmp_path):
         assert here.exit_code == 0, here.output  # in-process, as asked
     finally:
         svc.stop()
+
+
+def test_the_refusals_advice_beside_a_running_service_works_as_written(env, tmp_path):
+    """Issue 46: beside a running service that holds the machine's lock in the state
+    folder this command would use, plain --no-service is refused in turn (busy); the
+    refusal names what runs: --no-service with a state folder of its own."""
+    svc = Service(tmp_path, speed=1e6).start()
+    try:
+        shared = {**env, "XDG_RUNTIME_DIR": str(svc.folder), "SHUFFLER_STATE_DIR": str(svc.state)}
+        refused = invoke(shared, "--sim-fault", "jam:5", "--json", "pass")
+        assert refused.exit_code == 2
+        message = json.loads(refused.stdout)["error"]["message"]
+        assert "pass --no-service --state-dir DIR to run the simulator here" in message
+        busy = invoke(shared, "--no-service", "--sim-fault", "jam:5", "--json", "pass")
+        assert json.loads(busy.stdout)["error"]["kind"] == "busy"  # why the advice says more
+        own = invoke(shared, "--no-service", "--state-dir", str(tmp_path / "own"),
+                     "--sim-fault", "jam:5", "--sim-speed", "1000000", "--json", "pass")
+        assert own.exit_code == 3 and json.loads(own.stdout)["error"]["kind"] == "jam"
+    finally:
+        svc.stop()

@@ -129,3 +129,39 @@ def test_an_old_variable_still_works_and_says_it_is_deprecated(tmp_path, var, no
                             stdin=subprocess.DEVNULL)
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("deprecated: set SHUFFLER_SELFTEST_YES instead" in result.stderr) is note
+
+
+def test_the_status_words_never_say_a_thing_twice_or_in_the_wrong_number(run):
+    """Issue 46: "stopped (stopped)", "1 of 1 passes", "random to within 0 (exactly
+    random)" read as a person would write them."""
+    from shuffler_cli.render import distance_text, ended_by, of_passes
+
+    hand = run("hand", "--passes", "1")
+    assert hand.exit_code == 0, hand.output
+    assert "1 of 1 pass done" in hand.stdout
+    status = run("status").stdout
+    assert "last hand: 1, done: 1 of 1 pass, " in status
+    assert ended_by({"kind": "stopped", "message": "", "card": 3}) == "stopped on request"
+    assert ended_by({"kind": "count_mismatch", "message": "", "card": 3}) == (
+        "stopped (count mismatch)")
+    assert ended_by(None) == "stopped (no touch)"
+    assert of_passes(2, 5) == "2 of 5 passes"
+    assert distance_text(0, exact=False) == "exactly random"  # a bound of 0 is no bound
+
+
+def test_a_departure_the_plan_still_covers_says_exactly_random_once():
+    from fractions import Fraction
+
+    from shuffler.control.reports import distance_note
+
+    class Hand:  # what distance_note reads of a hand: a departure, and a distance of 0
+        records = ()
+        departures = (3,)
+        pattern = None
+        distance = Fraction(0)
+        fault = None
+        resumed_at = None
+
+    note = distance_note(Hand())  # type: ignore[arg-type]
+    assert note is not None and note.endswith("this hand is still exactly random")
+    assert "within 0" not in note
