@@ -14,6 +14,7 @@ import click
 
 from . import options
 from .options import GlobalOptions, wants_json
+from .quickstop import service_keys
 
 if TYPE_CHECKING:
     from shuffler.config import Config
@@ -494,7 +495,7 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
         if not (use_service and ctx.invoked_subcommand in ASK_FIRST):
             fail(None, e, as_json=o.as_json, log_json=o.log_json)
         config_error = e  # stop and status still reach the service
-    written = written_service_keys(found) if config_error is not None else {}
+    written = service_keys(found) if config_error is not None else {}
     app = App(config, o, o.as_json, color,
               o.device_name or (config.device if config is not None else "sim"),
               Path(o.state_dir) if o.state_dir else (
@@ -529,7 +530,7 @@ def socket_named(ctx: click.Context, o: GlobalOptions, config: Config | None,
         return options.given(ctx, ("socket_path",))[0]
     users = [p for p in found[-1:] if os.path.lexists(p)]
     if users and (config is None or config.service.socket is not None) and (
-            written_service_keys(users).get("socket") is not None):
+            service_keys(users).get("socket") is not None):
         return f"[service] socket in {users[0]}"
     return None
 
@@ -549,16 +550,6 @@ def client_socket(config: Config | None, written: str | None = None) -> Path:
     if os.path.lexists(deployed) or service_installed():
         return deployed
     return default_socket_path()
-
-
-def written_service_keys(paths: list[Path]) -> dict[str, str]:
-    """``[service] socket`` and ``user`` as the config files write them, without checking
-    the rest: where the service listens when a TOML error, a pin clash or an unknown key
-    stops the config loading (a file with a TOML error is scanned for the two keys'
-    lines: :func:`shuffler_cli.quickstop.service_keys`, which ``stop`` reads too)."""
-    from .quickstop import service_keys
-
-    return service_keys(paths)
 
 
 class Progress:
