@@ -102,6 +102,8 @@ def nano_battery_mv(volts: float, avcc_mv: int = AVCC_MV) -> int:
     """
     a0 = min(1023, int(volts * 1000 / DIVIDER_NUM) * 1023 // avcc_mv)
     bandgap = BANDGAP_MV * 1023 // avcc_mv
+    if a0 >= 1023:  # full scale: DIVIDER_NUM times AVcc or more, reported as over-voltage
+        return 0xFFFF
     return min(0xFFFF, a0 * BANDGAP_MV * DIVIDER_NUM // bandgap)
 
 

@@ -224,6 +224,25 @@ def test_the_battery_reading_is_within_two_percent_at_every_avcc(avcc):
         dev.close()
 
 
+def test_a_12_volt_block_on_a_sagged_5_volt_reads_as_over_voltage():
+    """A Nano whose 5 V has sagged to 3.3 V (a weak port, a long cable): A0 clips at 3.3 V,
+    3 x 3.3 = 9.9 V, under the driver's 10.8 V limit, whatever the block. The firmware
+    reports a full-scale A0 as 65535 mV, so a 12 V block is refused, not read as 9.9 V;
+    a 9.2 V block on the same 3.3 V still reads within 2 %."""
+    from shuffler.limits import over_voltage
+
+    for volts, refused in ((12.0, True), (9.2, False)):
+        chip = new_chip("--avcc=3300", f"--fault=battery:{volts}")
+        dev = serial_on(chip)
+        try:
+            read = dev.battery().volts
+        finally:
+            dev.close()
+        assert (over_voltage(read) is not None) is refused, (volts, read)
+        if not refused:
+            assert abs(read / volts - 1) <= 0.02, read
+
+
 @pytest.fixture(scope="module")
 def old_elf(tmp_path_factory):
     """The 2.1 firmware (shuffler-avr 0.1, full duty, no cap), built from the commit

@@ -123,3 +123,15 @@ def test_a_config_without_a_cap_reads_as_the_safe_default():
     full = Config(500, 1000, 2, 300, 90_000, 60, 200, 2000, 5600, 100, 0, 94)
     assert len(full.pack(minor=1)) == len(full.pack()) - 1
     assert Config.unpack(full.pack(minor=1)).max_duty_pct == OLD_HOST_DUTY_PCT == 55
+
+
+@pytest.mark.parametrize("avcc", [3300, 4400])
+def test_a_battery_reading_at_full_scale_is_refused_as_over_voltage(avcc):
+    """An A0 at full scale says only that the block is 3 x AVcc or more: on a 5 V sagged to
+    3.3 V a 12 V block would read 9.9 V, under the driver's 10.8 V limit. The model (as the
+    firmware) reports it as over-voltage; a block just below full scale reads as it is."""
+    from shuffler.limits import over_voltage
+
+    assert over_voltage(nano_battery_mv(12.0, avcc) / 1000) is not None
+    below = 3 * avcc / 1000 * 0.98
+    assert abs(nano_battery_mv(below, avcc) / 1000 / below - 1) <= 0.02
