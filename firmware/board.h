@@ -41,6 +41,8 @@
  * reading over the firmware's (docs/firmware.md, "The battery reading"). */
 #define DIVIDER_NUM        3u
 #define BANDGAP_MV         1100u
+/* the datasheet's least bandgap: a reading below what it gives at 5.6 V is no AVcc */
+#define BANDGAP_MIN_MV     1000u
 /* after the bandgap is selected: its start-up (70 us at most) and the sample-and-hold
  * charging from it, with a wide margin; the first conversion after it is discarded too */
 #define BANDGAP_SETTLE_US  1000u

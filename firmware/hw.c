@@ -191,7 +191,9 @@ static uint16_t bandgap_read(void)
 }
 
 /* A0 * AVcc / 1023 * DIVIDER_NUM, with AVcc = 1023 * BANDGAP_MV / bandgap: the 1023s
- * cancel. A bandgap reading no AVcc gives (AVcc above 5.6 V, or no reading at all) is
+ * cancel. A bandgap reading no AVcc gives (AVcc above 5.6 V even for the lowest bandgap
+ * a chip may have, BANDGAP_MIN_MV, or no reading at all; in long arithmetic: the chip's
+ * int is 16 bits, and 1023 * 1000 is not) is
  * reported as 65535 mV, which every host refuses as over-voltage: nothing moves. So is
  * an A0 at full scale: the block is DIVIDER_NUM times AVcc or more, which is all it says
  * (a 12 V block on a sagging 3.3 V AVcc would read 9.9 V, under the driver's limit). */
@@ -200,7 +202,7 @@ uint16_t battery_mv(void)
     uint16_t bandgap = bandgap_read();
     adc_read(ADC_BATTERY);  /* the first after the switch back: discarded */
     uint32_t a0 = adc_convert();
-    if (bandgap < 1023u * BANDGAP_MV / 5600u || a0 >= 1023u) return 0xFFFFu;
+    if (bandgap < 1023UL * BANDGAP_MIN_MV / 5600u || a0 >= 1023u) return 0xFFFFu;
     uint32_t mv = a0 * BANDGAP_MV * DIVIDER_NUM / bandgap;
     return mv > 0xFFFFu ? 0xFFFFu : (uint16_t)mv;
 }

@@ -243,6 +243,23 @@ def test_a_12_volt_block_on_a_sagged_5_volt_reads_as_over_voltage():
             assert abs(read / volts - 1) <= 0.02, read
 
 
+@pytest.mark.parametrize("bandgap", [1000, 1200])
+def test_a_chip_with_its_bandgap_at_either_end_of_the_datasheet_reads_every_usb_5_volt(
+        bandgap):
+    """The bandgap is 1.0 to 1.2 V from chip to chip. Uncalibrated (BANDGAP_MV 1100) the
+    reading is off by 1100 / bandgap, the same at every AVcc from 4.4 to 5.25 V: a chip
+    with a 1.0 V bandgap on a 5.25 V port must not read every block as 65535 mV (nothing
+    would ever deal) while it reads 10 % high at 5.0 V."""
+    for avcc in (4400, 5000, 5250):
+        chip = new_chip(f"--avcc={avcc}", f"--bandgap={bandgap}", "--fault=battery:9.2")
+        dev = serial_on(chip)
+        try:
+            read = dev.battery().volts
+        finally:
+            dev.close()
+        assert read == pytest.approx(9.2 * 1100 / bandgap, rel=0.01), (avcc, read)
+
+
 @pytest.fixture(scope="module")
 def old_elf(tmp_path_factory):
     """The 2.1 firmware (shuffler-avr 0.1, full duty, no cap), built from the commit

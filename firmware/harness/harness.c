@@ -26,7 +26,10 @@
  *
  * --avcc MV sets the chip's AVcc (and VCC, AREF: one supply on a Nano), which the ADC
  * reads A0 and the bandgap against (simavr's vcc/avcc/aref); "avcc MV" on stdin changes
- * it while the chip runs (a USB supply that sags).
+ * it while the chip runs (a USB supply that sags). --bandgap MV (1000..1200, the
+ * datasheet's spread; 1100) is the chip's own 1.1 V reference: simavr's is fixed at
+ * 1100 mV, so the harness gives simavr an AVcc and an A0 both scaled by 1100 / MV, which
+ * makes the very counts a chip with that bandgap converts.
  *
  * --uptime SECONDS starts the chip's clock (the firmware's hw_ticks, found in the ELF
  * with avr-nm) as if the chip had been powered that long: set 1 ms after the first
@@ -139,7 +142,7 @@ static unsigned long long rng_state = 1;
 static double uptime_s;
 static uint16_t clock_addr;   /* hw_ticks in data space; 0: not found */
 static uint16_t top_addr;     /* hw_motor_top (the duty cap's compare value); 0: not found */
-static uint32_t avcc_mv = 5000;
+static uint32_t avcc_mv = 5000, bandgap_mv = 1100;
 static uint32_t clock_want;   /* the value set, while it is being checked */
 static int clock_checks;
 static bool first_boot = true;
@@ -352,11 +355,18 @@ static double speed(double load_volts)  /* of the full card rate; 0 = stalled */
 
 static void adc_update(bool load)
 {
-    uint32_t mv = (uint32_t)(battery_volts(load) / 3.0 * 1000.0);  /* 20k over 10k */
+    uint32_t mv = (uint32_t)(battery_volts(load) / 3.0 * 1000.0 * 1100.0 / bandgap_mv);
     if (mv != last_adc_mv) {
         last_adc_mv = mv;
         avr_raise_irq(adc_in, mv);
     }
+}
+
+/* the chip's AVcc, as simavr sees it beside its fixed 1100 mV bandgap (--bandgap) */
+static void set_avcc(uint32_t mv)
+{
+    avcc_mv = mv;
+    avr->vcc = avr->avcc = avr->aref = mv * 1100u / bandgap_mv;
 }
 
 /* -- the mechanism ---------------------------------------------------------------------- */
@@ -747,7 +757,7 @@ static void command(const char *line, uint64_t t)
     }
     else if (!strcmp(line, "ram")) ram_line();
     else if (!strncmp(line, "avcc ", 5) && atoi(line + 5) >= 1800 && atoi(line + 5) <= 5500)
-        avr->vcc = avr->avcc = avr->aref = avcc_mv = (uint32_t)atoi(line + 5);
+        set_avcc((uint32_t)atoi(line + 5));
     else if (!strcmp(line, "freeze")) frozen = true;  /* the chip hangs: no byte in or out */
     else if (!strcmp(line, "quit")) quit = true;
     else fprintf(stderr, "simavr-harness: unknown command %s\n", line);
@@ -911,7 +921,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: simavr-harness [--cards N] [--card-rate PER_S] [--spinup S] [--feed top|bottom]\n"
             "       [--dealer instructed|other|both] [--lift-gap S] [--seed N] [--noise P]\n"
-            "       [--uptime SECONDS] [--flap-travel S] [--frame-scale F] [--avcc MV]\n"
+            "       [--uptime SECONDS] [--flap-travel S] [--frame-scale F] [--avcc MV] [--bandgap MV]\n"
             "       [--fault jam:CARD[:FREES]|misfeed:CARD[:FREES]|double:CARD|battery:VOLTS|\n"
             "                dropout:MS]...\n"
             "       FIRMWARE.elf\n");
@@ -925,7 +935,7 @@ int main(int argc, char **argv)
         {"feed", 1, 0, 'f'}, {"dealer", 1, 0, 'd'}, {"lift-gap", 1, 0, 'g'},
         {"seed", 1, 0, 'S'}, {"fault", 1, 0, 'F'}, {"noise", 1, 0, 'N'},
         {"uptime", 1, 0, 'U'}, {"flap-travel", 1, 0, 'T'}, {"frame-scale", 1, 0, 'X'},
-        {"avcc", 1, 0, 'A'}, {0, 0, 0, 0}};
+        {"avcc", 1, 0, 'A'}, {"bandgap", 1, 0, 'B'}, {0, 0, 0, 0}};
     m.cards = 52;
     m.card_rate = 5.0;
     m.spinup = 0.2;
@@ -951,12 +961,14 @@ int main(int argc, char **argv)
         case 'T': flap_travel = atof(optarg); break;
         case 'X': frame_scale = atof(optarg); break;
         case 'A': avcc_mv = (uint32_t)atoi(optarg); break;
+        case 'B': bandgap_mv = (uint32_t)atoi(optarg); break;
         default: usage();
         }
     }
     if (optind != argc - 1 || m.cards < 1 || m.cards > MAX_CARDS || !(m.card_rate > 0) ||
         !(uptime_s >= 0 && uptime_s < 4e9) || !(flap_travel >= 0 && flap_travel < 2) ||
-        !(frame_scale >= 0 && frame_scale <= 1) || avcc_mv < 1800 || avcc_mv > 5500)
+        !(frame_scale >= 0 && frame_scale <= 1) || avcc_mv < 1800 || avcc_mv > 5500 ||
+        bandgap_mv < 1000 || bandgap_mv > 1200)
         usage();
     clock_addr = find_symbol(argv[optind], "hw_ticks");
     top_addr = find_symbol(argv[optind], "hw_motor_top");
@@ -979,7 +991,7 @@ int main(int argc, char **argv)
     fw.frequency = 16000000;
     avr_load_firmware(avr, &fw);
     avr->frequency = 16000000;
-    avr->vcc = avr->avcc = avr->aref = avcc_mv;
+    set_avcc(avcc_mv);
     avr->sleep = no_sleep;
     core_reset = avr->reset;
     avr->reset = on_reset;
