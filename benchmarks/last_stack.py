@@ -63,13 +63,13 @@ def main() -> None:
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     rows = [study(h, a, args.hands, args.seed) for h, a in DEALERS]
-    print("| dealer | answer | hands | exact | top p | bottom p | stops | s a hand |")
-    print("|---|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(f"| {r['dealer']} | {r['answer']} | {r['hands']} | {r['exact_share']:.1%} | "
-              f"{r['top_p']:.3g} | {r['bottom_p']:.3g} | {r['stops']} | "
-              f"{r['seconds_a_hand']} |")
-    print(json.dumps(rows))
+    head = ["dealer", "answer", "hands", "exact", "top p", "bottom p", "stops", "s a hand"]
+    lines = [head, ["---"] * len(head)] + [
+        [r["dealer"], r["answer"], str(r["hands"]), f"{r['exact_share']:.1%}",
+         f"{r['top_p']:.3g}", f"{r['bottom_p']:.3g}", str(r["stops"]), str(r["seconds_a_hand"])]
+        for r in rows]
+    print("\n".join("| " + " | ".join(cells) + " |" for cells in lines), json.dumps(rows),
+          sep="\n")
 
 
 if __name__ == "__main__":
