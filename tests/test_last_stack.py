@@ -122,3 +122,28 @@ def test_a_hand_whose_plan_was_lost_is_bound_against_any_dealer(sim, tmp_path):
     assert again.completed and again.plan_lost and again.resumed_at == 3
     assert again.distance == tv_any(24) and not again.distance_exact
     assert "on a new plan" in hand_dict(again)["distance_note"]
+
+
+@pytest.mark.parametrize("start", [1e7 + 0.3, 3.3e8 + 0.7, 1e10 + 0.1, 1e14 + 0.3])
+def test_a_long_study_never_hangs_waiting_for_the_dealer_at_a_large_simulated_time(
+        tmp_path, start):
+    """Issue 47 (S3): at large simulated times the wait for the dealer computed the time
+    left as timeout - (now - since), whose rounding could leave a sliver too small for the
+    clock to move, so the loop never ended. The wait runs to a deadline now."""
+    from hardware_sim import SimDevice
+    from shuffler.config import Config
+    from shuffler.control.controller import PassController
+    from shuffler.control.hand import HandRunner
+    from shuffler.core.planning import PlannedPlanner
+    from shuffler.device.clock import VirtualClock
+    from shuffler.errors import DeviceTimeoutError
+    from shuffler.store.state import StateStore
+
+    clock = VirtualClock(start)
+    dev = SimDevice.for_cards(24, rng=random.Random(1), clock=clock)
+    dev.show = lambda status: None  # a dealer who walked away
+    runner = HandRunner(PassController(dev, StateStore(tmp_path)),
+                        PlannedPlanner(5, random.Random(1)), Config())
+    with pytest.raises(DeviceTimeoutError, match="within 300 s after pass 1 of 5"):
+        runner.run(5, 24)
+    assert 300 <= clock.now() - start < 400

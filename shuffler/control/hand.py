@@ -452,12 +452,14 @@ class HandRunner:
         returns at once (the hand pauses there); no touch within the timeout raises."""
         timeout = self.config.hand.touch_timeout_s
         last = lifts.ask.next_pass is None
-        since = self._now()
+        # a deadline, not timeout - (now - since): at a large simulated time that rounds
+        # to a sliver the clock cannot move by, and the wait never ended
+        deadline = self._now() + timeout
         while not self.controller.stop_requested:  # a stop: the next pass never starts
             if last and lifts.settled:
                 return
-            left = timeout - (self._now() - since)
-            if left <= 1e-9:  # never a wait too short for the clock to move
+            left = deadline - self._now()
+            if left <= 0:
                 what = "the stack the light asks for" if last else "no touch"
                 raise DeviceTimeoutError(
                     f"{what.capitalize()} within {timeout:.0f} s after pass {done} of {of}: "
