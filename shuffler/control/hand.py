@@ -243,8 +243,9 @@ class HandRunner:
             if self._unstacked is not None:  # resumed: the stack it stopped at, first
                 self._stack_again(passes)
             for index in range(first, passes):
-                if self._unstacked is not None:
-                    break  # stopped at a stack: the hand pauses there
+                if self._unstacked is not None and not self.controller.stop_requested:
+                    break  # (a stack not seen is left only by a stop)
+                # after a stop, the next pass is refused and reported ``stopped``
                 record = self._pass(report, index, passes, cards)
                 report.records.append(record)
                 if self.hear.on_pass_done:
@@ -359,6 +360,9 @@ class HandRunner:
         """A paused hand resumed at a stack the sensors had not seen: ask for it again."""
         assert self._unstacked is not None
         index = self._unstacked[0]
+        # what the dealer did while the machine was paused was not watched: the stack is
+        # asked for again, and lifts and touches from before count for nothing
+        self.device.drain_events()
         self._stacked(index, passes, None)  # the pass was reported when it ran
 
     def _finish(self, report: HandReport, first: int, passes: int, cards: int,
