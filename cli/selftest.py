@@ -95,7 +95,8 @@ def refuse_over_voltage(app: App) -> None:
     with opening_still():
         device = open_alone(app)
     try:
-        over = over_voltage(device.battery().volts)
+        reading = device.battery()
+        over = over_voltage(reading.volts, reading.reads_low_by)
     finally:
         device.close()
     if over is not None:

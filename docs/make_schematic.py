@@ -615,14 +615,16 @@ NANO_LIMITS = (
     "clamps it to the cap CONFIG sends (the host derives it from motor_volts and the\n"
     "battery). Nano: 5 V logic, 20 mA a pin; A0 0 V to AVCC ({nano_a0:.1f} V at {vm:g} V):\n"
     "each battery reading is scaled by AVCC, measured against the 1.1 V bandgap\n"
-    "just before it (USB gives 4.4–5.25 V).\n"
+    "just before it (USB gives 4.4–5.25 V). The bandgap is 1.0–1.2 V: until the\n"
+    "firmware is built with the chip's own (BANDGAP_MV), refused over {over_nano:.2f} V read.\n"
     "Motor PWM: the firmware's 976 Hz. Servo: {frame:g} ms frame; the firmware swings the\n"
     "flap 1.0 / 2.0 ms (±45° on an SG90), the Pi build ±30° (servo_angle).")
 
 
 def nano_limits(d: schemdraw.Drawing):
     ratio = (pinmap.NANO_DIVIDER_TOP + pinmap.NANO_DIVIDER_BOTTOM) / pinmap.NANO_DIVIDER_BOTTOM
-    text = NANO_LIMITS.format(**LIMIT_FIGURES, nano_a0=limits.DRIVER_VM_MAX_VOLTS / ratio)
+    text = NANO_LIMITS.format(**LIMIT_FIGURES, nano_a0=limits.DRIVER_VM_MAX_VOLTS / ratio,
+                              over_nano=limits.OVER_VOLTS / limits.UNCALIBRATED_READS_LOW_BY)
     framed(d, (0, 0), text)
 
 

@@ -37,10 +37,19 @@
  * Nano's 5 V: 4.4 to 5.25 V from USB), which is measured before every battery reading
  * against the chip's 1.1 V bandgap (ADMUX 0x4E), so the reading does not depend on it.
  * The bandgap is 1.0 to 1.2 V from chip to chip (the datasheet's spread): for better than
- * that, measure A0's volts with a meter once and set BANDGAP_MV to 1100 times the meter's
- * reading over the firmware's (docs/firmware.md, "The battery reading"). */
+ * that, measure A0's volts with a meter once and build with BANDGAP_MV set to 1100 times
+ * the meter's reading over the firmware's (docs/firmware.md, "The battery reading"). */
 #define DIVIDER_NUM        3u
+/* `make BANDGAP_MV=1093` builds a calibrated firmware: its HELLO_REPLY says so
+ * ("shuffler-avr 0.2 bg=1093"), and the host then takes the reading as it is; without it
+ * (1100, the nominal) the host counts the reading as up to 1200 / 1100 low, the bandgap's
+ * spread, when it checks the driver's limit (shuffler.limits.over_voltage) */
+#ifdef BANDGAP_MV
+#define BANDGAP_CALIBRATED 1
+#else
 #define BANDGAP_MV         1100u
+#define BANDGAP_CALIBRATED 0
+#endif
 /* the datasheet's least bandgap: a reading below what it gives at 5.6 V is no AVcc */
 #define BANDGAP_MIN_MV     1000u
 /* after the bandgap is selected: its start-up (70 us at most) and the sample-and-hold

@@ -74,7 +74,7 @@ uint32_t hw_ms(void)
 void outputs_safe(void)
 {
     motor_set(0);
-    diverter_set(0);
+    OCR1A = SERVO_LEFT;  /* a servo already driven parks left; one never driven stays off */
     buzzer_set(false);
 }
 
@@ -90,7 +90,10 @@ void hw_init(void)
     TCCR0A = _BV(WGM01) | _BV(WGM00);           /* fast PWM, outputs disconnected */
     TCCR0B = _BV(CS01) | _BV(CS00);             /* 16 MHz / 64 / 256 = 976 Hz */
     ICR1 = SERVO_FRAME - 1;                     /* TOP before the clock starts */
-    TCCR1A = _BV(COM1A1) | _BV(WGM11);          /* fast PWM, TOP = ICR1 */
+    TCCR1A = _BV(WGM11);                        /* fast PWM, TOP = ICR1, OC1A off: no
+                                                 * servo pulse until a pass moves the
+                                                 * flap (diverter_set), so a block the
+                                                 * host refuses never parks it */
     TCCR1B = _BV(WGM13) | _BV(WGM12) | _BV(CS11); /* 0.5 us per count */
     OCR1A = SERVO_LEFT;                         /* double-buffered: taken at TOP */
     TCCR2A = _BV(WGM21);                        /* CTC */
@@ -139,7 +142,13 @@ void motor_set(int16_t speed)
 
 int16_t motor_speed(void) { return speed_now; }
 
-void diverter_set(uint8_t pile) { OCR1A = pile ? SERVO_RIGHT : SERVO_LEFT; }
+/* the first call (a pass's start) connects OC1A: pulses from the next frame (enabled
+ * mid-frame the pin stays low until BOTTOM, so the first pulse is a whole one) */
+void diverter_set(uint8_t pile)
+{
+    OCR1A = pile ? SERVO_RIGHT : SERVO_LEFT;
+    TCCR1A |= _BV(COM1A1);
+}
 
 void led_set(bool red, bool green, bool blue)
 {

@@ -41,6 +41,7 @@ from shuffler.device.contract import (
 )
 from shuffler.device.engine import HALT_MESSAGES
 from shuffler.errors import DeviceError, FaultLatchedError
+from shuffler.limits import BANDGAP_MAX_MV, BANDGAP_MIN_MV, UNCALIBRATED_READS_LOW_BY
 from shuffler.logs import get_logger
 from shuffler.pinmap import SERVO_FRAME_S
 
@@ -88,6 +89,28 @@ PASS_MARGIN = 5.0
 QUIET_PROBE_S = 1.0
 #: INPUT's ``ms`` wraps at 2^32 ms (49.7 days): the host unwraps it
 MS_WRAP = 1 << 32
+
+
+def built_bandgap_mv(firmware: str) -> int | None:
+    """The bandgap a Nano firmware was built calibrated to, as its version text names it
+    (``shuffler-avr 0.2 bg=1093``, docs/firmware.md), or None (not calibrated; a figure
+    outside the datasheet's 1000 to 1200 mV is no calibration either)."""
+    for word in firmware.split():
+        key, _, mv = word.partition("=")
+        if key == "bg" and mv.isdigit() and BANDGAP_MIN_MV <= int(mv) <= BANDGAP_MAX_MV:
+            return int(mv)
+    return None
+
+
+def reads_low_by(firmware: str) -> float:
+    """How far below the block a board's battery reading may be: 1 for a firmware built
+    calibrated, else the bandgap's spread. A firmware that names no bandgap (any other
+    board, an older Nano build) gets the spread too: the safe side.
+
+    >>> reads_low_by("shuffler-avr 0.2 bg=1093"), round(reads_low_by("shuffler-avr 0.2"), 3)
+    (1.0, 1.091)
+    """
+    return 1.0 if built_bandgap_mv(firmware) else UNCALIBRATED_READS_LOW_BY
 
 
 def link_lost_fault(why: str, card: int | None = None) -> Fault:
@@ -504,7 +527,8 @@ class SerialDevice(ShufflerDevice):
 
     def battery(self) -> BatteryReading:
         reply = self._ask(BatteryAsk(), BatteryReply)
-        return BatteryReading(reply.mv / 1000, reply.under_load)
+        return BatteryReading(reply.mv / 1000, reply.under_load,
+                              reads_low_by=reads_low_by(self.hello.firmware))
 
     def reconnect(self) -> bool:
         """If the link is down, reopen the port, handshake and configure (the port may be

@@ -28,6 +28,7 @@ import tty
 from collections import deque
 from dataclasses import dataclass
 
+from firmware_bridge.device import built_bandgap_mv
 from firmware_bridge.link import Link, LinkLostError
 from firmware_bridge.messages import (
     FAULT_KIND,
@@ -92,19 +93,24 @@ DIVIDER_NUM, BANDGAP_MV = 3, 1100
 AVCC_MV = 5000
 
 
-def nano_battery_mv(volts: float, avcc_mv: int = AVCC_MV) -> int:
+def nano_battery_mv(volts: float, avcc_mv: int = AVCC_MV, bandgap_mv: int = BANDGAP_MV,
+                    built_mv: int = BANDGAP_MV) -> int:
     """The firmware's reading of a ``volts`` battery (firmware/hw.c, battery_mv): A0
-    (the divider's tap) and the 1.1 V bandgap, each in 10 bits of AVcc, so AVcc cancels
-    but for the rounding of the two conversions.
+    (the divider's tap) and the chip's bandgap (``bandgap_mv``: 1000 to 1200), each in 10
+    bits of AVcc, so AVcc cancels but for the rounding of the two conversions; the
+    firmware scales by the bandgap it was built with (``built_mv``, BANDGAP_MV), so an
+    uncalibrated chip reads ``built_mv / bandgap_mv`` of the block.
 
     >>> nano_battery_mv(9.5, 5000), nano_battery_mv(9.5, 4400), nano_battery_mv(9.5, 5250)
     (9489, 9524, 9499)
+    >>> nano_battery_mv(11.5, 5000, 1200), nano_battery_mv(11.5, 5000, 1200, 1200)
+    (10560, 11520)
     """
     a0 = min(1023, int(volts * 1000 / DIVIDER_NUM) * 1023 // avcc_mv)
-    bandgap = BANDGAP_MV * 1023 // avcc_mv
+    bandgap = bandgap_mv * 1023 // avcc_mv
     if a0 >= 1023:  # full scale: DIVIDER_NUM times AVcc or more, reported as over-voltage
         return 0xFFFF
-    return min(0xFFFF, a0 * BANDGAP_MV * DIVIDER_NUM // bandgap)
+    return min(0xFFFF, a0 * built_mv * DIVIDER_NUM // bandgap)
 
 
 def duty_of(speed: float, max_duty_pct: int) -> float:
@@ -301,6 +307,9 @@ class VirtualMCU:
         self.max_duty_pct = OLD_HOST_DUTY_PCT
         #: the board's AVcc (the Nano's 5 V from USB), which the battery reading cancels
         self.avcc_mv = AVCC_MV
+        #: the chip's own bandgap (1000 to 1200 mV); the firmware text's ``bg=`` (or 1100)
+        #: is the one it scales by (a calibrated build: the same figure)
+        self.bandgap_mv = BANDGAP_MV
         self.silenced_at: float | None = None  # when the silence rule last stopped a pass
         self.heard_before_silence = 0.0
         self.epoch = 0  # bumped by a reboot or a HELLO: a pass from before reports nothing
@@ -317,6 +326,10 @@ class VirtualMCU:
                          for target in (self._dispatch, self._send_loop, self._watchdog)]
         for t in self._threads:
             t.start()
+
+    def _battery_mv(self, volts: float) -> int:
+        return nano_battery_mv(volts, self.avcc_mv, self.bandgap_mv,
+                               built_bandgap_mv(self.firmware) or BANDGAP_MV)
 
     def _heard(self, msg: Message) -> None:
         """The silence rule: every valid frame from the host but an ACK is a sign of life.
@@ -400,7 +413,7 @@ class VirtualMCU:
             self.outbox.answer(self._status())
         elif isinstance(msg, BatteryAsk):
             reading = self.sim.battery()
-            self.outbox.answer(BatteryReply(nano_battery_mv(reading.volts, self.avcc_mv),
+            self.outbox.answer(BatteryReply(self._battery_mv(reading.volts),
                                             reading.under_load))
         elif isinstance(msg, Clear):
             # as the firmware: a latched fault clears only with no pass running and the
@@ -473,7 +486,7 @@ class VirtualMCU:
             code = CODE_OF.get(fault.kind, FaultCode.NONE) if fault else FaultCode.NONE
             self.outbox.put_result(PassDone(pass_id, report.counted, *report.piles,
                                             int(report.seconds * 1000),
-                                            nano_battery_mv(report.min_volts, self.avcc_mv)
+                                            self._battery_mv(report.min_volts)
                                             if report.min_volts else 0,
                                             report.tray_empty, min(report.retries, 255),
                                             code, (fault.card or 0) if fault else 0))

@@ -34,6 +34,12 @@ ADC_ABS_MAX_VOLTS = 3.9
 ADC_FULL_SCALE_VOLTS = 3.2
 #: the Nano's ADC reads A0 against its 5 V (AVcc)
 NANO_ADC_VREF_VOLTS = 5.0
+#: the ATmega's internal reference, which the Nano's firmware measures AVcc against: 1.1 V
+#: nominal, 1.0 to 1.2 V from chip to chip (the datasheet). Until a build names its own
+#: (``make BANDGAP_MV=...``) a reading may be up to MAX / NOMINAL low: the over-voltage
+#: check counts it so
+BANDGAP_NOMINAL_MV, BANDGAP_MIN_MV, BANDGAP_MAX_MV = 1100, 1000, 1200
+UNCALIBRATED_READS_LOW_BY = BANDGAP_MAX_MV / BANDGAP_NOMINAL_MV
 
 #: the servo's frame: a new position is taken only at the next pulse, 20 ms apart
 SERVO_FRAME_S = 0.020
@@ -88,10 +94,26 @@ ZERO_VOLTS = 0.1
 SHORT_OHMS = 50.0
 
 
-def over_voltage(volts: float) -> str | None:
-    """Why a block reading ``volts`` must not drive the mechanism, or None when it may."""
-    if volts <= OVER_VOLTS:
+def over_voltage(volts: float, reads_low_by: float = 1.0) -> str | None:
+    """Why a block reading ``volts`` must not drive the mechanism, or None when it may.
+    ``reads_low_by``: how far below the block the reading may be (an uncalibrated Nano's
+    bandgap: :data:`UNCALIBRATED_READS_LOW_BY`); the check takes the worst case.
+
+    >>> over_voltage(10.56) is None, over_voltage(10.56, UNCALIBRATED_READS_LOW_BY) is None
+    (True, False)
+    """
+    worst = volts * reads_low_by
+    if worst <= OVER_VOLTS:
         return None
+    if reads_low_by > 1.0:
+        return (f"Battery {volts:.2f} V as read, up to {worst:.2f} V: this Nano's reading is "
+                f"not calibrated (its {BANDGAP_NOMINAL_MV / 1000:g} V bandgap is "
+                f"{BANDGAP_MIN_MV / 1000:g} to {BANDGAP_MAX_MV / 1000:g} V from chip to chip), "
+                f"and the DRV8833's {DRIVER_VM_MAX_VOLTS:g} V limit comes first (refused "
+                f"above {OVER_VOLTS:g} V). Measure the block with a meter: above "
+                f"{DRIVER_VM_MAX_VOLTS:g} V, use a 9 V block (6 or 7 cells); under it, "
+                "calibrate the Nano (docs/firmware.md, \"The battery reading\": flash it "
+                "built with BANDGAP_MV) and try again.")
     return (f"Battery {volts:.2f} V is above the DRV8833's {DRIVER_VM_MAX_VOLTS:g} V limit "
             f"(its VM; refused above {OVER_VOLTS:g} V, the limit less the monitor's "
             f"{MONITOR_SPREAD_VOLTS:g} V spread): a 12 V supply or an 8-cell NiMH block "

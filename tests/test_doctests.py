@@ -9,7 +9,8 @@ MODULES = ["shuffler.core.cards", "shuffler.core.mechanics", "shuffler.core.plan
            "shuffler.device.clock",
            "shuffler.errors", "shuffler.config", "shuffler.config_table", "shuffler.core.mixing",
            "hardware_sim",
-           "hardware_sim.faults", "shuffler.core.score", "shuffler.service.request"]
+           "hardware_sim.faults", "shuffler.core.score", "shuffler.service.request",
+           "shuffler.limits", "firmware_bridge.device", "hardware_sim.virtual_mcu"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -300,3 +300,101 @@ def test_the_host_refuses_the_real_old_firmware_by_name_and_runs_it_only_at_full
         assert report.fault is None and report.counted == 24
     finally:
         dev.close()
+
+
+def refusal_on(chip: SimAvr, tmp_path) -> tuple[float, str | None]:
+    """The chip's reading, and what the controller says when asked for a pass (None: it
+    would start); the chip is closed after."""
+    from shuffler.control.controller import PassController
+    from shuffler.errors import OverVoltageError
+    from shuffler.store.state import StateStore
+
+    dev = serial_on(chip)
+    try:
+        read = dev.battery().volts
+        try:
+            PassController(dev, StateStore(tmp_path)).check_ready(24)
+        except OverVoltageError as e:
+            return read, str(e)
+        return read, None
+    finally:
+        dev.close()
+
+
+@pytest.mark.parametrize("bandgap, volts, refused", [
+    (1200, 11.5, True),  # reads 10.56 V: under the limit, as the reading goes
+    (1100, 11.5, True),
+    (1000, 11.5, True),
+    (1200, 9.6, False),  # a fresh alkaline
+    (1100, 9.6, False),
+    (1000, 9.6, True),  # reads 10.56 V, as 11.5 V does at 1200: refused until calibrated
+])
+def test_an_uncalibrated_chip_refuses_11_5_volts_at_every_bandgap(bandgap, volts, refused,
+                                                                   tmp_path):
+    """The real firmware at either end of the bandgap's spread, on a 5.0 V AVcc: the host
+    counts an uncalibrated reading as up to 1200 / 1100 low, so 11.5 V is refused on every
+    chip, naming the driver's limit (and, where the reading alone would pass, the fix)."""
+    chip = new_chip("--avcc=5000", f"--bandgap={bandgap}", f"--fault=battery:{volts}")
+    read, why = refusal_on(chip, tmp_path)
+    print(f"bandgap {bandgap} mV, block {volts} V: reads {read:.2f} V, "
+          f"{'refused' if why else 'accepted'}")
+    assert read == pytest.approx(volts * 1100 / bandgap, rel=0.01)
+    assert (why is not None) is refused, why
+    if refused:
+        assert "10.8 V limit" in why
+    if refused and read <= 10.75:
+        assert "not calibrated" in why and "BANDGAP_MV" in why
+
+
+@pytest.fixture(scope="module")
+def calibrated_elf(tmp_path_factory):
+    """The firmware built with its chip's measured bandgap (``make BANDGAP_MV=...``)."""
+    import subprocess
+
+    def build(mv: int):
+        out = tmp_path_factory.mktemp(f"bandgap-{mv}")
+        subprocess.run(["make", "-s", "-C", str(FIRMWARE_DIR), f"BUILD={out}",
+                        f"BANDGAP_MV={mv}", "all"], check=True, capture_output=True)
+        return out / "shuffler.elf"
+
+    return build
+
+
+@pytest.mark.parametrize("bandgap", [1000, 1200])
+def test_a_calibrated_chip_deals_a_fresh_nimh_at_either_end_and_refuses_11_5(
+        bandgap, calibrated_elf, tmp_path):
+    """Built with the bandgap the meter found, the chip names it in HELLO_REPLY and reads
+    the block as it is: the host drops the margin, a fresh 10.1 V NiMH is taken, 11.5 V
+    still refused."""
+    elf = calibrated_elf(bandgap)
+    for volts, refused in ((10.1, False), (11.5, True)):
+        chip = SimAvr("--cards=24", *FAST, "--avcc=5000", f"--bandgap={bandgap}",
+                      f"--fault=battery:{volts}", elf=elf)
+        read, why = refusal_on(chip, tmp_path)
+        print(f"calibrated, bandgap {bandgap} mV, block {volts} V: reads {read:.2f} V, "
+              f"{'refused' if why else 'accepted'}")
+        assert read == pytest.approx(volts, rel=0.01)
+        assert (why is not None) is refused, (volts, why)
+
+
+def test_the_servo_gets_no_pulse_until_a_pass_moves_it(tmp_path):
+    """At power-on D9 stays low: an 11.5 V block the host refuses never parks the flap
+    (the harness times D9's pulses on the pin). The first pass drives it."""
+    chip = new_chip("--fault=battery:11.5")
+    pulses = chip.record("servo ")
+    _, why = refusal_on(chip, tmp_path)  # closes the chip, after the refusal
+    assert why is not None and "10.8 V limit" in why
+    assert pulses == [], pulses
+
+    chip = new_chip("--fault=battery:9.2")
+    pulses = chip.record("servo ")
+    dev = serial_on(chip)
+    try:
+        time.sleep(0.3)  # fifteen servo frames: none may come
+        assert pulses == [], pulses
+        report = dev.run_pass(coin_plan(24, random.Random(3)))
+        assert report.fault is None
+    finally:
+        dev.close()
+    widths = [int(line.split()[2].removeprefix("us=")) for line in pulses]
+    assert widths and all(950 <= w <= 2050 for w in widths), pulses

@@ -52,12 +52,33 @@ def test_a_block_above_the_driver_limit_is_refused_naming_it(tmp_path, backend, 
     assert status["counters"]["passes"] == 0  # nothing ran
 
 
+#: the serial backends are Nanos whose reading is not calibrated (docs/firmware.md): the
+#: host counts it as up to 1200 / 1100 low, so "just under the limit" is 9.85 V read
+SERIAL = ("sim-serial", "sim-avr")
+
+
+def just_under(backend: str) -> str:
+    return "9.8" if backend in SERIAL else "10.7"
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_block_just_under_the_limit_runs(tmp_path, backend):
-    result = invoke(tmp_path, "--device", backend, "--json", "--sim-fault", "battery:10.7",
-                    "pass")
+    result = invoke(tmp_path, "--device", backend, "--json", "--sim-fault",
+                    f"battery:{just_under(backend)}", "pass")
     assert result.exit_code == 0, result.stdout
     assert json.loads(result.stdout)["pass"]["counted"] == 24
+
+
+@pytest.mark.parametrize("backend", SERIAL)
+def test_an_uncalibrated_nano_refuses_a_block_its_reading_may_hide_naming_the_fix(tmp_path,
+                                                                                   backend):
+    """10.7 V read on an uncalibrated Nano may be 11.7 V (a chip whose bandgap is 1.2 V):
+    refused by the limit's name, with the calibration as the way out."""
+    result = invoke(tmp_path, "--device", backend, "--json", "--sim-fault", "battery:10.7",
+                    "pass")
+    error = json.loads(result.stdout)["error"]
+    assert result.exit_code == 4 and error["kind"] == "over_voltage"
+    assert LIMIT in error["message"] and "BANDGAP_MV" in error["message"]
 
 
 def test_the_limit_keeps_the_monitor_spread_below_the_driver_maximum():
@@ -221,8 +242,8 @@ def test_selftest_on_a_backend_without_gpio_pins_names_the_limit_first(tmp_path,
 
 @pytest.mark.parametrize("backend", ["sim", "sim-serial", "sim-avr"])
 def test_selftest_is_refused_on_a_backend_without_gpio_pins(tmp_path, backend):
-    result = invoke(tmp_path, "--device", backend, "--sim-fault", "battery:10.7",
-                    "selftest", "--yes")
+    result = invoke(tmp_path, "--device", backend, "--sim-fault",
+                    f"battery:{just_under(backend)}", "selftest", "--yes")
     assert result.exit_code == 2 and "selftest drives GPIO pins" in result.output
 
 

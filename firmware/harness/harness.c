@@ -48,7 +48,9 @@
  * "gather" (every card back in the tray), "ram" (answers "ram HEX", the SRAM), "reset"
  * (reboot the chip), "freeze" (the chip hangs for good: nothing in or out, as if its
  * watchdog had failed), "quit". End of stdin also quits. Lines on stdout:
- * "pty PATH", "motor forward|reverse|off ...", "pwm forward|reverse duty=D t=MS", "state ...",
+ * "pty PATH", "motor forward|reverse|off ...", "pwm forward|reverse duty=D t=MS",
+ * "servo pulse us=W t=MS" (a pulse on D9's pin, with OCR1A's width: the first, and every
+ * change of width), "state ...",
  * "reset ...", "crashed ...". */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -242,6 +244,25 @@ static int servo_register(void)  /* servo: 1-2 ms pulses, centre 1.5 ms (3000 co
 {
     if (!(reg(R_TCCR1A) & COM1A1)) return 0;
     return (reg(R_OCR1AH) << 8 | reg(R_OCR1AL)) > 3000;
+}
+
+/* the servo pin's own pulses: each rising edge of D9 is a pulse. "servo pulse us=W t=MS"
+ * at the first and whenever the width changes by more than 5 us; W is OCR1A's (half-
+ * microsecond counts), not the pin's fall: simavr 1.6 clears OC1A a timer count after
+ * TOP in fast PWM with ICR1 (a simulator bug), while the chip holds it high to OCR1A.
+ * A flap never driven shows no such line */
+static int servo_shown = -1;
+
+static void servo_edge(struct avr_irq_t *irq, uint32_t value, void *param)
+{
+    (void)irq;
+    (void)param;
+    if (!value) return;
+    int width = (reg(R_OCR1AH) << 8 | reg(R_OCR1AL)) / 2;
+    if (servo_shown >= 0 && abs(width - servo_shown) <= 5) return;
+    servo_shown = width;
+    printf("servo pulse us=%d t=%.3f\n", width, now_us() / 1000.0);
+    fflush(stdout);
 }
 
 /* the servo's 20 ms frame: a new pulse width is taken at the frame's end, then the flap
@@ -860,6 +881,7 @@ static void on_reset(avr_t *a)
 {
     if (core_reset) core_reset(a);
     first_boot = false;  /* the clock starts again at 0, as on the chip */
+    servo_shown = -1;    /* the next pulse after a reset is shown again */
     next_frame = 0;
     avr_cycle_timer_register(a, 1, after_reset, NULL);
     avr_cycle_timer_register_usec(a, TICK_US, tick, NULL);
@@ -1020,6 +1042,8 @@ int main(int argc, char **argv)
                             &pwm_pins[0]);
     avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ('D'), D_REV), pwm_edge,
                             &pwm_pins[1]);
+    avr_irq_register_notify(avr_io_getirq(avr, AVR_IOCTL_IOPORT_GETIRQ('B'), B_SERVO),
+                            servo_edge, NULL);
 
     /* the beam and touch pins are INT0/INT1, low-level triggered at reset: simavr would
      * poll them every cycle while low, though the firmware never enables them */

@@ -191,7 +191,7 @@ class PassController:
         if est.swapped:  # another block: what the old one taught says nothing of this one
             log.info("battery changed: the estimate starts again", volts=reading.volts)
             self.update(lambda s: setattr(s, "battery", []))
-        return replace(est, monitor=reading.monitor)
+        return replace(est, monitor=reading.monitor, reads_low_by=reading.reads_low_by)
 
     def check_ready(self, cards: int, passes: int = 1, *, what: str = "pass") -> None:
         """Raise if nothing may move: a latched fault, an empty tray, or a battery that
@@ -210,7 +210,7 @@ class PassController:
             # nothing is known of the battery: not "low battery", and not the battery's fix
             self.show(Status(Signal.FAULT))
             raise BatteryMonitorError(f"{est.monitor.message} This {what} was not started.")
-        over = over_voltage(est.volts)
+        over = over_voltage(est.volts, est.reads_low_by)
         if over is not None:  # the driver's limit, whatever the charge says
             self.show(Status(Signal.FAULT))
             raise OverVoltageError(f"{over} This {what} was not started.")

@@ -299,6 +299,9 @@ class Estimate:
     #: what the monitor itself got wrong (None: nothing); one that ``blocks`` leaves state
     #: ``monitor_fault`` and the figures above meaningless
     monitor: MonitorFault | None = None
+    #: how far below the block ``volts`` may be (BatteryReading.reads_low_by): the
+    #: over-voltage check's worst case; not in to_dict (the reading is what it is)
+    reads_low_by: float = 1.0
 
     def to_dict(self) -> dict:
         if not self.measured or self.state == "monitor_fault":

@@ -92,6 +92,9 @@ class BatteryReading:
     #: the monitor gives readings no block could give (shuffler.core.battery.MonitorFault):
     #: one that ``blocks`` leaves ``volts`` meaningless
     monitor: MonitorFault | None = None
+    #: how far below the block ``volts`` may be (an uncalibrated Nano's bandgap,
+    #: shuffler.limits.UNCALIBRATED_READS_LOW_BY): the over-voltage check takes the worst case
+    reads_low_by: float = 1.0
 
 
 @dataclass(frozen=True)
