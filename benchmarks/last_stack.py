@@ -19,8 +19,9 @@ from collections import Counter
 
 import structlog
 
-from hardware_sim.dealer import ANSWERS, Answer, DealerHabit
+from hardware_sim.dealer import Answer, DealerHabit
 from hardware_sim.evening import evening
+from hardware_sim.exhaustive import ANSWERS
 from shuffler.core.stats import chi2_sf
 
 #: the acceptance's dealers: the last-card habit answering every way, the first-card

@@ -24,10 +24,13 @@ import enum
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from shuffler.core.mechanics import Pile
 from shuffler.device.contract import EventKind, InputEvent
+
+if TYPE_CHECKING:  # the CLI's status opens the simulator: fractions stays out of it
+    from fractions import Fraction
 
 
 class DealerHabit(enum.Enum):
@@ -81,7 +84,7 @@ class Answer:
     of the starting pack: the cards decide. With ``stops_high`` the dealer stops the hand
     at a stack whose card shown is high, and starts the hand again."""
 
-    corrects: Fraction = Fraction(1)
+    corrects: Fraction | int = 1  # exact chances in the walks; fractions loads lazily
     keeps_high: bool = False
     stops_high: bool = False
 
@@ -91,12 +94,6 @@ class Answer:
         said += ["keeps-high"] * self.keeps_high + ["stops-high"] * self.stops_high
         return ", ".join(said) or "corrects"
 
-
-#: the answers the acceptance walks (issue 47): made to, p = 1/4, 1/2, 3/4, keeps a
-#: warned stack when the card shown is high, stops and restarts a hand it dislikes
-ANSWERS = (Answer(Fraction(0)), Answer(Fraction(1, 4)), Answer(Fraction(1, 2)),
-           Answer(Fraction(3, 4)), Answer(Fraction(0), keeps_high=True),
-           Answer(Fraction(1, 2), stops_high=True))
 
 
 #: seconds at least between the two lifts of a dealer who was warned

@@ -22,7 +22,7 @@ from shuffler.core import planning
 from shuffler.core.labels import Label
 from shuffler.core.mechanics import Feed, Pile
 
-from .dealer import ANSWERS, Answer, DealerHabit
+from .dealer import Answer, DealerHabit
 from .study import Imperfections, deal_with_doubles, dealer_stacking, label_of, play_hand
 
 H = TypeVar("H", bound=Hashable)  # an outcome: an order, or whatever ``run`` returns
@@ -158,6 +158,12 @@ def every_stack_is_the_lights(n: int, habit: DealerHabit, answer: Answer,
                 walked += 1
     return walked
 
+
+#: the answers the acceptance walks (issue 47): made to, p = 1/4, 1/2, 3/4, keeps a
+#: warned stack when the card shown is high, stops and restarts a hand it dislikes
+ANSWERS = (Answer(Fraction(0)), Answer(Fraction(1, 4)), Answer(Fraction(1, 2)),
+           Answer(Fraction(3, 4)), Answer(Fraction(0), keeps_high=True),
+           Answer(Fraction(1, 2), stops_high=True))
 
 #: the cases of docs/mixing.md's label table: (mode, cards, passes)
 LABEL_TABLE_CASES = ((planning.Mode.PLANNED, 4, 2), (planning.Mode.PLANNED, 5, 2),

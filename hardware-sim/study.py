@@ -93,10 +93,11 @@ def simulate_hand(n: int, passes: int, mode: Mode, rng: random.Random,
 BOTH_WINDOW = 0.15
 
 
-def _draw(rng: random.Random, chance: Fraction) -> bool:
+def _draw(rng: random.Random, chance: Fraction | int) -> bool:
     """True with ``chance`` (no draw when it is 0 or 1: the walks enumerate every draw)."""
     if chance in (0, 1):
         return bool(chance)
+    chance = Fraction(chance)
     return rng.randrange(chance.denominator) < chance.numerator
 
 

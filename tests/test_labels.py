@@ -19,8 +19,9 @@ from math import ceil, log2
 
 import pytest
 
-from hardware_sim.dealer import ANSWERS, Answer, DealerHabit
+from hardware_sim.dealer import Answer, DealerHabit
 from hardware_sim.exhaustive import (
+    ANSWERS,
     LABEL_TABLE_DEALERS,
     coin_outcomes,
     every_stack_is_the_lights,

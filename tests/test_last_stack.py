@@ -14,8 +14,9 @@ from collections import Counter
 
 import pytest
 
-from hardware_sim.dealer import ANSWERS, DealerHabit
+from hardware_sim.dealer import DealerHabit
 from hardware_sim.evening import evening
+from hardware_sim.exhaustive import ANSWERS
 from shuffler.core.stats import chi2_sf
 
 DEALERS = [(DealerHabit.LAST_CARD, a) for a in ANSWERS] + [(DealerHabit.FIRST_CARD, ANSWERS[0])]

@@ -11,6 +11,7 @@ that held it ended) is re-planned from an order nobody tracked, and the dealer m
 chosen to end it by the cards: it carries the bound that holds for any law,
 1 − 1/n! (docs/mixing.md, "The last stack").
 
+    >>> from fractions import Fraction
     >>> hand_label(True, Fraction(0)).word
     'exact'
     >>> hand_label(True, Fraction(0), lost=3).word
@@ -20,7 +21,10 @@ chosen to end it by the cards: it carries the bound that holds for any law,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the CLI's status reads no fractions (tests/test_cli_options.py)
+    from fractions import Fraction
 
 
 @dataclass(frozen=True)
