@@ -91,7 +91,7 @@ def system_files(root: Path, rpi_os: bool) -> None:
     groups = ["root:x:0:", "dialout:x:20:"] + (["gpio:x:997:", "spi:x:999:"] if rpi_os else [])
     (etc / "passwd").write_text("root:x:0:0:root:/root:/bin/sh\n")
     (etc / "group").write_text("\n".join(groups) + "\n")
-    for name in ("shadow", "gshadow", "passwd-", "group-", "shadow-", "gshadow-"):
+    for name in ("shadow", "gshadow", "passwd-", "group-", "shadow-", "gshadow-", ".pwd.lock"):
         (etc / name).touch()
     if rpi_os:
         (etc / "rpi-issue").write_text("Raspberry Pi reference\n")
@@ -134,7 +134,7 @@ def test_the_install_block_runs_as_written_under_a_throwaway_root(tmp_path, bloc
     cwd = tmp_path
     service = None
     system_files(root, rpi_os=block == "deploy")
-    user_env = {"PATH": f"{root / 'usr/local/bin'}:/usr/bin:/bin", "HOME": str(home),
+    user_env = {"PATH": "/usr/bin:/bin", "HOME": str(home),
                 "SHUFFLER_SYSTEM_ROOT": str(root), "LANG": "C.UTF-8",
                 "SHUFFLER_CHECK_SCHEMAS": "1"}
     try:
@@ -165,6 +165,10 @@ def test_the_install_block_runs_as_written_under_a_throwaway_root(tmp_path, bloc
                 assert "no running systemd here" in said.stdout, said.stdout
                 installed_as_the_unit_needs(root, rpi_os=block == "deploy")
                 rehome_config(root)
+                # the links on PATH name the venv as the Pi sees it: here, under the root
+                target = os.readlink(root / "usr/local/bin/shuffler")
+                assert target == "/opt/shuffler/.venv/bin/shuffler"
+                user_env["PATH"] = f"{under(root, os.path.dirname(target))}:/usr/bin:/bin"
             elif words[0] == "shuffler" and words[-1] == "selftest":
                 assert words[1:3] == ["--device", "gpio"]  # here: the mock-pin rig
                 run(["shuffler", "--device", "sim-gpio", *map_paths(root, words[3:-1]),
@@ -180,7 +184,7 @@ def test_the_install_block_runs_as_written_under_a_throwaway_root(tmp_path, bloc
                 assert not (home / ".local" / "state" / "shuffler").exists()
             else:
                 pytest.fail(f"a line of the deploy block this test cannot follow: {line}")
-        assert service is not None and (root / "usr/local/bin/shuffler").exists()
+        assert service is not None and (root / "usr/local/bin/shuffler").is_symlink()
     finally:
         if service is not None:
             service.terminate()

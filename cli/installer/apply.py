@@ -4,7 +4,6 @@ true under the root, each change said in one line, each thing made recorded firs
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 from collections.abc import Callable
@@ -216,9 +215,7 @@ class Installer:
         if any(e["kind"] != "dir" for e in self.man.entries.values()):
             self.say("run `sudo shuffler-setup uninstall --purge` to remove what was kept")
             return 0
-        self.man.path.unlink(missing_ok=True)
-        with contextlib.suppress(OSError):
-            self.man.path.parent.rmdir()
+        self.man.remove()
         return 0
 
     def undo(self, e: dict, purge: bool) -> bool:

@@ -5,6 +5,7 @@ it may have made (``uninstall`` skips what is not there; ``install`` again finis
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ class Manifest:
 
     path: Path
     entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the folders the manifest itself needed made (its own, /var/lib on a bare tree)
+    folders: list[str] = field(default_factory=list)
 
     @classmethod
     def load(cls, root: Path) -> Manifest:
@@ -38,10 +41,11 @@ class Manifest:
         try:
             doc = json.loads(path.read_text())
             entries = {str(e["key"]): dict(e) for e in doc["made"]}
+            folders = [str(f) for f in doc.get("folders", [])]
         except (OSError, ValueError, KeyError, TypeError) as e:
             raise BadInputError(f"{path}: the installer's manifest cannot be read ({e}); "
                                 f"move it away and run `shuffler-setup install` again") from None
-        return cls(path, entries)
+        return cls(path, entries, folders)
 
     def note(self, key: str, **entry: Any) -> None:
         """Record ``key`` (before it is made) and save."""
@@ -53,10 +57,21 @@ class Manifest:
             self.save()
 
     def save(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.parent.chmod(0o755)
-        body = {"version": VERSION, "made": list(self.entries.values())}
+        here = self.path.parent
+        while not here.exists():
+            self.folders.append(str(here))
+            here = here.parent
+        self.path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        body = {"version": VERSION, "made": list(self.entries.values()),
+                "folders": self.folders}
         atomic_write(self.path, (json.dumps(body, indent=1) + "\n").encode(), mode=0o644)
+
+    def remove(self) -> None:
+        """The manifest and the folders made for it (those still empty)."""
+        self.path.unlink(missing_ok=True)
+        for folder in [str(self.path.parent), *self.folders]:
+            with contextlib.suppress(OSError):
+                Path(folder).rmdir()
 
     def of_kind(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.entries.values() if e["kind"] == kind]
