@@ -8,6 +8,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from shuffler.config import Config, load_config, load_config_text
 
@@ -187,9 +188,10 @@ class Installer:
         if units:
             self.sys.daemon_reload()
         state = self.sys.unit_state()
-        if state == "active" and (self.changed or upgrade):
-            self.sys.restart()
-            self.say("restarted shuffler (systemctl restart shuffler)")
+        if state in ("active", "activating", "failed") and (self.changed or upgrade):
+            self.sys.run("systemctl", "reset-failed", "shuffler", check=False)
+            self.sys.restart()  # a failed one too: the change may be what it lacked
+            self.say(f"restarted shuffler (it was {state})")
         elif upgrade:
             self.sys.restart()
             self.say("started shuffler (systemctl restart shuffler)")
@@ -218,7 +220,7 @@ class Installer:
         self.man.remove()
         return 0
 
-    def undo(self, e: dict, purge: bool) -> bool:
+    def undo(self, e: dict[str, Any], purge: bool) -> bool:
         """Undo one entry; False: kept (the manifest keeps it)."""
         kind, at = e["kind"], self.at(e.get("path", "/"))
         if kind == "file":
