@@ -251,11 +251,13 @@ def test_6_a_reboot_the_service_up_at_boot_on_its_hardware_the_state_kept(m, gue
 
 # -- issue 45: the installer on the guest the page installed by it ------------------------
 #: what else made files after the install, which the uninstall is not asked to remove: the
-#: tests' own (named shuffler-vm-*: the walk's boot unit, the scenarios' watchers; the
-#: guest's network), and shadow's bookkeeping beside /etc/passwd (useradd's, the walk's
-#: `dealer` among them)
+#: tests' own (named shuffler-vm-*: the walk's boot unit, the scenarios' watchers; their
+#: drop-ins vm-*.conf, which the uninstall keeps as a builder's own; the guest's network),
+#: and shadow's bookkeeping beside /etc/passwd (useradd's, the walk's `dealer` among them)
 def not_the_installers(path: str) -> bool:
-    return "/shuffler-vm-" in path or path.startswith("/etc/systemd/network") or path in (
+    return "/shuffler-vm-" in path or path.startswith("/etc/systemd/network") or \
+        re.fullmatch(r"/etc/systemd/system/shuffler\.service\.d/vm-[a-z-]+\.conf", path) \
+        is not None or path in (
         "/etc/.pwd.lock", "/etc/subuid", "/etc/subgid", "/etc/subuid-", "/etc/subgid-",
         "/etc/passwd-", "/etc/group-", "/etc/shadow-", "/etc/gshadow-")
 
@@ -360,6 +362,8 @@ def test_10_uninstall_leaves_none_of_its_files_and_keeps_the_state(m):
     assert g.run(f"test -f {deploy.DROPIN}", check=False).rc == 0  # the builder's drop-in
     assert g.run("id shuffler", check=False).rc != 0
     # and back: the guest as the session found it, by the same command
-    out = g.run("shuffler-setup install && systemctl start shuffler", timeout=600).out
+    assert g.run("command -v shuffler-setup", check=False).rc != 0  # its link went too
+    out = g.run("/opt/shuffler/.venv/bin/shuffler-setup install && systemctl start shuffler",
+                timeout=600).out
     assert "made the account shuffler" in out, out
     m.ready()
