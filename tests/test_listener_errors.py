@@ -39,7 +39,8 @@ def test_a_taken_port_names_the_key_the_port_and_the_process_holding_it(tmp_path
     assert done.returncode == 2, done
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
-    assert f"[web] port = {port} (on 127.0.0.1): the port is taken" in lines[0]
+    assert f"[web] port = {port} (on 127.0.0.1): the port is taken (Address already in " \
+        "use)" in lines[0]  # the kernel's words too, as docs/troubleshooting.md quotes them
     assert f"pid {os.getpid()} (" in lines[0]  # this test's process holds it
     assert "set another [web] port in the config" in lines[0]
     assert not (tmp_path / "s.sock").exists()

@@ -28,8 +28,8 @@ def listener_error(e: OSError, section: str, host: str, port: int) -> ConfigErro
         who = port_holder(port)
         held = f"{who} holds it" if who else \
             f"another process holds it (`sudo ss -ltnp 'sport = :{port}'` names it)"
-        return ConfigError(f"{where}: the port is taken: {held}; set another [{section}] "
-                           f"port in the config, or stop that process")
+        return ConfigError(f"{where}: the port is taken ({e.strerror}): {held}; set "
+                           f"another [{section}] port in the config, or stop that process")
     if e.errno == errno.EACCES and port < 1024:
         return ConfigError(f"{where}: ports below 1024 need root; set [{section}] port to "
                            f"1024 or more (8080 is the default)")
