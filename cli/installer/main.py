@@ -154,5 +154,5 @@ def main() -> None:
     except click.ClickException as e:
         e.show()
         sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
-        fail("interrupted", 130)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        fail("interrupted: run it again, it finishes what it started", 130)
