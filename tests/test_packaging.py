@@ -28,7 +28,8 @@ def test_licence_extras_and_scripts():
     assert re.fullmatch(r"setuptools>=(7[7-9]|[89]\d),<\d+", requirement), requirement
     assert any(dep.startswith("lgpio") for dep in project["optional-dependencies"]["pi"])
     assert project["scripts"] == {"shuffler": "shuffler_cli.start:main",
-                                  "shuffler-safe": "shuffler_cli.safe:main"}
+                                  "shuffler-safe": "shuffler_cli.safe:main",
+                                  "shuffler-setup": "shuffler_cli.installer.main:main"}
 
 
 def test_no_install_registers_the_tests_pin_factory():
@@ -210,7 +211,8 @@ def _sdist_names(sdist: Path) -> set[str]:
 def test_the_sdist_carries_every_file_git_tracks_and_nothing_built(built):
     tracked = set(subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True,
                                  text=True, check=True).stdout.split())
-    links = {".typecheck/hardware_sim", ".typecheck/shuffler_cli", "hardware-sim/firmware"}
+    links = {".typecheck/hardware_sim", ".typecheck/shuffler_cli", "hardware-sim/firmware",
+             "cli/deploy"}
     names = _sdist_names(built[0])
     missing = tracked - names - links - {".gitignore", "firmware/.gitignore"}
     assert not missing, f"not in the sdist: {sorted(missing)}"
@@ -224,10 +226,15 @@ def test_the_sdist_carries_every_file_git_tracks_and_nothing_built(built):
                if n.startswith("hardware-sim/firmware/")}
     assert shipped == firmware - {".gitignore"}
     extra = {n for n in names - tracked if not n.startswith((
-        "hardware-sim/firmware/", "shuffler.egg-info/")) and n not in ("PKG-INFO", "setup.cfg")}
+        "hardware-sim/firmware/", "cli/deploy/", "shuffler.egg-info/"))
+        and n not in ("PKG-INFO", "setup.cfg")}
     assert not extra, f"in the sdist but not tracked: {sorted(extra)}"
     with zipfile.ZipFile(built[1]) as zf:
         assert "hardware_sim/firmware/Makefile" in zf.namelist()
+        # shuffler-setup's files (cli/deploy links to docs/deploy)
+        assert {f"shuffler_cli/deploy/{name}" for name in (
+            "shuffler.service", "network.conf", "serial.conf", "99-shuffler.rules",
+            "60-gpiochip.rules", "config.toml")} <= set(zf.namelist())
 
 
 def _venv(where: Path) -> Path:

@@ -1,11 +1,14 @@
-"""docs/deploy/README.md's "Upgrading" block: the same ``'.[pi]'`` as the install, the
-builder's own checkout (which ``/opt/shuffler`` was cloned from) brought up to date
-before the service's checkout pulls from it, the service stopped around the install.
-Run as written under a throwaway root, after an install: a new commit upstream is the
-version that runs afterwards."""
+"""docs/deploy/README.md's "Upgrading" block: a backup of the state first, the same
+``'.[pi]'`` as the install, the builder's own checkout (which ``/opt/shuffler`` was cloned
+from) brought up to date before the service's checkout pulls from it, the service stopped
+around the install, ``shuffler-setup upgrade`` after it. Run as written under a throwaway
+root, after the installer's install: a new commit upstream is the version that runs
+afterwards, its unit is installed, and the config (edited by the builder) and the state
+are kept."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -15,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from shuffler import __version__ as shuffler_version
-from tests.test_deploy_page import LINES, deploy_lines, under
+from tests.test_deploy_page import LINES, deploy_lines, system_files, under
 
 ROOT = Path(__file__).resolve().parents[1]
 UPGRADE = deploy_lines("upgrade")
@@ -32,10 +35,8 @@ def test_the_upgrade_installs_as_the_install_did_from_an_updated_origin():
     assert UPGRADE[at("sudo .venv/bin/pip install")] == install  # '.[pi]', not '.'
     assert "'.[pi]'" in install
     assert at("git -C ~/shuffler pull") < at("sudo git pull")  # the origin first
-    assert at("sudo systemctl stop shuffler") < at("sudo .venv/bin/pip install")
-    assert at("sudo .venv/bin/pip install") < at("sudo systemctl start shuffler")
-    assert at("sudo install -D -m 0644 docs/deploy/shuffler.service") \
-        < at("sudo systemctl daemon-reload") < at("sudo systemctl start shuffler")
+    assert at("sudo shuffler-setup backup") < at("sudo systemctl stop shuffler") \
+        < at("sudo .venv/bin/pip install") < at("sudo .venv/bin/shuffler-setup upgrade")
     assert not any("/etc/shuffler/config.toml" in ln for ln in UPGRADE)  # the builder's
 
 
@@ -47,6 +48,7 @@ def git(*args: str, cwd: Path) -> str:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not (ROOT / ".git").exists(), reason="needs a git checkout to clone")
+@pytest.mark.skipif(os.geteuid() != 0, reason="the installer's useradd --root needs root")
 def test_the_upgrade_block_runs_as_written_and_the_new_version_runs(tmp_path):
     root, home = tmp_path / "root", tmp_path / "home"
     upstream = tmp_path / "upstream"  # the project (or the builder's fork)
@@ -62,6 +64,22 @@ def test_the_upgrade_block_runs_as_written_and_the_new_version_runs(tmp_path):
     pip = [str(opt / ".venv/bin/pip"), "install", "-q", "--no-deps", "."]
     subprocess.run(pip, cwd=opt, check=True, capture_output=True, timeout=600)
     shuffler = opt / ".venv" / "bin" / "shuffler"
+    system_files(root, rpi_os=False)
+    env = {**os.environ, "SHUFFLER_SYSTEM_ROOT": str(root)}
+
+    def setup(*args: str) -> str:
+        done = subprocess.run([str(opt / ".venv/bin/shuffler-setup"), *args], env=env,
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 0, done
+        return done.stdout
+
+    setup("install")
+    config = root / "etc/shuffler/config.toml"
+    config.write_text(config.read_text() + "\n[web]\nenabled = true\n")  # the builder's
+    setup("install")  # the page on: the network drop-in
+    score = root / "var/lib/shuffler/score.json"
+    score.write_text('{"the": "state"}\n')
+    kept = (config.read_bytes(), score.read_bytes())
 
     def version() -> str:
         return subprocess.run([str(shuffler), "--version"], capture_output=True, text=True,
@@ -74,6 +92,8 @@ def test_the_upgrade_block_runs_as_written_and_the_new_version_runs(tmp_path):
     # a release upstream: a new version number
     init = upstream / "shuffler" / "__init__.py"
     init.write_text(init.read_text().replace(shuffler_version, "99.0.0"))
+    unit = upstream / "docs/deploy/shuffler.service"  # and a changed unit, to install
+    unit.write_text(unit.read_text().replace("TimeoutStopSec=10", "TimeoutStopSec=11"))
     git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "release",
         cwd=upstream)
     released = git("rev-parse", "HEAD", cwd=upstream).strip()
@@ -86,6 +106,11 @@ def test_the_upgrade_block_runs_as_written_and_the_new_version_runs(tmp_path):
             words = words[1:]
         if words[0] == "systemctl":
             continue  # no systemd here: the order is checked above
+        if words[0] in ("shuffler-setup", ".venv/bin/shuffler-setup"):
+            said = setup(*words[1:])
+            if words[1] == "upgrade":
+                assert "updated /etc/systemd/system/shuffler.service" in said, said
+            continue
         if words[0] == "cd":
             cwd = Path(under(root, words[1]))
         elif words[0] == "git":
@@ -105,3 +130,8 @@ def test_the_upgrade_block_runs_as_written_and_the_new_version_runs(tmp_path):
     assert version() == after != before
     assert (root / "etc/systemd/system/shuffler.service").read_text() == \
         (opt / "docs/deploy/shuffler.service").read_text()
+    assert (config.read_bytes(), score.read_bytes()) == kept
+    assert (root / "etc/systemd/system/shuffler.service.d/network.conf").exists()
+    backup = home / "shuffler-state-before-upgrade.tar.gz"
+    assert backup.exists() and "score.json" in subprocess.run(
+        ["tar", "tzf", str(backup)], capture_output=True, text=True, check=True).stdout

@@ -53,12 +53,19 @@ class Faces:
         self.web: WebServer | None = None
         self.telemetry: Telemetry | None = None
         service.subscribe(self.on_publish)
+        if config.mqtt.enabled:  # before the page opens its port: nothing left half-open
+            from shuffler.faces.listen import check_network
+
+            check_network("mqtt", str(config.mqtt.host), config.mqtt.port)
         if config.web.enabled:
+            from shuffler.faces.listen import listener_error
             from shuffler.faces.web import WebServer
 
-            self.web = WebServer(self, config.web.bind, config.web.port,
-                                 service.state_folder,
-                                 hosts=config.web.hosts)
+            try:
+                self.web = WebServer(self, config.web.bind, config.web.port,
+                                     service.state_folder, hosts=config.web.hosts)
+            except OSError as e:  # serve exits 2 naming the key, the port and the fix
+                raise listener_error(e, "web", config.web.bind, config.web.port) from None
             service.on_touch(self.web.touched)  # a touch on the sensor may pair a phone
         self.room: Any = None  # the tournament view, when the page and MQTT are both on
         if config.mqtt.enabled:

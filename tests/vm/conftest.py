@@ -122,6 +122,21 @@ def booted(built: Built) -> Iterator[Guest]:
             print(f"vm: the guest's console and disks are kept in {run}\n{console[-4000:]}")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Iterator[None]:
+    """A failed scenario's guest evidence saved at once (tests/vm/evidence.py)."""
+    outcome = yield
+    report = outcome.get_result()
+    guest = getattr(item, "funcargs", {}).get("guest")
+    if report.when == "call" and report.failed and isinstance(guest, Guest) \
+            and HERE in item.path.parents:
+        from tests.vm.evidence import save
+
+        folder = save(guest, item.name)
+        report.sections.append(("VM evidence", f"the guest's journal, lines, /run/shuffler, "
+                                               f"unit and processes: {folder}"))
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     if TIMES:
         terminalreporter.write_sep("-", "VM tier: seconds per step")

@@ -9,11 +9,12 @@ the edit, rather than installing something else):
 - ``git clone ~/shuffler``: the checkout is the host's, handed in as a git repository on
   the data disk (tests/vm/machine.py).
 - ``pip install '.[pi]'``: from the wheels the host fetched (``pip wheel '.[pi]'``).
-- the config: the scenario's (tests/vm/config.toml: the shipped one with emulation's
-  timings).
+- before ``shuffler-setup install``: the scenario's config (tests/vm/config.toml: the
+  shipped one with emulation's timings; the installer keeps a config it finds), the one
+  test-only drop-in (the unit sees a Pi's /proc/cpuinfo: gpiozero refuses to run off a
+  Pi; a drop-in of the builder's own to the installer, which never removes it), and a
+  list of the guest's files (:data:`BEFORE`) for the uninstall to be checked against.
 - ``selftest``: it asks the builder to touch each part; the scenarios drive the parts.
-- before ``daemon-reload``, the one test-only drop-in: the unit sees a Pi's /proc/cpuinfo
-  (gpiozero refuses to run off a Pi).
 """
 
 from __future__ import annotations
@@ -29,6 +30,19 @@ from tests.vm.image import Steps
 FENCE = "```sh deploy-debian"
 #: the drop-in's path in the guest; its text is machine.CPUINFO_DROPIN
 DROPIN = "/etc/systemd/system/shuffler.service.d/vm-pi.conf"
+#: the guest's files just before the installer ran (tests/vm/test_vm_walk.py's uninstall)
+BEFORE = "/root/files-before-install.list"
+#: where the installer may leave a file: what that list covers (not /opt: the checkout and
+#: its venv are the builder's, made by the page's own lines, and git and pip write there)
+SCANNED = "/etc /usr/local /var/lib /boot"
+
+
+def files_command(out: str) -> str:
+    """The guest's files under :data:`SCANNED` into ``out``, sorted (the package manager's
+    and systemd's own bookkeeping left out)."""
+    return (f"find {SCANNED} -xdev \\( -path /var/lib/systemd -o -path /var/lib/dpkg -o "
+            f"-path /var/lib/apt -o -name __pycache__ \\) -prune -o -print 2>/dev/null "
+            f"| sort > {out}")
 
 
 def block(readme: Path, fence: str = FENCE) -> list[str] | None:
@@ -51,12 +65,12 @@ EDITS: tuple[tuple[str, str, Callable[[str], str]], ...] = (
      lambda line: line.replace("~/shuffler", f"{DATA}/src", 1)),
     ("the host's wheels", r"^\.venv/bin/pip install ",
      lambda line: line + f" --no-index --find-links {DATA}/wheels"),
-    ("the scenario's config", r"^install .* docs/deploy/config\.toml /etc/shuffler/config\.toml$",
-     lambda line: line.replace("docs/deploy/config.toml", "tests/vm/config.toml")),
+    ("the scenario's config, the test's drop-in, the list of files before",
+     r"^\.venv/bin/shuffler-setup install$",
+     lambda line: f"test -f {DROPIN} && install -D -m 0644 tests/vm/config.toml "
+                  f"/etc/shuffler/config.toml && {files_command(BEFORE)} && {line}"),
     ("selftest asks the builder to touch each part", r"^shuffler .*selftest$",
      lambda line: "true"),
-    ("the test-only drop-in: a Pi's /proc/cpuinfo", r"^systemctl daemon-reload$",
-     lambda line: f"test -f {DROPIN} && {line}"),
 )
 
 
@@ -78,7 +92,7 @@ def edited(lines: list[str], edits: tuple[Edit, ...] = EDITS, fence: str = FENCE
 
 def run(guest: Guest, readme: Path, steps: Steps, before_reload: Callable[[], None]) -> None:
     """Each line in a shell of its own, in the folder the block's ``cd`` lines left;
-    ``before_reload()`` puts the test-only files in place before ``daemon-reload``."""
+    ``before_reload()`` puts the test-only files in place before the installer runs."""
     lines = block(readme)
     assert lines is not None, f"{readme} has no {FENCE[6:]} block"
     run_lines(guest, edited(lines), steps, before_reload)

@@ -260,6 +260,23 @@ def _decoded(data: str | None) -> str:
     return base64.b64decode(data).decode(errors="replace") if data else ""
 
 
+#: the page's port in the guest, forwarded to :func:`page_port` on the host's loopback
+GUEST_PAGE_PORT = 8080
+#: the guest's address on QEMU's user network (what the guest configures for it)
+GUEST_ADDRESS = "10.0.2.15/24"
+
+
+def page_port(run_dir: Path) -> int:
+    """The host's port for the guest's page: a free one, chosen once for ``run_dir`` (a
+    reboot keeps it; an attached run reads it)."""
+    kept = run_dir / "page-port"
+    if not kept.exists():
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            kept.write_text(str(probe.getsockname()[1]))
+    return int(kept.read_text())
+
+
 def attach(run_dir: Path) -> Guest:
     """The guest already running from ``run_dir`` (``python -m tests.vm --keep``)."""
     agent = Agent(run_dir / "qga.sock")
@@ -294,7 +311,10 @@ def launch(image: Image, data: Path, run_dir: Path, timeout: float = 900) -> Gue
     agent_path = run_dir / "qga.sock"
     command = [
         "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-smp", str(CPUS),
-        "-m", str(MEMORY_MIB), "-display", "none", "-monitor", "none", "-nic", "none",
+        "-m", str(MEMORY_MIB), "-display", "none", "-monitor", "none",
+        # the guest's page port on the host's loopback (restrict: no other network)
+        "-nic", f"user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:"
+                f"{page_port(run_dir)}-:{GUEST_PAGE_PORT}",
         "-no-reboot", "-serial", f"file:{run_dir / 'console.log'}",
         "-kernel", str(image.kernel), "-initrd", str(image.initrd),
         "-append", KERNEL_CMDLINE,

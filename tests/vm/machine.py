@@ -43,10 +43,12 @@ def line_names() -> dict[int, str]:
 
 
 def project_files() -> list[str]:
-    """The checkout's files, as ``git clone`` would give them (with local edits)."""
+    """The checkout's files and links, as ``git clone`` would give them (with local
+    edits)."""
     out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                          cwd=ROOT, check=True, capture_output=True).stdout
-    return [name for name in out.decode().split("\0") if name and (ROOT / name).is_file()]
+    return [name for name in out.decode().split("\0")
+            if name and ((ROOT / name).is_file() or (ROOT / name).is_symlink())]
 
 
 def hand_in(folder: Path, modules: Modules, steps: Steps) -> Path:
@@ -60,7 +62,8 @@ def hand_in(folder: Path, modules: Modules, steps: Steps) -> Path:
     for name in project_files():
         target = folder / "src" / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / name, target)
+        # a link as a link (cli/deploy -> ../docs/deploy: shuffler-setup's files)
+        shutil.copy2(ROOT / name, target, follow_symlinks=False)
     # a repository, so the README's `git clone` clones it: the checkout as it is now
     git = ["git", "-C", str(folder / "src"), "-c", "user.name=vm", "-c", "user.email=vm@vm"]
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "the host's checkout"]):

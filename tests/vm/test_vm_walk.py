@@ -31,14 +31,16 @@ sees. It runs last (file order) and the steps build on each other, in order:
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.vm import deploy
-from tests.vm.guest import DATA, Guest
+from tests.vm.guest import DATA, GUEST_ADDRESS, GUEST_PAGE_PORT, Guest, page_port
 from tests.vm.image import Steps
 from tests.vm.machine import chip_commands
 from tests.vm.test_vm_scenarios import CARDS, STATE, Machine, went_low
@@ -245,3 +247,123 @@ def test_6_a_reboot_the_service_up_at_boot_on_its_hardware_the_state_kept(m, gue
     text = g.run("shuffler status").out
     assert text.strip(), "shuffler status printed nothing"
     assert "serving" in {line.get("event") for line in journal_lines(g)}  # this boot's log
+
+
+# -- issue 45: the installer on the guest the page installed by it ------------------------
+#: what else made files after the install, which the uninstall is not asked to remove: the
+#: tests' own (named shuffler-vm-*: the walk's boot unit, the scenarios' watchers; their
+#: drop-ins vm-*.conf, which the uninstall keeps as a builder's own; the guest's network),
+#: and shadow's bookkeeping beside /etc/passwd (useradd's, the walk's `dealer` among them)
+def not_the_installers(path: str) -> bool:
+    return "/shuffler-vm-" in path or path.startswith("/etc/systemd/network") or \
+        re.fullmatch(r"/etc/systemd/system/shuffler\.service\.d/vm-[a-z-]+\.conf", path) \
+        is not None or path in (
+        "/etc/.pwd.lock", "/etc/subuid", "/etc/subgid", "/etc/subuid-", "/etc/subgid-",
+        "/etc/passwd-", "/etc/group-", "/etc/shadow-", "/etc/gshadow-")
+
+
+
+NETWORK = f"""# test only (tests/vm/test_vm_walk.py): QEMU's user network, the page's port forwarded
+[Match]
+Type=ether
+[Network]
+Address={GUEST_ADDRESS}
+"""
+
+
+def files(g: Guest) -> set[str]:
+    g.run(deploy.files_command("/root/files-now.list"), timeout=300)
+    return set(g.run("cat /root/files-now.list").out.splitlines())
+
+
+def page_status(guest: Guest) -> int:
+    """GET / from the host, through the port QEMU forwards to the guest's 8080."""
+    conn = http.client.HTTPConnection("127.0.0.1", page_port(guest.run_dir), timeout=20)
+    try:
+        conn.request("GET", "/", headers={"Host": f"localhost:{GUEST_PAGE_PORT}"})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_7_the_page_turned_on_is_refused_by_name_until_the_installer_runs_then_answers(m):
+    g = m.g
+    g.put("/etc/systemd/network/10-vm.network", NETWORK.encode())
+    g.run("systemctl restart systemd-networkd", timeout=300)
+    cursor = g.cursor()
+    restarts = m.restarts()
+    # as the guide used to say: turned on in the config, the service restarted
+    g.run(f"printf '\\n[web]\\nenabled = true\\nlan = true\\nport = {GUEST_PAGE_PORT}\\n'"
+          f" >> {CONFIG}")
+    g.run("systemctl restart shuffler", check=False, timeout=300)
+    g.wait(lambda: m.show("ActiveState")["ActiveState"] == "failed", 120,
+           "the service failed (the unit refuses AF_INET)")
+    time.sleep(6)  # past RestartSec=2: RestartPreventExitStatus=2 keeps it down
+    shown = m.show("ActiveState", "ExecMainStatus", "Result")
+    assert (shown["ActiveState"], shown["ExecMainStatus"]) == ("failed", "2"), shown
+    assert m.restarts() == restarts, "the unit restarted a service that exits 2"
+    said = [e.get("MESSAGE", "") for e in g.journal(cursor=cursor)]
+    why = [line for line in said if f"[web] port = {GUEST_PAGE_PORT}" in str(line)]
+    assert why, said[-20:]
+    assert "sudo shuffler-setup install" in str(why[0]) and "network.conf" in str(why[0]), why
+    out = g.run("shuffler-setup install", timeout=600).out
+    assert "installed /etc/systemd/system/shuffler.service.d/network.conf" in out, out
+    assert "restarted shuffler (it was failed)" in out, out
+    m.ready()
+    g.wait(lambda: _answers(g), 120, "the page answering from the host")
+    assert page_status(g) == 200
+
+
+def _answers(g: Guest) -> bool:
+    try:
+        return page_status(g) == 200
+    except OSError:
+        return False
+
+
+def test_8_install_twice_changes_nothing(m):
+    g = m.g
+    before, pid = files(g), m.show("MainPID")["MainPID"]
+    out = g.run("shuffler-setup install", timeout=600).out
+    assert "nothing to change" in out, out
+    assert files(g) == before
+    assert m.show("MainPID")["MainPID"] == pid  # not restarted
+    assert g.run("shuffler-setup status", timeout=300).out.rstrip().endswith("as installed")
+
+
+def test_9_upgrade_keeps_the_config_and_the_state(m):
+    g = m.g
+    config, before = g.get(CONFIG), kept(m)
+    out = g.run("shuffler-setup upgrade", timeout=600).out
+    assert "restarted shuffler" in out, out
+    m.ready()
+    assert g.get(CONFIG) == config
+    assert kept(m) == before
+    assert page_status(g) == 200
+
+
+def test_10_uninstall_leaves_none_of_its_files_and_keeps_the_state(m):
+    g = m.g
+    state = g.run(f"ls {STATE}").out.strip()
+    out = g.run("shuffler-setup uninstall", timeout=600).out
+    assert "kept /var/lib/shuffler/" in out, out
+    assert g.show("shuffler", "ActiveState")["ActiveState"] in ("inactive", "failed")
+    scanned = tuple(deploy.SCANNED.split())
+    before = {path for path in g.run(f"cat {deploy.BEFORE}").out.splitlines()
+              if path.startswith(scanned)}
+    after = files(g)
+    new = {path for path in after - before if not not_the_installers(path)
+           and not path.startswith("/var/lib/shuffler/")}
+    # what is kept: the state folder, and the manifest that says the installer made it
+    assert new == {"/var/lib/shuffler", "/var/lib/shuffler-setup",
+                   "/var/lib/shuffler-setup/manifest.json"}, sorted(new)
+    assert before - after == set(), sorted(before - after)  # nothing that was there went
+    assert g.run(f"ls {STATE}").out.strip() == state
+    assert g.run(f"test -f {deploy.DROPIN}", check=False).rc == 0  # the builder's drop-in
+    assert g.run("id shuffler", check=False).rc != 0
+    # and back: the guest as the session found it, by the same command
+    assert g.run("command -v shuffler-setup", check=False).rc != 0  # its link went too
+    out = g.run("/opt/shuffler/.venv/bin/shuffler-setup install && systemctl start shuffler",
+                timeout=600).out
+    assert "made the account shuffler" in out, out
+    m.ready()
