@@ -300,6 +300,18 @@ class GpioRig:
         """A finger's touch: pressed ``hold`` seconds, bouncing on both edges."""
         self.press("touch", hold)
 
+    def taps(self, count: int, rate: float, hold: float | None = None,
+             at: float | None = None) -> list[float]:
+        """``count`` quick taps, ``rate`` a second, each held ``hold`` seconds (default:
+        0.1 s, or half the period at more than 5 a second, as a finger taps), bouncing on
+        both edges; returns when each began."""
+        start = self.clock.now() if at is None else at
+        hold = min(0.1, 0.5 / rate) if hold is None else hold
+        began = [start + k / rate for k in range(count)]
+        for t in began:
+            self.press("touch", hold, at=t)
+        return began
+
     def press(self, role: str, hold: float, bounces: int = 3, bounce_s: float = 0.002,
               at: float | None = None) -> None:
         """Sensor ``role`` active for ``hold`` seconds from ``at`` (default now), as a
