@@ -135,10 +135,16 @@ def test_a_long_press_is_never_a_touch_and_its_bounce_is_ignored(tmp_path):
         device.close()
 
 
-def test_a_long_press_with_nothing_latched_starts_nothing_and_says_so(tmp_path):
+def heard(tmp_path):
+    """A rigged service and what it publishes."""
     rig, device, service = rigged(tmp_path)
     seen: list = []
     service.subscribe(seen.append)
+    return rig, device, service, seen
+
+
+def test_a_long_press_with_nothing_latched_starts_nothing_and_says_so(tmp_path):
+    rig, device, service, seen = heard(tmp_path)
     try:
         rig.long_press(2.5)
         rig.clock.sleep(3.5)
@@ -357,9 +363,7 @@ def test_chatter_at_the_bounce_boundary(tmp_path):
 
 
 def test_a_press_held_across_a_pass_is_one_long_press_that_starts_nothing(tmp_path):
-    rig, device, service = rigged(tmp_path)
-    seen: list = []
-    service.subscribe(seen.append)
+    rig, device, service, seen = heard(tmp_path)
     try:
         device.drain_events()
         rig.long_press(12.0)  # held from before the pass until after it
