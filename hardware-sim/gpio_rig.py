@@ -55,6 +55,10 @@ from .dealer import DealerHabit, SimDealer
 from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 
+#: seconds a dealer holding the pile lifted first waits for the machine's warning (it
+#: comes within a tenth of a second while the machine watches the lifts) before going on
+HEARS_NOTHING_S = 1.0
+
 #: a rig pin keeps its newest changes only (``states``): from this many to twice as many
 STATES_KEPT = 5000
 
@@ -464,11 +468,21 @@ class GpioRig:
             self._restack(on_top, touch, gather)
             return
         self._restacked = True
-        self._held = (asked, on_top, touch, gather)
+        held = self._held = (asked, on_top, touch, gather)
         self.set_sensor(self._sensor(on_top), False)
         if at_once:
             self.clock.at(self.clock.now() + self.dealer.both_gap,
                           partial(self.set_sensor, self._sensor(on_top.other), False))
+        if gather:  # after a lone pass nothing watches the lifts: no warning comes
+            self.clock.at(self.clock.now() + HEARS_NOTHING_S, partial(self._goes_on, held))
+
+    def _goes_on(self, held: tuple[Pile, Pile, bool, bool]) -> None:
+        """Warned of nothing, the dealer stops holding the pile and stacks as it was going
+        to (held for ever, it left the tray empty: a stuck simulator)."""
+        if self._held is held:
+            self._held = None
+            _, on_top, touch, gather = held
+            self._restack(on_top, touch, gather)
 
     @staticmethod
     def _sensor(pile: Pile) -> str:

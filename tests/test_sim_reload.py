@@ -10,7 +10,9 @@ import http.client
 import json
 import random
 
-from hardware_sim import SimDevice
+import pytest
+
+from hardware_sim import DealerHabit, SimDevice
 from shuffler.config import Config
 from shuffler.control.controller import PassController
 from shuffler.control.session import Session
@@ -66,9 +68,10 @@ def test_a_served_simulator_after_a_lone_pass_runs_a_hand_a_pass_and_the_pages_s
     assert "tray is empty" not in svc.log.read_text()
 
 
-def test_after_a_lone_pass_the_sim_dealer_reloads_the_tray_when_the_light_is_ready(
-        tmp_path):
-    device = SimDevice.for_cards(24, rng=random.Random(6), clock=VirtualClock())
+@pytest.mark.parametrize("habit", list(DealerHabit))
+def test_after_a_lone_pass_the_sim_dealer_reloads_the_tray_whatever_its_habit(
+        tmp_path, habit):
+    device = SimDevice.for_cards(24, rng=random.Random(6), clock=VirtualClock(), habit=habit)
     session = Session(PassController(device, StateStore(tmp_path)), Config(),
                       plan_source(device, 1))
     try:
@@ -77,5 +80,25 @@ def test_after_a_lone_pass_the_sim_dealer_reloads_the_tray_when_the_light_is_rea
         assert device.health().tray_loaded and device.mechanism.piles == ([], [])
         assert [e.kind for e in device.drain_events()][-1] is EventKind.TRAY_LOADED
         assert session.do_pass()["pass"]["counted"] == 24  # not refused: the tray is full
+    finally:
+        device.close()
+
+
+@pytest.mark.parametrize("habit", list(DealerHabit))
+def test_after_a_lone_pass_the_rigs_dealer_reloads_the_tray_whatever_its_habit(
+        tmp_path, habit):
+    """The rig's dealer lifted the other pile first as its habit says and held it for a
+    warning that never comes at the ready light: ``other`` and ``both`` never reloaded."""
+    from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
+
+    rig = GpioRig.for_cards(24, rng=random.Random(2), habit=habit)
+    device = RiggedGpioDevice(rig)
+    session = Session(PassController(device, StateStore(tmp_path)), Config(),
+                      plan_source(device, 1))
+    try:
+        assert session.do_pass()["pass"]["fault"] is None
+        rig.clock.sleep(5.0)  # the dealer's lifts
+        assert device.health().tray_loaded and len(rig.mechanism.tray) == 24
+        assert session.do_pass()["pass"]["counted"] == 24
     finally:
         device.close()
