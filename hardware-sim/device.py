@@ -226,6 +226,8 @@ class SimDevice(ShufflerDevice):
             del self.shown[:-1000]
         if status.signal is not Signal.STACK or status.on_top is None:
             self._held, self._corrected = None, False
+            if status.signal is Signal.READY:
+                self._dealer_gathers()
         elif self._held is not None:  # the warning (on a serial link: the stack light again)
             self._dealer_hears_the_warning()
         elif status.warn:  # the warning again at a refusal: what the dealer does is queued
@@ -294,6 +296,16 @@ class SimDevice(ShufflerDevice):
         if status.next_pass is not None:
             self.clock.sleep(self.dealer.settle)
             self.events.put(InputEvent(EventKind.TOUCH, self.now()))
+
+    def _dealer_gathers(self) -> None:
+        """The light back to ready with cards on the piles (a lone pass: no stack light
+        follows it): the dealer puts the pack back in the tray at once, as after a hand
+        (the rig's dealer too), so the next pass, hand or touch finds it there."""
+        m = self.mechanism
+        if not (m.piles[0] or m.piles[1]) or self._fault is not None:
+            return
+        m.gather()
+        self.events.put(InputEvent(EventKind.TRAY_LOADED, self.now()))
 
     def _dealer_hears_the_warning(self) -> None:
         """Holding the pile lifted first, a dealer who listens hears the warning, puts the

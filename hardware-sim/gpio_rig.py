@@ -55,6 +55,10 @@ from .dealer import DealerHabit, SimDealer
 from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 
+#: seconds a dealer holding the pile lifted first waits for the machine's warning (it
+#: comes within a tenth of a second while the machine watches the lifts) before going on
+HEARS_NOTHING_S = 1.0
+
 #: a rig pin keeps its newest changes only (``states``): from this many to twice as many
 STATES_KEPT = 5000
 
@@ -300,6 +304,18 @@ class GpioRig:
         """A finger's touch: pressed ``hold`` seconds, bouncing on both edges."""
         self.press("touch", hold)
 
+    def taps(self, count: int, rate: float, hold: float | None = None,
+             at: float | None = None) -> list[float]:
+        """``count`` quick taps, ``rate`` a second, each held ``hold`` seconds (default:
+        0.1 s, or half the period at more than 5 a second, as a finger taps), bouncing on
+        both edges; returns when each began."""
+        start = self.clock.now() if at is None else at
+        hold = min(0.1, 0.5 / rate) if hold is None else hold
+        began = [start + k / rate for k in range(count)]
+        for t in began:
+            self.press("touch", hold, at=t)
+        return began
+
     def press(self, role: str, hold: float, bounces: int = 3, bounce_s: float = 0.002,
               at: float | None = None) -> None:
         """Sensor ``role`` active for ``hold`` seconds from ``at`` (default now), as a
@@ -452,11 +468,21 @@ class GpioRig:
             self._restack(on_top, touch, gather)
             return
         self._restacked = True
-        self._held = (asked, on_top, touch, gather)
+        held = self._held = (asked, on_top, touch, gather)
         self.set_sensor(self._sensor(on_top), False)
         if at_once:
             self.clock.at(self.clock.now() + self.dealer.both_gap,
                           partial(self.set_sensor, self._sensor(on_top.other), False))
+        if gather:  # after a lone pass nothing watches the lifts: no warning comes
+            self.clock.at(self.clock.now() + HEARS_NOTHING_S, partial(self._goes_on, held))
+
+    def _goes_on(self, held: tuple[Pile, Pile, bool, bool]) -> None:
+        """Warned of nothing, the dealer stops holding the pile and stacks as it was going
+        to (held for ever, it left the tray empty: a stuck simulator)."""
+        if self._held is held:
+            self._held = None
+            _, on_top, touch, gather = held
+            self._restack(on_top, touch, gather)
 
     @staticmethod
     def _sensor(pile: Pile) -> str:

@@ -232,10 +232,12 @@ class GpioConfig:
     divider_ratio: float = key(round(divider_ratio(), 2), num(1.0, 20.0),
                                "(R_top + R_bottom) / R_bottom")
     adc_vref: float = key(3.3, num(1.0, 5.5), "the MCP3008's reference volts")
-    touch_debounce_s: float = key(0.3, num(0.0, 5.0), "a touch counts once released this "
-                                  "long (bounce on both edges is one touch)")
-    long_press_s: float = key(2.0, num(0.5, 10.0),
-                              "a touch held this long clears a latched fault (see guide.md)")
+    #: contact bounce, never a person's tap: a longer one would join quick taps into one
+    #: contact, and 9 taps into a long press (issue 46)
+    touch_debounce_s: float = key(0.02, num(0.0, 0.05), "a release shorter than this is "
+                                  "contact bounce: the same touch (a tap's release is longer)")
+    long_press_s: float = key(2.0, num(0.5, 10.0), "a touch held this long without letting go "
+                              "is a long press: it clears a latched fault (see guide.md)")
     soft_start_s: float = key(0.1, num(0.0, 2.0), "the motor ramps up to full duty over this")
     #: an IR slot gate switches in tens of microseconds; a card blocks it for tens of ms
     beam_glitch_s: float = key(0.001, num(0.0, 0.05),

@@ -11,8 +11,11 @@ PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").r
 #: the top folders of the repository: a `name` in backticks starting so is a file's path
 TOPS = ("shuffler/", "cli/", "firmware/", "firmware_bridge/", "hardware-sim/", "docs/",
         "tests/", "benchmarks/", ".ci/")
-#: what a build makes (git-ignored): cited, never committed
-MADE = ("firmware/build/", "shuffler/_build.json")
+#: what a documented step makes (cited, never committed: not in a fresh clone), and the
+#: step, as a page that cites the path writes it
+MADE = {"firmware/build/": "make -C firmware",
+        "tests/.axe": "npm install --prefix tests/.axe",
+        "shuffler/_build.json": "python -m build"}
 
 
 def cited_paths() -> list[tuple[str, str]]:
@@ -20,7 +23,7 @@ def cited_paths() -> list[tuple[str, str]]:
     for page in PAGES:
         for m in re.finditer(r"`([^`\s]+)`", page.read_text(encoding="utf-8")):
             text = m.group(1).rstrip(".,:;")
-            if not text.startswith(TOPS) or text.startswith(MADE):
+            if not text.startswith(TOPS) or text.startswith(tuple(MADE)):
                 continue
             if re.search(r"[*<>{}$]|\b[A-Z]{3,}\b", text):  # a pattern or a NAME to fill in
                 continue
@@ -35,6 +38,25 @@ def test_every_path_a_page_cites_is_in_the_repository():
     assert ("docs/architecture.md", "firmware/protocol_gen.h") in cited
     missing = [(page, path) for page, path in cited if not (ROOT / path).exists()]
     assert not missing
+
+
+def test_a_path_a_step_makes_is_made_by_a_step_the_page_citing_it_names():
+    """tests/.axe (axe-core, which only .ci/run's npm step installs) was cited as if it
+    were committed: the quick tier failed on a fresh clone and in the sdist. A path left
+    out of the check above is one a step makes: the page that cites it names the step,
+    and git tracks nothing under it (checked in a checkout; the sdist has no .git)."""
+    import subprocess
+
+    for made, step in MADE.items():
+        citing = [page for page in PAGES
+                  if f"`{made}" in page.read_text(encoding="utf-8")]
+        assert citing, f"{made} is cited nowhere: leave it out of MADE"
+        for page in citing:
+            assert step in " ".join(page.read_text(encoding="utf-8").split()), (page, step)
+        if (ROOT / ".git").exists():
+            tracked = subprocess.run(["git", "ls-files", "--", made], cwd=ROOT,
+                                     capture_output=True, text=True, check=True).stdout
+            assert tracked == "", f"{made} is made by `{step}`, yet committed: {tracked}"
 
 
 def json_sections() -> dict[str, str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from hardware_sim import SimDevice, parse_fault_specs
 from shuffler.config import Config
 from shuffler.control.controller import PassController
@@ -133,10 +135,16 @@ def test_a_long_press_is_never_a_touch_and_its_bounce_is_ignored(tmp_path):
         device.close()
 
 
-def test_a_long_press_with_nothing_latched_starts_nothing_and_says_so(tmp_path):
+def heard(tmp_path):
+    """A rigged service and what it publishes."""
     rig, device, service = rigged(tmp_path)
     seen: list = []
     service.subscribe(seen.append)
+    return rig, device, service, seen
+
+
+def test_a_long_press_with_nothing_latched_starts_nothing_and_says_so(tmp_path):
+    rig, device, service, seen = heard(tmp_path)
     try:
         rig.long_press(2.5)
         rig.clock.sleep(3.5)
@@ -243,3 +251,140 @@ def test_the_light_is_ready_again_after_a_single_pass(tmp_path):
         assert rig.led() == (0.0, 1.0, 0.0)  # green, not left white
     finally:
         device.close()
+
+
+# -- a touch is continuous contact: taps stay taps (issue 46) ---------------------------
+
+def gestures(events) -> list[tuple[str, float]]:
+    return [(e.kind.value, e.at) for e in events if e.kind.value in ("touch", "long_press")]
+
+
+@pytest.mark.parametrize(("rate", "count", "hold"), [
+    (2, 20, None), (3, 20, None), (5, 20, None), (8, 20, None),
+    (4, 9, 0.1),  # the issue's: 0.1 s long, 0.25 s apart; 9 of them were a long press
+    (8, 20, 0.1)])  # 0.1 s long at 8 a second: 25 ms between taps, with bounce
+def test_quick_taps_stay_taps_each_a_touch_never_a_long_press(tmp_path, rate, count, hold):
+    rig, device, _ = rigged(tmp_path)
+    try:
+        device.drain_events()
+        began = rig.taps(count, rate, hold)
+        rig.clock.sleep(count / rate + 1.0)
+        # each tap a touch, stamped when its press began (the restack lock-out's edge)
+        assert gestures(device.drain_events()) == [("touch", t) for t in began]
+    finally:
+        device.close()
+
+
+def test_taps_between_passes_start_each_pass_of_a_hand(tmp_path):
+    """Taps faster than about 3 a second used to join into one gesture that never ended
+    while they went on, then counted as a long press: the hand waited for a touch and
+    ended ``device_timeout``. A dealer who taps 20 times at 8 a second for each pass
+    finishes the hand: the first tap starts the pass, those while it deals start nothing."""
+    import threading
+
+    from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
+
+    class Tapper(GpioRig):
+        def touch(self, hold: float = 0.05) -> None:
+            self.taps(20, 8.0)
+
+    rig = Tapper.for_cards(24, rng=random.Random(4))
+    device = RiggedGpioDevice(rig)
+    session = Session(PassController(device, StateStore(tmp_path)), Config(), random.Random(4))
+    out: list = []
+    worker = threading.Thread(target=lambda: out.append(session.do_hand(passes=3)),
+                              daemon=True)
+    start = rig.clock.now()
+    worker.start()
+    worker.join(120)
+    try:
+        assert not worker.is_alive(), "the hand never finished"
+        hand = out[0]["hand"]
+        assert hand["completed"] and hand["passes_done"] == 3 and hand["fault"] is None
+        assert hand["departures"] == []  # no long press kept a stack
+        assert rig.clock.now() - start < 60  # no touch waited out (300 s)
+    finally:
+        device.close()
+
+
+@pytest.mark.parametrize("bounces", [0, 3])
+def test_a_press_held_long_press_s_is_exactly_one_long_press(tmp_path, bounces):
+    rig, device, _ = rigged(tmp_path)
+    try:
+        device.drain_events()
+        start = rig.clock.now() + 0.1
+        rig.press("touch", device.gpio.long_press_s, bounces=bounces, at=start)
+        rig.clock.sleep(device.gpio.long_press_s + 1.0)
+        assert gestures(device.drain_events()) == [("long_press", start)]
+    finally:
+        device.close()
+
+
+def test_a_release_at_long_press_s_is_a_long_press_and_just_before_it_a_touch(tmp_path):
+    rig, device, _ = rigged(tmp_path)
+    try:
+        device.drain_events()
+        long_press_s, start = device.gpio.long_press_s, 0.1 + rig.clock.now()
+        rig.blip("touch", True, start, long_press_s)  # released exactly at long_press_s
+        rig.blip("touch", True, start + 3.0, long_press_s - 0.001)
+        rig.clock.sleep(6.0)
+        assert gestures(device.drain_events()) == [("long_press", start),
+                                                   ("touch", start + 3.0)]
+    finally:
+        device.close()
+
+
+def chatter(rig, start: float, seconds: float, gap: float) -> None:
+    """Pressed ``seconds`` from ``start``, released for ``gap`` every 0.1 s."""
+    rig.blip("touch", True, start, seconds)
+    for k in range(1, round(seconds / 0.1)):
+        rig.blip("touch", False, start + k * 0.1, gap)
+
+
+def test_chatter_at_the_bounce_boundary(tmp_path):
+    """A release shorter than the bounce time is the same contact: chatter just under it
+    for longer than long_press_s is one long press; at the bounce time exactly each
+    release ends a touch, and none is a long press."""
+    rig, device, _ = rigged(tmp_path)
+    try:
+        device.drain_events()
+        bounce, start = device.gpio.touch_debounce_s, rig.clock.now() + 0.1
+        chatter(rig, start, 2.5, bounce * 0.99)
+        rig.clock.sleep(3.5)
+        assert gestures(device.drain_events()) == [("long_press", start)]
+        start = rig.clock.now() + 0.1
+        chatter(rig, start, 2.5, bounce)
+        rig.clock.sleep(3.5)
+        got = gestures(device.drain_events())
+        assert [k for k, _ in got] == ["touch"] * 25
+        assert got[0][1] == start
+    finally:
+        device.close()
+
+
+def test_a_press_held_across_a_pass_is_one_long_press_that_starts_nothing(tmp_path):
+    rig, device, service, seen = heard(tmp_path)
+    try:
+        device.drain_events()
+        rig.long_press(12.0)  # held from before the pass until after it
+        answer = service._execute(Job({"cmd": "pass", "cards": None, "mode": None}))
+        assert answer["result"]["pass"]["counted"] == 24
+        rig.clock.sleep(14.0)
+        service._idle()
+        rig.clock.sleep(2.0)
+        service._idle()
+        assert service.session.status()["counters"]["passes"] == 1  # no second pass
+        told = [e.why for e in seen if isinstance(e, TouchIgnored)]
+        assert told == ["nothing to clear: no fault is latched"]  # one long press, no touch
+    finally:
+        device.close()
+
+
+def test_a_bounce_time_that_would_join_quick_taps_is_refused_naming_the_key():
+    from shuffler.config import load_config_text
+    from shuffler.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"\[gpio\] touch_debounce_s: expected a number "
+                                          r"from 0\.0 to 0\.05, got 0\.3"):
+        load_config_text("[gpio]\ntouch_debounce_s = 0.3\n")
+    assert load_config_text("[gpio]\ntouch_debounce_s = 0.05\n").gpio.touch_debounce_s == 0.05

@@ -130,9 +130,12 @@ def test_a_low_battery_that_still_runs_the_hand_keeps_the_ready_headline():
     board = Panel(5)
     board.status({"battery": {**LOW, "passes_left": 12}, "dealer": "North"})
     assert board.snapshot()[1]["prompt"] == "Load the pack and touch to start pass 1 of 5"
-    board.pass_started(4, 5)
-    board.signal(Status(Signal.READY, next_pass=4, of=5))
-    board.status({"battery": {**LOW, "passes_left": 2}, "dealer": "North"})
+    board.pass_started(4, 5)  # and a fault (since cleared) stopped the hand there
+    pending = {"number": 1, "passes": 5, "passes_done": 3, "cards": 24, "mode": "planned"}
+    board.status({"battery": {**LOW, "passes_left": 12}, "hand_in_progress": pending})
+    board.signal(Status(Signal.READY))
+    board.status({"battery": {**LOW, "passes_left": 2}, "dealer": "North",
+                  "hand_in_progress": pending})
     assert board.snapshot()[1]["prompt"] == "Load the pack and touch to start pass 4 of 5"
 
 
@@ -144,3 +147,24 @@ def test_the_last_hand_is_a_hand_that_is_over():
     board.hand_done(stopped)
     board.status({"battery": None, "dealer": "East", "last_hand": stopped})
     assert board.snapshot()[1]["hand"]["number"] == 1
+
+
+def test_after_a_lone_pass_the_headline_says_what_a_touch_starts():
+    """A touch starts a hand (the configured passes) or goes on with the hand a fault
+    left unfinished; the page said "touch to start pass 1 of 1" after a lone pass."""
+    board = Panel(5)
+    board.pass_started(1, 1)  # `shuffler pass`
+    board.counted(24, 24)
+    board.signal(Status(Signal.READY))
+    board.status({"battery": None, "dealer": "North", "hand_in_progress": None})
+    _, data = board.snapshot()
+    validate(data, "panel")
+    assert data["prompt"] == "Load the pack and touch to start pass 1 of 5"
+    assert data["pass"] == {"number": 1, "of": 5, "counted": 0, "expected": None}
+    board.pass_started(3, 5)  # a hand's third pass jams; the clear: ready again
+    board.status({"battery": None, "fault": {"kind": "jam", "message": "Jam at card 4. Free"},
+                  "hand_in_progress": {"number": 2, "passes": 5, "passes_done": 2,
+                                       "cards": 24, "mode": "planned"}})
+    board.status({"battery": None, "hand_in_progress": {
+        "number": 2, "passes": 5, "passes_done": 2, "cards": 24, "mode": "planned"}})
+    assert board.snapshot()[1]["prompt"] == "Load the pack and touch to start pass 3 of 5"

@@ -84,6 +84,10 @@ class Panel:
     """The dealer's panel; thread-safe: the service writes, page streams read."""
 
     def __init__(self, passes_per_hand: int) -> None:
+        self.passes_per_hand = passes_per_hand
+        #: the hand a fault or a stop left unfinished (the status's ``hand_in_progress``):
+        #: a touch goes on with it, else starts a new hand
+        self._pending: dict[str, Any] | None = None
         self._cond = threading.Condition()
         self.version = 0
         self.data: dict[str, Any] = {
@@ -121,7 +125,17 @@ class Panel:
             self._change(phase="low_battery", prompt=battery_headline(
                 self.data["battery"], need) or LOW_BATTERY_PROMPT)
         elif status.signal is Signal.READY and self.data["phase"] not in ("fault", "shuffled"):
+            p = self._next_touch(p)
             self._change(**self._ready(p, self.data["battery"]), **{"pass": p})
+
+    def _next_touch(self, p: dict[str, Any]) -> dict[str, Any]:
+        """The pass a touch (or the page's Start pass) starts now: the unfinished hand's
+        next, else the first of a new hand (after a lone pass too: a touch starts a hand,
+        never another lone pass)."""
+        pending = self._pending
+        number, of = ((pending["passes_done"] + 1, pending["passes"]) if pending
+                      else (1, self.passes_per_hand))
+        return {**p, "number": number, "of": of, "counted": 0, "expected": None}
 
     def _ready(self, p: dict[str, Any], battery: dict[str, Any] | None,
                shuffled: bool = False) -> dict[str, Any]:
@@ -172,14 +186,18 @@ class Panel:
             values["notice"] = status["notice"]
         if (status.get("last_hand") or {}).get("completed"):
             values["hand"] = status["last_hand"]
+        self._pending = status.get("hand_in_progress")
         phase, p = self.data["phase"], self.data["pass"]
         if fault:
             values.update(phase="fault", prompt=fault_headline(fault["message"]),
                           clear_steps=clear_steps(fault["kind"]))
         elif phase == "fault":
-            values.update(**self._ready(p, values["battery"]), clear_steps=[])
+            p = self._next_touch(p)
+            values.update(**self._ready(p, values["battery"]), clear_steps=[], **{"pass": p})
         elif phase in ("ready", "shuffled", "low_battery"):
-            values.update(self._ready(p, values["battery"], shuffled=phase == "shuffled"))
+            p = self._next_touch(p)
+            values.update(self._ready(p, values["battery"], shuffled=phase == "shuffled"),
+                          **{"pass": p})
         if {k: self.data.get(k) for k in values} != values:
             self._change(**values)
 

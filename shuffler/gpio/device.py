@@ -379,9 +379,9 @@ class GpioDevice(ShufflerDevice):
         self._touch_edge(False)
 
     def _touch_edge(self, pressed: bool) -> None:
-        """A touch counts on its release, once the bounce has settled
-        (``touch_debounce_s``); held ``long_press_s`` it is the dealer's clear
-        (shuffler/gpio/gesture.py)."""
+        """A touch counts on its release, once released longer than contact bounce
+        (``touch_debounce_s``); held ``long_press_s`` without letting go it is a long
+        press (shuffler/gpio/gesture.py)."""
         with self._gesture_lock:
             self._emit(self.gesture.edge(pressed, self.clock.now()))
 
