@@ -308,7 +308,6 @@ def launch(image: Image, data: Path, run_dir: Path, timeout: float = 900) -> Gue
     """QEMU on ``run_dir``'s overlay as it is (:func:`boot` made it; :meth:`Guest.reboot`
     boots it again), the guest once its agent answers."""
     overlay = run_dir / "root.qcow2"
-    agent_path = run_dir / "qga.sock"
     command = [
         "qemu-system-x86_64", "-accel", "tcg", "-cpu", "max", "-smp", str(CPUS),
         "-m", str(MEMORY_MIB), "-display", "none", "-monitor", "none",
@@ -320,15 +319,29 @@ def launch(image: Image, data: Path, run_dir: Path, timeout: float = 900) -> Gue
         "-append", KERNEL_CMDLINE,
         "-drive", f"file={overlay},if=virtio,format=qcow2,cache=unsafe,discard=unmap",
         "-drive", f"file={data},if=virtio,format=raw,readonly=on",
-        "-device", "virtio-serial",
-        "-chardev", f"socket,path={agent_path},server=on,wait=off,id=qga0",
-        "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0",
+        *agent_device(run_dir),
     ]
+    return start_qemu(command, run_dir, timeout, lambda: launch(image, data, run_dir, timeout))
+
+
+def agent_device(run_dir: Path) -> list[str]:
+    """QEMU's options for the guest agent's virtio port, on ``run_dir/qga.sock``."""
+    return ["-device", "virtio-serial",
+            "-chardev", f"socket,path={run_dir / 'qga.sock'},server=on,wait=off,id=qga0",
+            "-device", "virtserialport,chardev=qga0,name=org.qemu.guest_agent.0"]
+
+
+def start_qemu(command: list[str], run_dir: Path, timeout: float,
+               relaunch: Callable[[], Guest] | None = None) -> Guest:
+    """QEMU run as ``command`` (with :func:`agent_device`'s options), its output in
+    ``run_dir/qemu.log``; the guest once its agent answers (the VM tier's amd64 guest,
+    and the Raspberry Pi image's arm64 one, tests/image/)."""
+    agent_path = run_dir / "qga.sock"
     with open(run_dir / "qemu.log", "wb") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log,
                                    stderr=subprocess.STDOUT)
     agent = Agent(agent_path)
-    guest = Guest(process, agent, run_dir, lambda: launch(image, data, run_dir, timeout))
+    guest = Guest(process, agent, run_dir, relaunch)
 
     def answering() -> bool:
         if process.poll() is not None:

@@ -4,25 +4,28 @@ hashes every input, so a second run finds them built.
 
 ``python -m tests.vm.image`` builds (or finds) both and prints each step's time.
 
-The cache: ``$SHUFFLER_VM_CACHE``, else ``~/.cache/shuffler-vm``; one folder per key
-(``image-<key>``, ``kmod-<key>``), made under a temporary name and renamed when whole,
-so a build cut off is never mistaken for a cached one.
+The cache (image/cache.py, shared with the Raspberry Pi image): ``$SHUFFLER_VM_CACHE``,
+else ``~/.cache/shuffler-vm``; one folder per key (``image-<key>``, ``kmod-<key>``), made
+under a temporary name and renamed when whole, so a build cut off is never mistaken for a
+cached one.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from image.build import DPKG_EXCLUDES, SUITE, mmdebstrap
+from image.cache import Steps, cache_dir, cached, key_of
+
+__all__ = ["Image", "Steps", "build_image", "cache_dir", "cached", "image_key", "key_of",
+           "missing_host_packages"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -35,7 +38,6 @@ HERE = Path(__file__).resolve().parent
 KERNEL_ABI = "6.1.0-57-amd64"
 KERNEL_SOURCE = Path("/usr/src/linux-source-6.1.tar.xz")
 HEADERS = Path(f"/usr/src/linux-headers-{KERNEL_ABI}")
-SUITE = "bookworm"
 MIRRORS = (
     f"deb http://deb.debian.org/debian {SUITE} main",
     f"deb http://deb.debian.org/debian {SUITE}-updates main",
@@ -48,9 +50,6 @@ GUEST_PACKAGES = (
     "systemd-sysv", "udev", "dbus", "kmod", "procps", "python3", "python3-venv",
     "qemu-guest-agent", f"linux-image-{KERNEL_ABI}", "initramfs-tools", "zstd", "git",
 )
-#: docs, manuals and translations are left out of the image (smaller, quicker to build)
-DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/locale/*",
-                 "/usr/share/info/*")
 SETUP_SCRIPT = HERE / "guest-setup.sh"
 #: room in the image beyond what mmdebstrap wrote: the venv with the project's wheels,
 #: the state folder, the journal
@@ -70,60 +69,6 @@ HOST_PACKAGES: dict[str, Callable[[], bool]] = {
 def missing_host_packages() -> list[str]:
     """The host packages the tier needs that this machine lacks (apt names)."""
     return [name for name, present in HOST_PACKAGES.items() if not present()]
-
-
-def cache_root() -> Path:
-    root = os.environ.get("SHUFFLER_VM_CACHE")
-    return Path(root) if root else Path.home() / ".cache" / "shuffler-vm"
-
-
-def key_of(*parts: object) -> str:
-    """A short hash of the parts (strings, tuples, bytes): the cache key."""
-    digest = hashlib.sha256()
-    for part in parts:
-        data = part if isinstance(part, bytes) else json.dumps(part).encode()
-        digest.update(len(data).to_bytes(8, "big") + data)
-    return digest.hexdigest()[:16]
-
-
-class Steps:
-    """Times each step and prints it (to stderr, so pytest -s and the script show it)."""
-
-    def __init__(self, out=sys.stderr) -> None:
-        self.out = out
-        self.times: dict[str, float] = {}
-
-    @contextmanager
-    def step(self, name: str) -> Iterator[None]:
-        start = time.monotonic()
-        print(f"vm: {name} ...", file=self.out, flush=True)
-        try:
-            yield
-        finally:
-            self.times[name] = elapsed = time.monotonic() - start
-            print(f"vm: {name}: {elapsed:.1f} s", file=self.out, flush=True)
-
-
-def cache_dir(kind: str, key: str) -> Path:
-    return cache_root() / f"{kind}-{key}"
-
-
-def cached(kind: str, key: str, build: Callable[[Path], None], steps: Steps) -> Path:
-    """The folder :func:`cache_dir` names, found, or made by ``build(folder)`` in a
-    temporary folder renamed to it once the build returned."""
-    final = cache_dir(kind, key)
-    if final.is_dir():
-        print(f"vm: {kind} cached in {final}", file=steps.out)
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{kind}-{key}-", dir=final.parent))
-    try:
-        build(work)
-        work.rename(final)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-    return final
 
 
 @dataclass(frozen=True)
@@ -157,12 +102,7 @@ def _build_image_in(folder: Path, steps: Steps) -> None:
                               "mode, then mkfs.ext4 -d keeps the files' owners)")
     tree = folder / "tree"
     with steps.step("image: mmdebstrap"):
-        subprocess.run(
-            ["mmdebstrap", "--quiet", "--variant=apt", "--mode=root",
-             "--include=" + ",".join(GUEST_PACKAGES),
-             *[f"--dpkgopt=path-exclude={glob}" for glob in DPKG_EXCLUDES],
-             f"--customize-hook=sh {SETUP_SCRIPT} \"$1\"",
-             SUITE, str(tree), *MIRRORS], check=True)
+        mmdebstrap(tree, GUEST_PACKAGES, f'sh {SETUP_SCRIPT} "$1"', mirrors=MIRRORS)
     image = image_in(folder)
     with steps.step("image: kernel, initrd, mkfs.ext4 -d"):
         shutil.copyfile(tree / "boot" / f"vmlinuz-{KERNEL_ABI}", image.kernel)
