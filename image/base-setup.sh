@@ -11,7 +11,9 @@ printf '127.0.0.1\tlocalhost\n127.0.1.1\tshuffler\n::1\t\tlocalhost ip6-localhos
 # from an SD card (mmcblk0), a USB disk (sda) or QEMU's virtio disk (vda)
 printf 'LABEL=RASPIROOT / ext4 rw,noatime,errors=remount-ro 0 1\n' > "$root/etc/fstab"
 printf 'LABEL=RASPIFIRM /boot/firmware vfat rw,noatime,umask=0022 0 2\n' >> "$root/etc/fstab"
-# raspi-firmware writes cmdline.txt from this (root=); then its kernel hook runs again
+# raspi-firmware writes cmdline.txt from this (root=) and config.txt with the custom file
+# (SPI on: the battery monitor's MCP3008); then its kernel hook runs again to apply them
+echo 'dtparam=spi=on' > "$root/etc/default/raspi-firmware-custom"
 sed -i 's|^#\?ROOTPART=.*|ROOTPART=LABEL=RASPIROOT|' "$root/etc/default/raspi-firmware"
 grep -q '^ROOTPART=LABEL=RASPIROOT' "$root/etc/default/raspi-firmware"
 for kernel in "$root"/boot/vmlinuz-*; do
@@ -19,6 +21,7 @@ for kernel in "$root"/boot/vmlinuz-*; do
         "${kernel##*/vmlinuz-}"
 done
 grep -q 'root=LABEL=RASPIROOT' "$root/boot/firmware/cmdline.txt"
+grep -q '^dtparam=spi=on' "$root/boot/firmware/config.txt"
 # the network: DHCP on the wire and on Wi-Fi (wpa_supplicant@wlan0, from the boot file)
 mkdir -p "$root/etc/systemd/network"
 printf '[Match]\nName=e*\n\n[Network]\nDHCP=yes\n' > "$root/etc/systemd/network/20-wired.network"

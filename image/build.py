@@ -226,6 +226,7 @@ def assemble(tree: Path, image: Path, work: Path) -> None:
     for path in firmware.iterdir():     # on the FAT now; the root's /boot/firmware is its mount
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     root_mib = _mib_used(tree) * 6 // 5 + ROOT_SLACK_MIB
+    root_fs.touch()                      # mkfs.ext4 then says nothing of making it
     subprocess.run(["mkfs.ext4", "-q", "-L", ROOT_LABEL, "-d", str(tree), str(root_fs),
                     f"{root_mib}M"], check=True)
     root_start = BOOT_START_MIB + BOOT_MIB

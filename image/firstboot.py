@@ -52,7 +52,7 @@ class Settings:
     device: str | None = None
 
 
-def _string(table: dict, name: str, where: str) -> str:
+def _string(table: dict[str, object], name: str, where: str) -> str:
     value = table.get(name)
     if not isinstance(value, str):
         raise SettingsError(f"{where}{name}: must be a string (in quotes)")

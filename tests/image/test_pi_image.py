@@ -185,7 +185,7 @@ def test_the_first_boot_set_the_name_wifi_and_ssh_and_deleted_the_file(pi: Boote
     assert "Wi-Fi 'Card room' (GB)" in outcome and "device sim" in outcome, outcome
     # the passphrase is nowhere on the card: the Wi-Fi's config holds its WPA hash
     found = g.run(f"grep -rlF '{PASSPHRASE}' /boot/firmware /etc /var/lib /root",
-                  check=False)
+                  check=False, timeout=900)
     assert found.rc == 1 and not found.out, found
     wpa = g.run("stat -c %a /etc/wpa_supplicant/wpa_supplicant-wlan0.conf && "
                 "cat /etc/wpa_supplicant/wpa_supplicant-wlan0.conf").out
