@@ -32,7 +32,7 @@ from image.build import (
     missing_host_tools,
 )
 from image.cache import Steps, cache_dir
-from tests.vm.guest import Guest, agent_device, start_qemu
+from tests.vm.guest import Guest, agent_device, shut_down_after, start_qemu
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.vm, pytest.mark.slow]
@@ -135,21 +135,12 @@ def pi() -> Iterator[Booted]:
     started = time.monotonic()
     with steps.step("boot to agent"):
         guest = start_qemu(command, run, timeout=1800)
-    ok = False
-    try:
+    with shut_down_after(guest, run, "image"):
         with steps.step("boot to page"):
             wait_for(lambda: page(port)[0] == 200, timeout=1800, what="the page", every=2.0)
         steps.times["qemu start to page (s)"] = time.monotonic() - started
         steps.say(json.dumps({k: round(v, 1) for k, v in steps.times.items()}))
         yield Booted(guest, port, built.image.stat().st_size // 2**20, steps.times)
-        ok = True
-    finally:
-        console = guest.console()
-        guest.shutdown()
-        if ok:
-            shutil.rmtree(run, ignore_errors=True)
-        else:
-            print(f"image: the guest's console and card are kept in {run}\n{console[-4000:]}")
 
 
 def page(port: int, path: str = "/") -> tuple[int, bytes]:

@@ -9,7 +9,6 @@ missing piece and its Debian package, on a machine that cannot build or boot the
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.vm.guest import Guest, attach, boot, data_disk
+from tests.vm.guest import Guest, attach, boot, data_disk, shut_down_after
 from tests.vm.image import (
     HOST_PACKAGES,
     Image,
@@ -104,22 +103,13 @@ def booted(built: Built) -> Iterator[Guest]:
         disk = data_disk(hand_in(run / "data", modules, steps), run / "data.ext4")
     with steps.step("boot to agent"):
         machine = boot(image, disk, run / "guest")
-    ok = False
-    try:
+    with shut_down_after(machine, run, "vm"):
         with steps.step("guest: systemd up"):
             machine.run("systemctl is-system-running --wait", check=False, timeout=900)
         with steps.step("guest: setup to the service ready"):
             setup(machine, steps)
         TIMES.update(steps.times)
-        ok = True
         yield machine
-    finally:
-        console = machine.console()
-        machine.shutdown()
-        if ok:
-            shutil.rmtree(run, ignore_errors=True)
-        else:
-            print(f"vm: the guest's console and disks are kept in {run}\n{console[-4000:]}")
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -15,10 +15,11 @@ import contextlib
 import json
 import secrets
 import shlex
+import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -254,6 +255,23 @@ class Guest:
                 self.process.kill()
                 self.process.wait()
         self.agent.close()
+
+
+@contextlib.contextmanager
+def shut_down_after(guest: Guest, run: Path, what: str) -> Iterator[None]:
+    """The guest shut down when the block ends; ``run`` (its folder) removed if the block
+    ended well, else kept, and the console's tail printed for the failure's report."""
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        console = guest.console()
+        guest.shutdown()
+        if ok:
+            shutil.rmtree(run, ignore_errors=True)
+        else:
+            print(f"{what}: the guest's console and disks are kept in {run}\n{console[-4000:]}")
 
 
 def _decoded(data: str | None) -> str:
