@@ -57,7 +57,14 @@ BASE_PACKAGES = (
     "python3", "python3-venv", "e2fsprogs", "fdisk", "dosfstools",
     "linux-image-arm64", "initramfs-tools", "zstd", "raspi-firmware", "qemu-guest-agent",
 )
-BASE_FILES = (HERE / "base-setup.sh", HERE / "firstboot.py", HERE / "shuffler-firstboot.service")
+BASE_FILES = (HERE / "base-setup.sh", HERE / "firstboot.py", HERE / "shuffler-firstboot.service",
+              HERE / "initramfs-hook", HERE / "initramfs.conf")
+#: before any package: the firmware's mount point, and the initramfs's module list (its
+#: conf.d file and hook, no package's conffiles), there when the kernel's postinst runs
+SETUP_HOOK = ('mkdir -p "$1/boot/firmware" && '
+              f'install -D -m 0644 {HERE}/initramfs.conf '
+              '"$1/etc/initramfs-tools/conf.d/shuffler-image.conf" && '
+              f'install -D -m 0755 {HERE}/initramfs-hook "$1/etc/initramfs-tools/hooks/shuffler-image"')
 #: the wheels' platform for pip download: Debian 12's glibc 2.36 on arm64, CPython 3.11
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64", "manylinux_2_34_aarch64",
              "manylinux_2_36_aarch64")
@@ -127,7 +134,7 @@ def build_base(steps: Steps) -> Path:
     def build(folder: Path) -> None:
         with steps.step("base: mmdebstrap --arch=arm64"):
             mmdebstrap(folder / "base.tar", BASE_PACKAGES, f'sh {HERE / "base-setup.sh"} "$1"',
-                       arch="arm64", setup_hook='mkdir -p "$1/boot/firmware"')
+                       arch="arm64", setup_hook=SETUP_HOOK)
     return cached("pi-base", base_key(), build, steps) / "base.tar"
 
 
