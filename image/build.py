@@ -64,7 +64,8 @@ BASE_FILES = (HERE / "base-setup.sh", HERE / "firstboot.py", HERE / "shuffler-fi
 SETUP_HOOK = ('mkdir -p "$1/boot/firmware" && '
               f'install -D -m 0644 {HERE}/initramfs.conf '
               '"$1/etc/initramfs-tools/conf.d/shuffler-image.conf" && '
-              f'install -D -m 0755 {HERE}/initramfs-hook "$1/etc/initramfs-tools/hooks/shuffler-image"')
+              f'install -D -m 0755 {HERE}/initramfs-hook '
+              '"$1/etc/initramfs-tools/hooks/shuffler-image"')
 #: the wheels' platform for pip download: Debian 12's glibc 2.36 on arm64, CPython 3.11
 PLATFORMS = ("manylinux2014_aarch64", "manylinux_2_28_aarch64", "manylinux_2_34_aarch64",
              "manylinux_2_36_aarch64")
@@ -125,7 +126,8 @@ def mmdebstrap(target: Path, packages: tuple[str, ...], hook: str, *, suite: str
 
 
 def base_key() -> str:
-    return key_of(SUITE, MIRRORS, BASE_PACKAGES, DPKG_EXCLUDES,
+    # the hook's command without this checkout's path: a clone elsewhere finds the base
+    return key_of(SUITE, MIRRORS, BASE_PACKAGES, DPKG_EXCLUDES, SETUP_HOOK.replace(str(HERE), ""),
                   *[path.read_bytes() for path in BASE_FILES])
 
 
