@@ -15,6 +15,8 @@ from shuffler.errors import DeviceError
 class CommandFailed(DeviceError):
     """A system command the installer ran failed (exit 3): its words and what it said."""
 
+    kind = "file_access"  # the system refused: a command, a file (docs/json.md's kinds)
+
 
 @dataclass(frozen=True)
 class System:
