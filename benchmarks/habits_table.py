@@ -1,18 +1,19 @@
-"""The dealer's habits against the distance the controller reports, by exhaustion.
+"""Dealers who look at the cards against the labels the controller gives, by exhaustion.
 
-Prints docs/mixing.md's habit table (true distance / the largest reported on any
-hand); tests/test_fault_distances.py checks the page carries this very table.
+Prints docs/mixing.md's label table (the share of hands labelled exact, and the distance
+of their law from the plan's, for each dealer); tests/test_fault_distances.py checks the
+page carries this very table.
 
-    python benchmarks/habits_table.py    # about a minute on an idle machine
+    python benchmarks/habits_table.py    # a few seconds on an idle machine
 """
 
 from __future__ import annotations
 
-from hardware_sim.exhaustive import habit_distances, habit_table
+from hardware_sim.exhaustive import label_table
 
 
 def main() -> None:
-    print(habit_table(lambda mode, n, k, habit: habit_distances(n, k, mode, habit)))
+    print(label_table())
 
 
 if __name__ == "__main__":

@@ -178,8 +178,9 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--sim-ignores", is_flag=True, default=False,
                      envvar="SHUFFLER_SIM_IGNORES", show_envvar=True,
                      help="the simulated dealer ignores the machine's warning of the other "
-                          "pile lifted first and keeps its stack with a long press "
-                          "[default: it puts the pile back and lifts the right one]"),
+                          "pile lifted first, tries to go on and to keep its stack with a "
+                          "long press, is refused, and corrects then "
+                          "[default: it puts the pile back and lifts the right one at once]"),
     ]
     for opt in reversed(opts):
         f = opt(f)

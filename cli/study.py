@@ -14,7 +14,7 @@ from hardware_sim.dealer import DealerHabit
 from hardware_sim.faults import parse_fault_specs
 from hardware_sim.study import Imperfections, play_labelled, reading_order
 from shuffler.core.cards import MAX_CARDS, play_euchre_hand
-from shuffler.core.labels import Label, Watch
+from shuffler.core.labels import Label
 from shuffler.core.mechanics import Feed
 from shuffler.core.mixing import (
     MAX_PASSES,
@@ -151,13 +151,11 @@ class _Hands:
 
 def _play(n: int, k: int, mode: Mode, trials: int, start: str, rng: random.Random,
           feed: Feed, flaws: Imperfections, keep_orders: bool) -> _Hands:
-    """Deal ``trials`` hands, one dealer's evening: the watch (docs/mixing.md, "Labels
-    that mean what they say") is held across them, as the controller holds it for a seat."""
+    """Deal ``trials`` hands, each labelled as the controller labels it."""
     hands = _Hands(Battery(n, lambda order: reading_order(order, k, feed)))
-    watch = Watch()
     for _ in range(trials):
         extra = _euchre_labels(rng) if start == "euchre" else (None, None)
-        order, label = play_labelled(n, k, mode, rng, feed, flaws, watch)
+        order, label = play_labelled(n, k, mode, rng, feed, flaws)
         hands.labels.append(label)
         hands.battery.add(order, *extra)
         if keep_orders:
@@ -202,7 +200,7 @@ def _test_lines(results, trials: int, level: str, passed: bool | None) -> list[s
 
 def _dealer_line(hands: _Hands, flaws: Imperfections) -> str:
     said = distance_text(hands.worst, hands.exact)
-    does = "corrects when warned" if flaws.listens else "ignores the warning"
+    does = "corrects when warned" if flaws.listens else "corrects when made to"
     who = f"a {flaws.habit.value} dealer who {does}"
     return (f"with the imperfections ({who}), the controller reported: {said}; "
             f"{hands.exact_share:.1%} of the hands labelled exact")

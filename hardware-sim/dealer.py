@@ -10,18 +10,27 @@ and the studies share; the timing of the lifts and the touch lives beside it.
 When the pile a habit lifts first is not the one the light shows, the machine warns at
 once (its light and beeps). A dealer who *listens* (``SimDealer.listens``, the default,
 as a real dealer who hears the beep) puts that pile back and lifts the one the light
-shows; one who does not (``--sim-ignores``) stacks by the habit anyway and, when the
-touch is refused, holds the sensor to keep the stack (a departure kept on purpose).
+shows; one who does not (``--sim-ignores``) stacks by the habit anyway, touches, holds
+the sensor to keep the stack, is refused both times, and corrects then: made to (no
+stack off the light is ever kept, the last one included). :class:`Answer` is what a
+dealer does at a warning beside the habit, for the studies: correct at once with some
+chance, try to keep the stack when the card it shows is high, stop the hand at such a
+stack and start it again.
 """
 
 from __future__ import annotations
 
 import enum
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from shuffler.core.mechanics import Pile
 from shuffler.device.contract import EventKind, InputEvent
+
+if TYPE_CHECKING:  # the CLI's status opens the simulator: fractions stays out of it
+    from fractions import Fraction
 
 
 class DealerHabit(enum.Enum):
@@ -64,6 +73,29 @@ def choose_pile(habit: DealerHabit, instructed: Pile, seen: PilesSeen,
     return instructed
 
 
+@dataclass(frozen=True)
+class Answer:
+    """What a dealer does at the machine's warning, beside the habit that chose the pile.
+
+    ``corrects``: the chance of putting the pile back at once; otherwise the dealer first
+    tries to go on with the stack as it is (a touch) and corrects when refused. With
+    ``keeps_high`` the dealer holds the sensor to keep the warned stack when the card it
+    shows (the bottom card of the pile lifted first) is high, a card from the bottom half
+    of the starting pack: the cards decide. With ``stops_high`` the dealer stops the hand
+    at a stack whose card shown is high, and starts the hand again."""
+
+    corrects: Fraction | int = 1  # exact chances in the walks; fractions loads lazily
+    keeps_high: bool = False
+    stops_high: bool = False
+
+    @property
+    def name(self) -> str:
+        said = [] if self.corrects == 1 else [f"corrects {self.corrects}"]
+        said += ["keeps-high"] * self.keeps_high + ["stops-high"] * self.stops_high
+        return ", ".join(said) or "corrects"
+
+
+
 #: seconds at least between the two lifts of a dealer who was warned
 CAREFUL_GAP = 0.6
 
@@ -85,6 +117,20 @@ class SimDealer:
         """Warned, the dealer lifts one pile and then the other, never both at once."""
         return max(self.lift_gap, CAREFUL_GAP)
     hold: float = 2.2  # seconds the sensor is held to keep a stack (a long press)
+    #: what the dealer does at a warning (None: as ``listens`` says), and which cards it
+    #: calls high (the card shown decides ``keeps_high``)
+    answer: Answer | None = None
+    high: Callable[[object], bool] = field(default=lambda card: False)
+
+    def made_to(self, shown: object) -> tuple[bool, bool]:
+        """At a warning, shown ``shown``: whether the dealer goes on as it is until made to
+        correct (else corrects at once), and whether it holds the sensor to keep the stack."""
+        if self.answer is None:
+            return not self.listens, not self.listens
+        keep = self.answer.keeps_high and self.high(shown)
+        p = self.answer.corrects
+        at_once = p == 1 or (p != 0 and self.rng.random() < p)
+        return keep or not at_once, keep
 
     def choose(self, instructed: Pile, seen: PilesSeen | None = None) -> Pile:
         seen = seen or PilesSeen((0, 0), None, None, False)

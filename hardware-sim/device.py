@@ -103,7 +103,6 @@ class SimDevice(ShufflerDevice):
         self._held: tuple[Status, list[InputEvent]] | None = None
         #: stacked against the light, deaf to the warning: the stack lights (the warning,
         #: the touch refused) still to come before the dealer keeps the stack (0: never)
-        self._deaf, self._keep_after = False, 0
         self._corrected = False  # put the pile back and stacked as the light asks
 
     @classmethod
@@ -226,16 +225,13 @@ class SimDevice(ShufflerDevice):
         if len(self.shown) > 2000:  # an evening's hands keep no unbounded history
             del self.shown[:-1000]
         if status.signal is not Signal.STACK or status.on_top is None:
-            self._held, self._deaf, self._keep_after, self._corrected = None, False, 0, False
+            self._held, self._corrected = None, False
             if status.signal is Signal.READY:
                 self._dealer_gathers()
         elif self._held is not None:  # the warning (on a serial link: the stack light again)
             self._dealer_hears_the_warning()
-        elif self._deaf:  # stacked against the light: the warning, the touch refused
-            if self._keep_after:
-                self._keep_after -= 1
-                if not self._keep_after:
-                    self._dealer_keeps()
+        elif status.warn:  # the warning again at a refusal: what the dealer does is queued
+            pass
         elif self._corrected:  # the light as asked again: the stack matches now
             self._corrected = False
         else:
@@ -262,17 +258,33 @@ class SimDevice(ShufflerDevice):
                                    self.mechanism.seen(status.next_pass is None))
         lifts = self.dealer.lift_events(on_top, self.now())
         at_once = self.dealer.habit is DealerHabit.BOTH  # warned of too (cannot tell)
-        if (lifts[0].pile is not status.on_top or at_once) and self.dealer.listens:
-            # the other pile first: the machine warns at once, and the dealer hears it
-            for ev in lifts[:2 if at_once else 1]:
-                self.events.put(ev)
-            self._held = (status, lifts)
+        if lifts[0].pile is status.on_top and not at_once:
+            self._stacks(on_top, lifts, status)
             return
-        if lifts[0].pile is not status.on_top or at_once:
-            # deaf to the warning; at the touch refused (its light again) it keeps the stack
-            self._deaf = True
-            self._keep_after = 2 if status.next_pass is not None else 0
-        self._stacks(on_top, lifts, status)
+        pile = self.mechanism.piles[on_top]
+        made_to, keeps = self.dealer.made_to(pile[-1] if pile else None)
+        if made_to:
+            self._dealer_is_made_to(status, lifts, keeps)
+            return
+        # the other pile first: the machine warns at once, and the dealer hears it
+        for ev in lifts[:2 if at_once else 1]:
+            self.events.put(ev)
+        self._held = (status, lifts)
+
+    def _dealer_is_made_to(self, status: Status, lifts: list[InputEvent], keeps: bool) -> None:
+        """Deaf to the warning: the dealer lifts both piles as the habit goes, touches (and
+        with ``keeps`` holds the sensor to keep the stack; each refused, the warning
+        stays), and is made to put the piles back and stack as the light asks."""
+        for ev in lifts:
+            self.events.put(ev)
+        self.clock.sleep(max(0.0, lifts[-1].at - self.now()) + self.dealer.settle)
+        self.events.put(InputEvent(EventKind.TOUCH, self.now()))
+        if keeps:
+            began = self.now()
+            self.clock.sleep(self.dealer.hold)
+            self.events.put(InputEvent(EventKind.LONG_PRESS, began))
+        self._held = (status, lifts)
+        self._dealer_hears_the_warning()
 
     def _stacks(self, on_top: Pile, lifts: list[InputEvent], status: Status) -> None:
         """The lifts after the first (already made), the pack in the tray, the touch."""
@@ -310,12 +322,6 @@ class SimDevice(ShufflerDevice):
         self._stacks(asked, [InputEvent(EventKind.PILE_LIFTED, now, asked),
                              InputEvent(EventKind.PILE_LIFTED, now + self.dealer.careful_gap,
                                         asked.other)], status)
-
-    def _dealer_keeps(self) -> None:
-        """The dealer holds the sensor (a long press, stamped when it began)."""
-        began = self.now()
-        self.clock.sleep(self.dealer.hold)
-        self.events.put(InputEvent(EventKind.LONG_PRESS, began))
 
 
 class _SimPass:

@@ -19,11 +19,11 @@ from math import factorial
 from typing import TypeVar
 
 from shuffler.core import planning
-from shuffler.core.labels import Label, hand_label
+from shuffler.core.labels import Label
 from shuffler.core.mechanics import Feed, Pile
 
-from .dealer import DealerHabit
-from .study import Imperfections, deal_with_doubles, play_hand, verdict_of
+from .dealer import Answer, DealerHabit
+from .study import Imperfections, deal_with_doubles, dealer_stacking, label_of, play_hand
 
 H = TypeVar("H", bound=Hashable)  # an outcome: an order, or whatever ``run`` returns
 Order = tuple[int, ...]
@@ -116,87 +116,83 @@ def coin_outcomes(n: int, passes: int, feed: Feed,
     return law
 
 
-def habit_distances(n: int, passes: int, mode: planning.Mode, habit: DealerHabit,
-                    feed: Feed = Feed.TOP) -> tuple[Fraction, Fraction | None, bool]:
-    """A dealer with ``habit`` on every hand of ``passes`` passes of n cards, by exhaustion
-    over every draw (the planner's, the coins, the dealer's own): the true distance of
-    the final order from uniform, the largest distance the controller reported on any
-    hand (None: some hand said "unknown"), and whether every hand was reported exact."""
-    reported: set[tuple[Fraction | None, bool]] = set()
-    flaws = Imperfections(habit=habit, listens=False)  # who corrects: labelled_law
-
-    def run(rng: ScriptedRandom) -> Order:
-        order, planner = play_hand(n, passes, mode, rng, feed, flaws)  # type: ignore[arg-type]
-        reported.add((planner.distance(n, passes), planner.exact))
-        return tuple(order)
-
-    true = total_variation(enumerate_outcomes(run, scripted_rng=True), n)
-    known = [d for d, _ in reported if d is not None]
-    worst = max(known) if len(known) == len(reported) else None
-    return true, worst, all(e for _, e in reported)
-
-
-#: the cases of docs/mixing.md's habit table: (mode, cards, passes)
-HABIT_TABLE_CASES = ((planning.Mode.PLANNED, 5, 2), (planning.Mode.PLANNED, 5, 3),
-                     (planning.Mode.PLANNED, 6, 3), (planning.Mode.PLANNED, 7, 3),
-                     (planning.Mode.COIN, 5, 2))
-
-
-def habit_walkable(mode: planning.Mode, passes: int, habit: DealerHabit) -> bool:
-    """Whether :func:`habit_distances` finishes in seconds: ``both`` re-plans from an
-    unknown order on every pass, which is too many draws to walk beyond two passes."""
-    return habit is not DealerHabit.BOTH or passes < 3 or mode is planning.Mode.COIN
-
-
-def habit_table(distances: Callable[[planning.Mode, int, int, DealerHabit],
-                                    tuple[Fraction, Fraction | None, bool]]) -> str:
-    """docs/mixing.md's table of habits: for each case the true distance and the largest
-    the controller reported (``exact`` when every hand said exact), by exhaustion."""
-    head = ["dealer"] + [f"{m.value} {n} cards, {k} passes" for m, n, k in HABIT_TABLE_CASES]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for habit in DealerHabit:
-        cells = [f"`{habit.value}`"]
-        for mode, n, k in HABIT_TABLE_CASES:
-            if not habit_walkable(mode, k, habit):
-                cells.append("(not walked)")
-                continue
-            true, worst, exact = distances(mode, n, k, habit)
-            said = "unknown" if worst is None else f"{float(worst):.3f}"
-            cells.append(f"{float(true):.3f} / {said}{' exact' if exact else ''}")
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def labelled_law(n: int, passes: int, mode: planning.Mode, habit: DealerHabit, *,
-                 listens: bool = True, pattern: str | None = None,
-                 feed: Feed = Feed.TOP) -> dict[tuple[Order, Label], Fraction]:
+def labelled_law(n: int, passes: int, mode: planning.Mode, habit: DealerHabit,
+                 answer: Answer | None = None, *, feed: Feed = Feed.TOP
+                 ) -> dict[tuple[Order, Label], Fraction]:
     """The exact joint law of one hand's final order and its label, by exhaustion over
     every draw (the planner's, the coins, the dealer's): a dealer with ``habit`` who
-    corrects when warned (``listens``) or not, on a seat whose watch saw ``pattern``
-    (None: a fresh evening; the watch's state before the hand is independent of this
-    hand's plan, so these two cases are every hand of an evening)."""
-    return labelled_laws(n, passes, mode, habit, listens=listens, patterns=(pattern,),
-                         feed=feed)[pattern]
+    answers the machine's warning as ``answer`` says (None: corrects at once)."""
+    flaws = Imperfections(habit=habit, answer=answer)
 
-
-def labelled_laws(n: int, passes: int, mode: planning.Mode, habit: DealerHabit, *,
-                  listens: bool = True, patterns: tuple[str | None, ...] = (None,),
-                  feed: Feed = Feed.TOP) -> dict[str | None, dict[tuple[Order, Label], Fraction]]:
-    """:func:`labelled_law` for each of ``patterns`` from one walk: the watch is not
-    told to the dealer, so the hands are the same and only their labels differ."""
-    flaws = Imperfections(habit=habit, listens=listens)
-
-    def run(rng: ScriptedRandom) -> tuple[Order, tuple[Label, ...]]:
+    def run(rng: ScriptedRandom) -> tuple[Order, Label]:
         order, planner = play_hand(n, passes, mode, rng, feed, flaws)  # type: ignore[arg-type]
-        verdict = verdict_of(planner, n, passes)  # the same for every pattern
-        return tuple(order), tuple(hand_label(*verdict, p) for p in patterns)
+        return tuple(order), label_of(planner, n, passes)
 
-    laws: dict[str | None, dict[tuple[Order, Label], Fraction]] = {
-        p: defaultdict(Fraction) for p in patterns}
-    for (order, labels), prob in enumerate_outcomes(run, scripted_rng=True).items():
-        for p, label in zip(patterns, labels, strict=True):
-            laws[p][order, label] += prob
-    return {p: dict(law) for p, law in laws.items()}
+    return enumerate_outcomes(run, scripted_rng=True)
+
+
+def every_stack_is_the_lights(n: int, habit: DealerHabit, answer: Answer,
+                              feed: Feed = Feed.TOP) -> int:
+    """The step the walks of larger packs rest on, by exhaustion: for every labelling of
+    a pass of n cards, every pile the light may show, the last pass or not, every card the
+    dealer may be shown (high or not) and every draw of the dealer's, the dealer's
+    stacking ends with the light's pile on top and the sensors seeing it there. Then, pass
+    by pass, every dealer's hands are the instructed dealer's, whatever the cards showed.
+    Returns how many cases were walked; raises AssertionError on the first that fails."""
+    walked = 0
+    for bits in product((0, 1), repeat=n):
+        for on_top, last, high in product(Pile, (False, True), (False, True)):
+            plan = planning.PassPlan(bits, on_top)
+            # a pack whose every card is high (or low): the card shown is so whatever pile
+            pack = list(range(n // 2, n)) * 2 if high else list(range(n // 2)) * 2 + [0]
+            pack = pack[:n]
+
+            def run(rng: ScriptedRandom, plan: planning.PassPlan = plan,
+                    last: bool = last, pack: list[int] = pack) -> tuple[Pile, Pile | None]:
+                flaws = Imperfections(habit=habit, answer=answer)
+                got = dealer_stacking(flaws, plan, last, rng, pack, feed)  # type: ignore[arg-type]
+                return got[0], got[1]
+
+            for outcome in enumerate_outcomes(run, scripted_rng=True):
+                assert outcome == (on_top, on_top), (bits, on_top, last, high, outcome)
+                walked += 1
+    return walked
+
+
+#: the answers the acceptance walks (issue 47): made to, p = 1/4, 1/2, 3/4, keeps a
+#: warned stack when the card shown is high, stops and restarts a hand it dislikes
+ANSWERS = (Answer(Fraction(0)), Answer(Fraction(1, 4)), Answer(Fraction(1, 2)),
+           Answer(Fraction(3, 4)), Answer(Fraction(0), keeps_high=True),
+           Answer(Fraction(1, 2), stops_high=True))
+
+#: the cases of docs/mixing.md's label table: (mode, cards, passes)
+LABEL_TABLE_CASES = ((planning.Mode.PLANNED, 4, 2), (planning.Mode.PLANNED, 5, 2),
+                     (planning.Mode.PLANNED, 5, 3), (planning.Mode.COIN, 4, 2))
+#: its dealers: a habit and an answer to the warning (None: corrects at once)
+LABEL_TABLE_DEALERS: tuple[tuple[DealerHabit, Answer | None], ...] = (
+    (DealerHabit.INSTRUCTED, None),
+    *((DealerHabit.LAST_CARD, a) for a in ANSWERS),
+    (DealerHabit.FIRST_CARD, ANSWERS[0]), (DealerHabit.FOLLOWS_BUT_LAST, ANSWERS[0]),
+    (DealerHabit.BOTH, ANSWERS[0]))
+
+
+def label_table() -> str:
+    """docs/mixing.md's label table: for each dealer and case, by exhaustion, the share
+    of hands labelled exact and the distance of their law from the plan's."""
+    head = ["dealer"] + [f"{m.value} {n} cards, {k} passes" for m, n, k in LABEL_TABLE_CASES]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    plans = {case: plan_law(case[1], case[2], case[0]) for case in LABEL_TABLE_CASES}
+    for habit, answer in LABEL_TABLE_DEALERS:
+        cells = [f"`{habit.value}`, {(answer or Answer()).name}"]
+        for mode, n, k in LABEL_TABLE_CASES:
+            groups = label_groups(labelled_law(n, k, mode, habit, answer), n,
+                                  plans[mode, n, k])
+            exact = [g for g in groups if g.label.exact]
+            share = sum((g.share for g in exact), Fraction(0))
+            gap = max((g.from_plan for g in exact), default=Fraction(0))
+            cells.append(f"{float(share):.0%} exact, {float(gap):.3f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

@@ -464,11 +464,8 @@ class GpioRig:
         """The dealer lifts ``on_top`` first: the other pile than ``asked``, and it holds
         it while the machine warns."""
         at_once = self.dealer.habit is DealerHabit.BOTH  # warned of too (cannot tell)
-        if (on_top is asked and not at_once) or not self.dealer.listens:
+        if on_top is asked and not at_once:
             self._restack(on_top, touch, gather)
-            if touch and (on_top is not asked or at_once):  # refused: keep the stack
-                at = self.clock.now() + self.dealer.lift_gap + 0.01 + self.dealer.settle + 1.0
-                self.clock.at(at, self._keeps)
             return
         self._restacked = True
         held = self._held = (asked, on_top, touch, gather)
@@ -492,21 +489,22 @@ class GpioRig:
         return "pile_left" if pile is Pile.LEFT else "pile_right"
 
     def _hears_the_warning(self) -> None:
-        """A dealer who listens puts the pile back and lifts the one asked for first."""
+        """A dealer who listens puts the pile back and lifts the one asked for first; one
+        who does not first holds the sensor to keep the stack, is refused (the warning
+        stays), and is made to do the same."""
         assert self._held is not None
         asked, _, touch, gather = self._held
         self._held = None
         now = self.clock.now()
+        if not self.dealer.listens:
+            self.long_press(self.dealer.hold)
+            now += self.dealer.hold + 0.5
         for pile in Pile:  # puts back what it holds
             if self.mechanism.piles[pile]:
                 self.clock.at(now + self.dealer.put_back / 2,
                               partial(self.set_sensor, self._sensor(pile), True))
         self.clock.at(now + self.dealer.put_back,
                       partial(self._restack, asked, touch, gather, True))
-
-    def _keeps(self) -> None:
-        if tuple(round(c, 2) for c in self.led()) != COLOURS[(Signal.RUNNING, None)][0]:
-            self.long_press(self.dealer.hold)
 
     def settled(self) -> bool:
         """Every card back in the tray and the motor still."""

@@ -37,6 +37,8 @@ def test_bench_gpio_deals_every_card_where_the_plan_says():
     pytest.param(("bench_mixing.py",), marks=SLOW),
     pytest.param(("bench_serial.py", "--passes", "2"), marks=SLOW),
     ("battery_level.py", "--runs", "10"),
+    ("last_stack.py", "--hands", "3"),
+    ("habits_table.py",),
     pytest.param(("bench_stop.py", "--runs", "1"), marks=SLOW),
     pytest.param(("bench_sim_avr.py", "--rates", "50", "--passes", "1"), marks=SLOW),
 ])

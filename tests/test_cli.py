@@ -187,11 +187,13 @@ def test_a_hand_is_planned_by_default_and_reports_its_distance(run):
     assert "(planned, exactly random)" in text
 
 
-def test_piles_lifted_together_lose_track_and_say_so(run):
+def test_piles_lifted_together_are_warned_and_lifted_again(run):
+    """Both at once (the sensors cannot tell) is refused like the other pile first: the
+    dealer who ignores it is made to lift them one at a time, and the track holds."""
     hand = out_json(run("--json", "--sim-dealer", "both", "--sim-ignores", "hand",
                               "--passes", "5"))["hand"]
-    assert not hand["tracking"] and hand["distance"] == 1.0
-    assert [p["stacking"] for p in hand["pass_reports"]] == [None] * 5
+    assert hand["tracking"] and hand["distance"] == 0 and hand["distance_exact"]
+    assert [p["stacked"] for p in hand["pass_reports"]] == ["corrected"] * 5
 
 
 def test_a_bad_mode_is_exit_2(run):

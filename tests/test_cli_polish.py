@@ -161,6 +161,7 @@ def test_a_departure_the_plan_still_covers_says_exactly_random_once():
         distance = Fraction(0)
         fault = None
         resumed_at = None
+        plan_lost = False
 
     note = distance_note(Hand())  # type: ignore[arg-type]
     assert note is not None and note.endswith("this hand is still exactly random")

@@ -8,23 +8,20 @@ uniform is exact; the planner's reported distance must be at least that.
 from __future__ import annotations
 
 import random
-from fractions import Fraction
-from functools import cache
 from pathlib import Path
 
 import pytest
 
-from hardware_sim.dealer import DealerHabit
 from hardware_sim.exhaustive import (
+    LABEL_TABLE_CASES,
     coin_outcomes,
     enumerate_outcomes,
-    habit_distances,
-    habit_table,
+    label_table,
     total_variation,
 )
 from hardware_sim.study import Imperfections, play_hand
 from shuffler.core.mechanics import Feed
-from shuffler.core.mixing import tv_any, tv_coin
+from shuffler.core.mixing import tv_coin
 from shuffler.core.planning import Mode
 
 pytestmark = pytest.mark.slow
@@ -92,53 +89,16 @@ def test_planned_mode_after_a_double_feed_reports_a_bound_or_unknown(double_at):
     assert (distance is None) == any(j == k - 1 for j, _ in double_at)
 
 
-# -- dealers with habits, by exhaustion ----------------------------------------------
-@cache
-def _distances(mode, n, k, habit):
-    return habit_distances(n, k, mode, habit)
+# -- dealers who look at the cards, by exhaustion --------------------------------------
 
 
-# 'both' at three passes re-plans from an unknown order on every pass: too many draws
-# to walk; its two-pass case and test_study's 24-card statistics cover it
-HABIT_CASES = [(Mode.PLANNED, n, k, h) for n, k in [(5, 2), (5, 3), (6, 3), (7, 3)]
-               for h in DealerHabit if k < 3 or h is not DealerHabit.BOTH]
-HABIT_CASES += [(Mode.COIN, 5, 2, h) for h in DealerHabit]
-
-
-@pytest.mark.parametrize(("mode", "n", "k", "habit"), HABIT_CASES,
-                         ids=lambda v: getattr(v, "value", v))
-def test_every_habit_is_reported_no_closer_to_random_than_it_is(mode, n, k, habit):
-    true, worst, exact = _distances(mode, n, k, habit)
-    assert worst is not None and true <= worst
-    if exact:  # claimed exact on every hand: then it is the distance itself
-        assert true == worst
-
-
-def test_the_dealers_who_look_at_the_cards_break_a_fixed_plan():
-    # the issue's figures: exactly random by the plan, far from it by the habit
-    true, worst, exact = habit_distances(5, 3, Mode.PLANNED, DealerHabit.LAST_CARD)
-    assert round(float(true), 3) == 0.558 and worst == Fraction(7, 8) and not exact
-    true, worst, _ = habit_distances(5, 2, Mode.COIN, DealerHabit.LAST_CARD)
-    assert true > tv_coin(5, 2) and true <= worst
-    # the last pass off the light with shared codes: 0.467, once reported "exactly 0.008"
-    true, worst, exact = habit_distances(5, 2, Mode.PLANNED, DealerHabit.FOLLOWS_BUT_LAST)
-    assert round(float(true), 3) == 0.467 and not exact and worst == tv_any(5)
-
-
-def test_the_taller_pile_is_the_one_the_light_shows():
-    # the planner puts the larger half of each pass on the pile it shows, so a dealer who
-    # stacks the taller pile on top follows the light, and the hand is exactly random
-    for n in (5, 6, 7):
-        assert habit_distances(n, 3, Mode.PLANNED, DealerHabit.TALLER) == (0, 0, True)
-
-
-def test_the_eight_card_last_card_dealer_reaches_the_bound():
-    # 1 - 2^-3 is tight: this dealer steers eight cards as far as any rule can
-    true, worst, _ = habit_distances(8, 3, Mode.PLANNED, DealerHabit.LAST_CARD)
-    assert true == worst == Fraction(7, 8)
-
-
-def test_the_mixing_page_carries_the_habit_table():
-    # docs/mixing.md's table is this computation's output, not typed by hand
+def test_the_mixing_page_carries_the_label_table():
+    """docs/mixing.md's table of dealers (the share labelled exact, and how far the law
+    of those hands is from the plan's) is this computation's output, not typed by hand;
+    every dealer held to the light gets every hand exact with the plan's law."""
+    table = label_table()
     page = (Path(__file__).parent.parent / "docs" / "mixing.md").read_text()
-    assert habit_table(_distances) in page
+    assert table in page
+    rows = [line for line in table.splitlines()[2:]]
+    assert rows and all(line.count("100% exact, 0.000") == len(LABEL_TABLE_CASES)
+                        for line in rows)

@@ -154,27 +154,18 @@ def simulate_json(*args):
 
 @pytest.mark.parametrize("passes", [4, 5])
 def test_a_dealer_who_always_stacks_the_other_way(passes):
-    """24 cards, --sim-dealer other: the distance the controller reports against the
-    evidence of the battery (exhaustion for small packs: test_planning.py)."""
-    from shuffler.core.mixing import tv_any, tv_planned, tv_steered
+    """24 cards, --sim-dealer other --sim-ignores: the dealer is refused until it stacks as
+    the light asks (issue 47), so its hands are the plan's, reported exact, and the battery
+    sees nothing (exhaustion for small packs: test_labels.py)."""
+    from shuffler.core.mixing import tv_planned
 
     code, other, _ = simulate_json("--sim-dealer", "other", "--sim-ignores", "simulate",
                                    "--cards", "24", "--passes", str(passes), "--trials", "2000",
                                    "--seed", "1")
     assert code == 0 and other["imperfections"]["dealer"] == "other"
-    runs = next(t for t in other["tests"] if t["name"] == "runs")
-    assert other["reported_exact"] is False
-    if passes == 4:
-        # the re-plan saves what it can, but the report may not lean on it
-        assert other["reported_distance"] == float(tv_any(24))
-        # the true distance is at least what the runs law shows (up to noise): far more
-        # than 0.0021, within the reported bound
-        assert 0.1 < runs["runs_distance"] <= other["reported_distance"]
-        assert not other["passed"]
-    else:
-        # the default, 5 passes: the pack is random (the battery agrees), but a dealer off
-        # the light might have been choosing by the cards: bounded by 1 - 2^-5
-        assert other["reported_distance"] == float(tv_steered(24, 5, "planned"))
+    assert other["reported_exact"] is True and other["exact_share"] == 1
+    assert other["reported_distance"] == float(tv_planned(24, passes))
+    if passes == 5:
         assert other["passed"], other["tests"]
     _, follows, _ = simulate_json("simulate", "--cards", "24", "--passes", str(passes),
                                   "--trials", "200", "--seed", "1")
@@ -263,10 +254,11 @@ def test_no_habit_is_reported_closer_to_random_than_its_packs_measure(habit, n, 
 
 
 def test_the_24_card_statistics_see_the_last_card_dealer():
-    # the default hand, a dealer who puts the pile the last card fell on on top: the top
-    # card alone is far from uniform, and the report says "at most 1 - 2^-5", not "0"
+    # the default hand, a dealer who puts the pile the last card fell on on top and is made
+    # to correct every stack: the statistics see nothing, and the report says "exact"
+    # (before issue 47 a kept stack measured above 0.1 at the top card alone)
     worst, measured = habit_study(24, 5, "last-card", 1500)
-    assert measured > 0.1 and worst == 1 - 1 / 32
+    assert worst == 0 and measured == 0
     worst, measured = habit_study(24, 5, "instructed", 1500)
     assert worst == 0 and measured == 0
 
@@ -280,5 +272,4 @@ def test_simulate_reports_no_less_than_it_measures_for_five_cards(habit, passes)
     assert code == 0, (result.output, result.stderr, repr(result.exception))
     assert data["imperfections"]["dealer"] == habit
     assert data["reported_distance"] >= data["measured_distance"], data
-    if habit in ("last-card", "first-card"):  # the whole order shows what they do
-        assert data["measured_distance"] > 0.15 and not data["reported_exact"]
+    assert data["reported_exact"] and data["exact_share"] == 1  # made to follow the light

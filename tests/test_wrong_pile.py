@@ -1,5 +1,6 @@
 """The light the dealer follows: the other pile lifted first is warned of at once, and
-the next pass waits for the stack the light asks for, or for the dealer's keep."""
+the next pass (after the last pass: the hand's end) waits for the stack the light asks
+for; no stack off the light is ever kept (issue 47)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,13 @@ from shuffler.control.reports import hand_dict
 from shuffler.control.session import stack_event
 from shuffler.control.touch import (
     BEFORE_FAULT,
-    BEFORE_WARNING,
+    KEEP_REFUSED,
+    NOT_STACKED,
     NOTHING_TO_CLEAR,
     NOTHING_TO_KEEP,
     RESTACKING,
-    TRAY_EMPTY,
     WRONG_PILE,
     Clear,
-    Keep,
     Machine,
     Start,
     TouchPolicy,
@@ -31,8 +31,6 @@ from shuffler.core.mechanics import Pile, Stacked
 from shuffler.core.planning import PlannedPlanner
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.store.state import StateStore
-
-from .conftest import dealer
 
 ASK = Status(Signal.STACK, Pile.LEFT, 2, 5)
 
@@ -61,12 +59,22 @@ def test_a_touch_while_the_warning_stands_is_refused_with_the_sentence():
                            Machine(restacking=True)) == Start()
 
 
-def test_a_long_press_after_the_warning_keeps_the_stack_and_one_from_before_does_not():
-    warned = Machine(restacking=True, warned=11.0)
-    assert policy().decide(InputEvent(EventKind.LONG_PRESS, 11.0), warned) == Keep()
-    assert policy().decide(InputEvent(EventKind.LONG_PRESS, 10.9), warned) is BEFORE_WARNING
-    empty = Machine(tray_loaded=False, restacking=True, warned=11.0)
-    assert policy().decide(InputEvent(EventKind.LONG_PRESS, 12.0), empty) is TRAY_EMPTY
+def test_a_long_press_at_the_warning_keeps_nothing_and_says_why():
+    """No keep: a dealer who could keep a warned stack could choose, by the cards, which
+    hands leave the exact label (issue 47)."""
+    for at in (10.9, 11.0, 30.0):
+        for machine in (Machine(restacking=True, warned=11.0),
+                        Machine(tray_loaded=False, restacking=True, warned=11.0)):
+            assert policy().decide(InputEvent(EventKind.LONG_PRESS, at), machine) is KEEP_REFUSED
+    assert "cannot be kept" in KEEP_REFUSED.why
+
+
+def test_a_touch_before_the_sensors_saw_the_stack_is_refused():
+    """Between passes the next pass waits for both piles lifted, the light's first: a stack
+    the sensors did not see would be one the controller cannot vouch for."""
+    unseen = Machine(restacking=True, stacked=False)
+    assert policy().decide(InputEvent(EventKind.TOUCH, 12.0), unseen) is NOT_STACKED
+    assert policy().decide(InputEvent(EventKind.TOUCH, 12.0), Machine(stacked=False)) == Start()
 
 
 def test_a_long_press_with_no_warning_keeps_nothing_and_a_latched_fault_still_clears():
@@ -97,8 +105,12 @@ def test_a_dealer_who_stacks_on_after_the_warning_has_no_stack_that_matches():
     assert lifts.lift(lift(Pile.LEFT, 1.6)) is None  # the pack lifted: right on left
     assert lifts.warned == 1.0 and not lifts.settled
     assert (lifts.stacking, lifts.stacked) == (Pile.RIGHT, Stacked.IGNORED)
-    lifts.kept = True
-    assert lifts.stacked is Stacked.KEPT
+
+
+def test_one_pile_lifted_is_no_stack():
+    lifts = Lifts(ASK, 0.15)
+    assert lifts.lift(lift(Pile.LEFT, 1.0)) is None
+    assert not lifts.settled and lifts.stacking is None
 
 
 def test_both_piles_at_once_are_warned_of_at_the_second_lift():
@@ -164,44 +176,17 @@ def test_a_dealer_of_any_habit_who_listens_gets_the_plan_exactly(sim, tmp_path, 
         assert [r["stacked"] for r in hand_dict(hand)["pass_reports"]] == ["corrected"] * 5
 
 
-def test_a_dealer_who_ignores_the_warning_is_refused_then_keeps_the_stack(sim, tmp_path):
+def test_a_dealer_who_ignores_the_warning_is_refused_until_it_corrects(sim, tmp_path):
+    """Touched and held to keep its stack, every stack refused, the last one included:
+    the dealer corrects in the end, and the hand is the plan's."""
     hand, events, _ = hand_on(sim, tmp_path, "other:ignores")
-    stacked = [r.stacked for r in hand.records]
-    # the keep is a departure; the last pass has no touch to refuse: warned and ignored
-    assert stacked == [Stacked.KEPT] * 4 + [Stacked.IGNORED]
-    assert hand.departures == [1, 2, 3, 4, 5] and not hand.distance_exact
+    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 5
+    assert hand.completed and hand.departures == [] and hand.distance_exact
     refused = [why for kind, why in events if kind == "ignored"]
-    assert refused == [WRONG_PILE.why] * 4
+    assert refused == [WRONG_PILE.why, KEEP_REFUSED.why] * 5
     report = hand_dict(hand)
-    assert [r["stacked"] for r in report["pass_reports"]] == ["kept"] * 4 + ["ignored"]
-    assert report["distance_note"].startswith("you put the other pile on top after pass 1")
-
-
-def test_a_warned_dealer_who_keeps_is_asked_for_a_press_begun_after_the_warning(tmp_path):
-    """A long press held since before the warning is no answer to it: it keeps nothing
-    and is told; the next one, begun after it, keeps the stack."""
-    from hardware_sim import SimDevice
-    from shuffler.device.clock import VirtualClock
-
-    device = SimDevice.for_cards(24, rng=random.Random(3), clock=VirtualClock(),
-                                 **dealer("other:ignores"))
-    keep = device._dealer_keeps
-    presses: list[float] = []
-
-    def early_then_late() -> None:
-        if not presses:  # the first: stamped long before the light asked
-            presses.append(0.0)
-            device.events.put(InputEvent(EventKind.LONG_PRESS, 0.0))
-            device._deaf, device._keep_after = True, 1
-            return
-        presses.append(device.now())
-        keep()
-
-    device._dealer_keeps = early_then_late
-    hand, events, _ = hand_on(None, tmp_path, "other:ignores", passes=2, device=device)
-    assert [r.stacked for r in hand.records] == [Stacked.KEPT, Stacked.IGNORED]
-    refused = [why for kind, why in events if kind == "ignored"]
-    assert refused == [WRONG_PILE.why, BEFORE_WARNING.why]
+    assert [r["stacked"] for r in report["pass_reports"]] == ["corrected"] * 5
+    assert report["distance_note"] is None
 
 
 @pytest.fixture(params=["gpio", "serial"])
@@ -225,7 +210,7 @@ def test_on_the_gpio_rig_and_the_serial_link_a_listening_dealer_is_corrected(
     assert [st.warn for kind, st in events if kind == "stack"] == [False, True, False] * 3
 
 
-def test_on_the_gpio_rig_a_deaf_dealer_keeps_the_stack(tmp_path):
+def test_on_the_gpio_rig_a_deaf_dealer_is_refused_its_keep_and_corrects(tmp_path):
     from .conftest import GpioHarness
 
     rig = GpioHarness()
@@ -234,9 +219,9 @@ def test_on_the_gpio_rig_a_deaf_dealer_keeps_the_stack(tmp_path):
         hand, events, _ = hand_on(rig, tmp_path, "other:ignores", passes=3)
     finally:
         rig.close()
-    assert [r.stacked for r in hand.records] == [Stacked.KEPT, Stacked.KEPT, Stacked.IGNORED]
-    assert hand.departures == [1, 2, 3]
-    assert [why for kind, why in events if kind == "ignored"] == [WRONG_PILE.why] * 2
+    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 3
+    assert hand.completed and hand.departures == [] and hand.distance_exact
+    assert [why for kind, why in events if kind == "ignored"] == [KEEP_REFUSED.why] * 3
 
 
 @pytest.mark.parametrize("device", ["sim-serial", "sim-avr"])

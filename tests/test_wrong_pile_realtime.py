@@ -1,7 +1,9 @@
 """In real time on sim-gpio (gpiozero's mock pins on the rig, its clock paced at real
 speed): the test is the dealer, lifting piles and touching the sensor by hand. The other
 pile lifted first is warned of (the light, the buzzer, the prompt and the page) within
-100 ms; a touch is refused until the stack matches the light; a long press keeps it."""
+100 ms; a touch is refused until the stack matches the light, and so is a long press (no
+stack off the light is kept); after the last pass the hand does not end until the stack
+matches the light."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler.config import Config
 from shuffler.control.controller import PassController
 from shuffler.control.session import Session
-from shuffler.control.touch import WRONG_PILE
+from shuffler.control.touch import KEEP_REFUSED, WRONG_PILE
 from shuffler.core.mechanics import Pile
 from shuffler.device.clock import EventClock
 from shuffler.device.contract import Signal
@@ -39,11 +41,11 @@ class Hands(GpioRig):
         pass
 
 
-def wait_for(what: Callable[[], object], timeout: float = 15.0) -> float:
+def wait_for(what: Callable[[], object], timeout: float = 15.0, say=None) -> float:
     """Poll until ``what()`` holds; the wall-clock time it took."""
     start = time.monotonic()
     while not what():
-        assert time.monotonic() - start < timeout, "timed out"
+        assert time.monotonic() - start < timeout, ("timed out", say and say())
         time.sleep(0.002)
     return time.monotonic() - start
 
@@ -143,22 +145,38 @@ def test_the_wrong_pile_is_warned_of_at_once_and_the_touch_waits_for_the_right_s
         table.press(0.05)
         wait_for(lambda: len([e for e in table.events if e["event"] == "pass_start"]) == 2)
 
-        # pass 2 done: the other pile first again, and this time kept on purpose
+        # pass 2 done: the other pile first again, and the dealer tries to keep it
         asked = table.asked_after(2)
         table.lift(asked.other)
         assert wait_for(table.warned, timeout=5.0) < WITHIN
         time.sleep(0.4)
         table.lift(asked)  # the pack lifted: the other pile on top
         time.sleep(0.3)
-        table.stack_and_load(asked.other)
         table.press(0.05)
         wait_for(lambda: len(table.refused()) == 2, timeout=5.0)
+        table.press(0.8)  # a long press: keep it? refused
+        wait_for(lambda: table.refused()[2:] == [KEEP_REFUSED.why], timeout=5.0,
+                 say=table.refused)
+        time.sleep(0.3)
         assert len([e for e in table.events if e["event"] == "pass_start"]) == 2
-        table.press(0.8)  # a long press: keep it
+        for pile in Pile:  # put both back, and stack as the light asks
+            table.put_back(pile)
+        time.sleep(0.1)
+        table.lift(asked)
+        time.sleep(0.3)
+        table.stack_and_load(asked)
+        wait_for(lambda: not table.stacks()[-1].get("warning"))
+        table.press(0.05)
         wait_for(lambda: len([e for e in table.events if e["event"] == "pass_start"]) == 3)
 
-        # the last pass: lifted as the light asks, nothing to warn of
+        # the last pass: the other pile first, and the hand waits for the right stack
         asked = table.asked_after(3)
+        table.lift(asked.other)
+        assert wait_for(table.warned, timeout=5.0) < WITHIN
+        time.sleep(0.5)
+        assert table.worker.is_alive() and "hand" not in table.result
+        table.put_back(asked.other)
+        time.sleep(0.1)
         table.lift(asked)
         time.sleep(0.3)
         table.stack_and_load(asked)
@@ -168,5 +186,5 @@ def test_the_wrong_pile_is_warned_of_at_once_and_the_touch_waits_for_the_right_s
         table.device.close()
     hand = table.result["hand"]
     assert hand["completed"]
-    assert [p["stacked"] for p in hand["pass_reports"]] == ["corrected", "kept", "followed"]
-    assert hand["departures"] == [2]
+    assert [p["stacked"] for p in hand["pass_reports"]] == ["corrected"] * 3
+    assert hand["departures"] == [] and hand["distance_exact"]

@@ -129,6 +129,9 @@ class PassController:
         #: what the dealer's touch means (shuffler/control/touch.py), between hands and
         #: between passes alike: one lock-out, kept here beside the job it follows
         self.touch = TouchPolicy()
+        #: a hand paused with its plan (shuffler.control.hand.Paused): in this process's
+        #: memory only, never written, so a restart loses it
+        self.paused: Any = None
 
     def show(self, status: Status) -> None:
         """Show ``status`` to the dealer (:meth:`ShufflerDevice.show`): the one way

@@ -2,7 +2,13 @@
 
 Between passes the status LED asks the dealer to put one pile on the other
 and touch for the next pass. The two pile sensors tell which pile went on top
-(the one lifted first), or that they could not tell.
+(the one lifted first). Every stack is held to the light, the last one included: no
+pass starts, and the hand is not finished (not labelled, the deal does not move),
+until the sensors have seen the light's pile lifted first and the other after it. A
+stop or a missing touch pauses the hand: its plan stays in this process's memory
+(never on disk, never in a log) and the next ``hand`` resumes it where it stood; a
+hand whose plan was lost (the process ended) is re-planned and carries the bound that
+holds against any dealer (docs/mixing.md, "The last stack").
 """
 
 from __future__ import annotations
@@ -13,10 +19,17 @@ from typing import TYPE_CHECKING
 
 from shuffler.config import Config
 from shuffler.control.controller import PassController
-from shuffler.control.touch import PASS_RUNNING, Ignore, Keep, Machine, Start
-from shuffler.core.labels import Watch, hand_label
+from shuffler.control.touch import PASS_RUNNING, Ignore, Machine, Start
+from shuffler.core.labels import Label, hand_label
 from shuffler.core.mechanics import Pile, Stacked
-from shuffler.core.planning import Mode, PackTracker, Planner, RandomSource, make_planner
+from shuffler.core.planning import (
+    Mode,
+    PackTracker,
+    PassPlan,
+    Planner,
+    RandomSource,
+    make_planner,
+)
 from shuffler.device.contract import (
     EventKind,
     FaultKind,
@@ -37,8 +50,6 @@ log = get_logger("shuffler.hand")
 
 #: seconds of device time between ``on_tick`` calls while the hand waits for the dealer
 TICK = 0.1
-#: seconds of device time a hand's last pass waits for the dealer to lift the first pile
-LAST_LIFT = 3.0
 #: faults after which the hand goes on (the pass finished, only degraded)
 CONTINUABLE = frozenset({FaultKind.COUNT_MISMATCH})
 
@@ -67,23 +78,24 @@ class HandReport:
     resumed_at: int | None = None  # the pass an interrupted hand resumed at
     departures: list[int] = field(default_factory=list)  # passes stacked off the light
     deck: str | None = None  # with two decks in turn: "A" or "B", the one shuffled
-    #: the rule the seat's departures were seen to follow before this hand (None: none),
-    #: which takes the exact label off it (shuffler.core.labels)
-    pattern: str | None = None
+    #: resumed without its plan (a pass cut off, or the process that held it ended):
+    #: re-planned, and bound by what holds against any dealer
+    plan_lost: bool = False
+    #: stopped or left waiting with its plan held in memory: the next hand resumes it
+    paused: bool = False
 
     @property
     def fault(self):
         return next((r.report.fault for r in reversed(self.records) if r.report.fault), None)
 
 
-def stacked_as(stacking: Pile | None, asked: Pile, *, warned: bool = False,
-               kept: bool = False) -> Stacked:
+def stacked_as(stacking: Pile | None, asked: Pile, *, warned: bool = False) -> Stacked:
     """The pass's record: how the stacking the sensors saw came about."""
     if stacking is None:
         return Stacked.UNKNOWN
     if stacking is asked:
         return Stacked.CORRECTED if warned else Stacked.FOLLOWED
-    return Stacked.KEPT if kept else Stacked.IGNORED
+    return Stacked.IGNORED
 
 
 class Lifts:
@@ -106,7 +118,6 @@ class Lifts:
         #: device time of the wrong first lift the stack has not yet answered (None: none)
         self.warned: float | None = None
         self.ever_warned = False
-        self.kept = False  # the dealer kept the warned-of stack on purpose (a long press)
 
     def lift(self, ev: InputEvent) -> str | None:
         """``"warn"``: the other pile lifted first, say so now; ``"right"``: the stack now
@@ -145,7 +156,7 @@ class Lifts:
 
     @property
     def stacked(self) -> Stacked:
-        return stacked_as(self.stacking, self.asked, warned=self.ever_warned, kept=self.kept)
+        return stacked_as(self.stacking, self.asked, warned=self.ever_warned)
 
 
 @dataclass(frozen=True)
@@ -158,6 +169,25 @@ class Listeners:
     on_stack: Callable[[Status, PassReport | None], None] | None = None
     on_tick: Callable[[], None] | None = None
     on_ignored: Callable[[str], None] | None = None
+
+
+@dataclass
+class Paused:
+    """A hand stopped (or left waiting for the dealer) with its plan intact, in memory
+    only (:attr:`PassController.paused`): the next ``hand`` resumes it with the same
+    plan, so a stop is no way to trade a hand for another. ``restack``: the pass whose
+    stack the sensors had not yet seen (its index, plan and count), asked for again."""
+
+    number: int
+    passes: int
+    cards: int
+    planner: Planner
+    tracker: PackTracker
+    restack: tuple[int, PassPlan, int] | None = None
+    plan_lost: bool = False  # its plan was itself drawn after a plan was lost
+
+    def __repr__(self) -> str:  # never show a plan
+        return f"Paused(hand={self.number}, passes={self.passes}, cards={self.cards})"
 
 
 def pending_hand(state: State) -> dict | None:
@@ -180,9 +210,9 @@ class HandRunner:
         self.planner = planner
         self.config = config
         self.tracker: PackTracker | None = None  # in memory only: it is as secret as a plan
-        #: the seat's watch on departures that follow a rule looking at the cards
-        self.watch = Watch()
         self.hear = Listeners()
+        #: a pass dealt whose stack the sensors have not yet seen (see :class:`Paused`)
+        self._unstacked: tuple[int, PassPlan, int] | None = None
 
     def run(
         self,
@@ -209,15 +239,35 @@ class HandRunner:
         self.hear = Listeners(on_pass_start, on_card, on_pass_done, on_stack, on_tick,
                               on_ignored)
         report, first, dealer = self._begin(passes, cards)
-        for index in range(first, passes):
-            record = self._pass(report, index, passes, cards)
-            report.records.append(record)
-            if self.hear.on_pass_done:
-                self.hear.on_pass_done(record)
-            if self._stops(record.report):
-                break
+        try:
+            if self._unstacked is not None:  # resumed: the stack it stopped at, first
+                self._stack_again(passes)
+            for index in range(first, passes):
+                if self._unstacked is not None and not self.controller.stop_requested:
+                    break  # (a stack not seen is left only by a stop)
+                # after a stop, the next pass is refused and reported ``stopped``
+                record = self._pass(report, index, passes, cards)
+                report.records.append(record)
+                if self.hear.on_pass_done:
+                    self.hear.on_pass_done(record)
+                if self._stops(record.report):
+                    break
+        except DeviceTimeoutError:
+            self._pause(report, first, passes, cards)
+            raise
         self._finish(report, first, passes, cards, dealer)
         return report
+
+    def _pause(self, report: HandReport, first: int, passes: int, cards: int) -> None:
+        """Keep the plan in memory for the next ``hand`` when the cards are where the
+        controller knows them (a stop between passes, a missing touch; not a pass cut
+        off, whose cards lie who knows where)."""
+        assert self.tracker is not None
+        if not self.tracker.known:
+            return
+        report.paused = True
+        self.controller.paused = Paused(report.number, passes, cards, self.planner,
+                                        self.tracker, self._unstacked, report.plan_lost)
 
     def _begin(self, passes: int, cards: int) -> tuple[HandReport, int, int]:
         """The hand's report, and the pass it starts at (a pending hand resumes)."""
@@ -229,16 +279,23 @@ class HandRunner:
         if self.config.table.decks == 2:
             report.deck = "AB"[state.deck % 2]
         tracker = self.tracker = PackTracker(cards, self.device.info.feed)
-        # the seat's watch: a pattern seen before this hand takes the exact label off it
-        self.watch = Watch.from_dict(state.watch.get(report.dealer))
-        report.pattern = self.watch.pattern
         pending = state.hand
         first, resuming = 0, False
+        paused, self.controller.paused = self.controller.paused, None  # taken once
         if pending and (pending["passes"], pending["cards"]) == (passes, cards):
             resuming = True
             first = pending["done"]  # resume: the passes done are done, the rest follow
-            tracker.order, tracker.from_start = None, False  # where the cards are is unknown
-        self.controller.check_ready(cards, passes - first, what="hand")
+            if isinstance(paused, Paused) and (paused.number, paused.passes, paused.cards) == (
+                    pending["number"], passes, cards) and paused.planner.mode is self.planner.mode:
+                # the same plan, held in memory: as if the hand had never stopped
+                self.planner, self.tracker, self._unstacked = (
+                    paused.planner, paused.tracker, paused.restack)
+                report.plan_lost = paused.plan_lost
+            else:  # the plan is lost: re-planned from an order nobody tracked
+                report.plan_lost = True
+                tracker.order, tracker.from_start = None, False
+        if self._unstacked is None:  # a resume at a stack moves nothing first
+            self.controller.check_ready(cards, passes - first, what="hand")
         self.controller.update(lambda s: setattr(s, "hand", {
             "number": report.number, "passes": passes, "cards": cards,
             "mode": self.planner.mode.value, "done": first}))
@@ -262,25 +319,51 @@ class HandRunner:
         result = self.controller.run_pass(plan, self.hear.on_card, passes_after=passes - number,
                                           context=context, on_tick=self.hear.on_tick)
         self._ignore_touches(PASS_RUNNING, tell=True)
-        lifts = None
-        if not self._stops(result):  # done, whatever happens while the dealer restacks
-            self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
-            ask = Status(Signal.STACK, plan.on_top, None if number == passes else number + 1,
-                         passes)
-            try:
-                lifts = self._restack(ask, result, number, passes)
-            except DeviceTimeoutError:  # no touch: the pass that ran is still reported
-                record = PassRecord(number, result, None)
-                report.records.append(record)
-                if self.hear.on_pass_done:
-                    self.hear.on_pass_done(record)
-                raise
-        stacking = lifts.stacking if lifts else None
-        self.tracker.after_pass(plan, result.counted, stacking)
-        self.planner.observe(index, plan, result.counted, stacking)
-        if lifts is not None:
-            self.watch.see(plan.on_top, stacking, plan.labels)
-        return PassRecord(number, result, stacking, lifts.stacked if lifts else None)
+        if self._stops(result):  # cut off: no restack follows, the cards lie unknown
+            if not (result.counted or result.seconds):  # stopped before it started
+                return PassRecord(number, result, None)
+            self.tracker.after_pass(plan, result.counted, None)
+            self.planner.observe(index, plan, result.counted, None)
+            return PassRecord(number, result, None)
+        # done, whatever happens while the dealer restacks
+        self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
+        self._unstacked = (index, plan, result.counted)
+        try:
+            lifts = self._stacked(index, passes, result)
+        except DeviceTimeoutError:  # no touch: the pass that ran is still reported
+            record = PassRecord(number, result, None)
+            report.records.append(record)
+            if self.hear.on_pass_done:
+                self.hear.on_pass_done(record)
+            raise
+        if lifts is None:  # stopped before the stack was seen: paused at it
+            return PassRecord(number, result, None)
+        return PassRecord(number, result, lifts.stacking, lifts.stacked)
+
+    def _stacked(self, index: int, passes: int, result: PassReport | None) -> Lifts | None:
+        """Ask for pass ``index``'s stack and follow it to the light (None: a stop came
+        first); a stack seen is told to the tracker and the planner."""
+        assert self._unstacked is not None and self.tracker is not None
+        _, plan, counted = self._unstacked
+        number = index + 1
+        ask = Status(Signal.STACK, plan.on_top, None if number == passes else number + 1,
+                     passes)
+        lifts = self._restack(ask, result, number, passes)
+        if not lifts.settled:
+            return None
+        self._unstacked = None
+        self.tracker.after_pass(plan, counted, lifts.stacking)
+        self.planner.observe(index, plan, counted, lifts.stacking)
+        return lifts
+
+    def _stack_again(self, passes: int) -> None:
+        """A paused hand resumed at a stack the sensors had not seen: ask for it again."""
+        assert self._unstacked is not None
+        index = self._unstacked[0]
+        # what the dealer did while the machine was paused was not watched: the stack is
+        # asked for again, and lifts and touches from before count for nothing
+        self.device.drain_events()
+        self._stacked(index, passes, None)  # the pass was reported when it ran
 
     def _finish(self, report: HandReport, first: int, passes: int, cards: int,
                 dealer: int) -> None:
@@ -289,18 +372,16 @@ class HandRunner:
         seats = self.config.table.seats
         report.tracking = self.tracker.known and self.tracker.from_start
         done = first + len(report.records)
-        label = hand_label(self.planner.exact and report.resumed_at is None,
-                           self.planner.distance(cards, done),
-                           self.planner.steered_distance(cards, done), report.pattern)
+        report.completed = done == passes and self._unstacked is None and not (
+            report.fault and report.fault.kind not in CONTINUABLE
+        )
+        if not report.completed:
+            self._pause(report, first, passes, cards)
+        label = self._label(report, cards, done)
         report.distance, report.distance_exact = label.distance, label.exact
-        watch = self.watch.to_dict()
-        self.controller.update(lambda s: s.watch.update({report.dealer: watch}))
         # a pass a fault stopped was never restacked: no departure (a jam is a jam)
         unfinished = {r.number for r in report.records if r.stacked is None}
         report.departures = [d for d in self.planner.departures if d not in unfinished]
-        report.completed = first + len(report.records) == passes and not (
-            report.fault and report.fault.kind not in CONTINUABLE
-        )
         if report.completed:
 
             def advance(s: State) -> None:
@@ -315,11 +396,19 @@ class HandRunner:
         log.info("hand", number=report.number, dealer=report.dealer,
                  passes=len(report.records), completed=report.completed)
 
+    def _label(self, report: HandReport, cards: int, done: int) -> Label:
+        """Exact only for a hand finished on its own plan, every stack seen to match the
+        light; a hand not finished has no label (its distance unknown)."""
+        if not report.completed:
+            return Label(False, None)
+        return hand_label(self.planner.exact, self.planner.distance(cards, done),
+                          cards if report.plan_lost else None)
+
     def _now(self) -> float:
         return self.device.now()
 
     # -- between passes: the restack ------------------------------------------------
-    def _restack(self, ask: Status, result: PassReport, done: int, of: int) -> Lifts:
+    def _restack(self, ask: Status, result: PassReport | None, done: int, of: int) -> Lifts:
         """Ask for the stack and follow the dealer's lifts; between passes also wait for
         the touch that starts the next, as the touch policy decides
         (:mod:`shuffler.control.touch`: not within the restack lock-out of the pass's
@@ -330,10 +419,8 @@ class HandRunner:
         self.controller.touch.pass_ended(self._now())
         self._ask(ask, result)
         lifts = Lifts(ask, self.config.mechanism.both_window_s)
-        if ask.next_pass is None:
-            self._await_last_lifts(lifts)
-        else:
-            self._await_touch(lifts, done, of)
+        self._await_stack(lifts, done, of)
+        if ask.next_pass is not None:
             self._ignore_touches()
         log.debug("restacked", after_pass=done,
                   on_top=lifts.stacking.name if lifts.stacking is not None else None,
@@ -362,37 +449,25 @@ class HandRunner:
             self.hear.on_tick()
         return ev
 
-    def _await_last_lifts(self, lifts: Lifts) -> None:
-        """After the last pass no touch follows: wait (up to :data:`LAST_LIFT` seconds of
-        device time, from the light or from a warning) for the dealer to lift both piles,
-        so a backend whose dealer acts a moment after the light (gpio, serial) sees the
-        same stacking as one whose dealer acts at once (sim). Only one pile lifted by
-        then: the sensors cannot tell; a warning not answered by then: ignored."""
-        for ev in self._ignore_touches():
-            if ev.kind is EventKind.PILE_LIFTED:
-                self._lifted(lifts, ev)
-        start = self._now()
-        while not lifts.settled:
-            since = max(start, lifts.warned) if lifts.warned is not None else start
-            left = LAST_LIFT - (self._now() - since)
-            if left <= 0:
-                break
-            got = self._wait(min(TICK, left))
-            if got is not None and got.kind is EventKind.PILE_LIFTED:
-                self._lifted(lifts, got)
-
-    def _await_touch(self, lifts: Lifts, done: int, of: int) -> None:
-        """Follow the lifts until a touch starts the next pass (or a long press keeps a
-        stack warned of, or a stop ends the hand)."""
+    def _await_stack(self, lifts: Lifts, done: int, of: int) -> None:
+        """Follow the lifts until the stack matches the light and, between passes, a
+        touch starts the next pass; after the last pass, until the stack matches (no
+        touch follows: the hand is finished when the sensors have seen it). A stop
+        returns at once (the hand pauses there); no touch within the timeout raises."""
         timeout = self.config.hand.touch_timeout_s
-        since = self._now()
+        last = lifts.ask.next_pass is None
+        # a deadline, not timeout - (now - since): at a large simulated time that rounds
+        # to a sliver the clock cannot move by, and the wait never ended
+        deadline = self._now() + timeout
         while not self.controller.stop_requested:  # a stop: the next pass never starts
-            left = timeout - (self._now() - since)
-            if left <= 1e-9:  # never a wait too short for the clock to move
+            if last and lifts.settled:
+                return
+            left = deadline - self._now()
+            if left <= 0:
+                what = "the stack the light asks for" if last else "no touch"
                 raise DeviceTimeoutError(
-                    f"No touch within {timeout:.0f} s after pass {done} of {of}: the hand "
-                    "stops here. Run the hand again when ready."
-                )
+                    f"{what.capitalize()} within {timeout:.0f} s after pass {done} of {of}: "
+                    "the hand waits here. Run the hand again when ready.")
             ev = self._wait(min(TICK, left))
             if ev is None:
                 continue
@@ -401,11 +476,8 @@ class HandRunner:
             elif ev.kind in (EventKind.TOUCH, EventKind.LONG_PRESS):
                 decision = self.controller.touch.decide(ev, Machine(
                     tray_loaded=self.device.health().tray_loaded, restacking=True,
-                    warned=lifts.warned))
-                if isinstance(decision, Keep):
-                    lifts.kept = True
-                    log.info("the stack kept as it is", asked=lifts.asked.name.lower())
-                if isinstance(decision, Start | Keep):
+                    warned=lifts.warned, stacked=lifts.settled))
+                if isinstance(decision, Start) and not last:
                     return
                 if isinstance(decision, Ignore):
                     self._told(decision, lifts.light)

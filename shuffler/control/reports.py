@@ -97,15 +97,6 @@ def _passes(numbers: list[int]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-#: the watch's rules in the dealer's words
-RULE_WORDS = {"last-card": "the pile the last card fell on goes on top",
-              "first-card": "the pile the first card fell on goes on top",
-              "taller": "the taller pile goes on top",
-              "not-last-card": "the pile the last card did not fall on goes on top",
-              "not-first-card": "the pile the first card did not fall on goes on top",
-              "shorter": "the shorter pile goes on top"}
-
-
 def distance_note(hand: HandReport) -> str | None:
     """Why the distance is a bound, in the dealer's words (None: it is what was planned).
 
@@ -113,10 +104,6 @@ def distance_note(hand: HandReport) -> str | None:
     looking at the cards (docs/mixing.md): the figure is what can be promised, not what
     a careless dealer usually costs."""
     said = [*_stacking_reasons(hand), *_fault_reasons(hand)]
-    if hand.pattern is not None:
-        said.append(f"the dealer's departures have followed a rule ({RULE_WORDS[hand.pattern]})"
-                    ", which can bias even the hands that matched the light, until the "
-                    "light is followed a while")
     if not said:
         return None
     if hand.distance is None:
@@ -149,8 +136,10 @@ def _fault_reasons(hand: HandReport) -> list[str]:
     miscounted = [r.number for r in hand.records
                   if r not in stopped and r.report.counted != r.report.expected]
     said = []
-    if hand.resumed_at is not None:
-        said.append(f"the hand resumed at pass {hand.resumed_at} from an order nobody tracked")
+    if hand.plan_lost:
+        said.append(f"the hand resumed at pass {hand.resumed_at} on a new plan (a pass "
+                    "was cut off, or the process that held the plan ended), from an order "
+                    "nobody tracked")
     if miscounted:
         said.append(f"the count came out wrong in pass {_passes(miscounted)}, so the "
                     "controller lost track of the cards")
@@ -181,7 +170,7 @@ def hand_dict(hand: HandReport) -> dict[str, Any]:
         "distance_exact": hand.distance_exact,
         "resumed_at": hand.resumed_at,
         "departures": list(hand.departures),
-        "pattern": hand.pattern,
+        "paused": hand.paused,
         "distance_note": distance_note(hand),
         "deck": hand.deck,
         "fault": fault.to_dict() if fault else None,

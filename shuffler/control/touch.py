@@ -9,9 +9,6 @@ machine; :meth:`TouchPolicy.decide` answers
 - :class:`Ignore`: nothing starts; ``why`` is told (the event the page shows) and
   ``light`` shown (None: the light last shown, again with one short beep);
 - :class:`Clear`: the dealer's clear (a long press with a latched fault);
-- :class:`Keep`: the dealer keeps, on purpose, a stack the machine warned of (a long
-  press between passes while the warning shows): the next pass starts, the pass's
-  stacking recorded as a departure (``kept``);
 - :class:`Wait`: a client's short job holds the machine; ask again.
 
 Every time rule here is in **device time**: the restack lock-out runs from the press
@@ -60,17 +57,11 @@ class Clear:
 
 
 @dataclass(frozen=True)
-class Keep:
-    """The dealer keeps the stack the machine warned of, on purpose: the next pass
-    starts and the stacking is a departure (``Stacked.KEPT``)."""
-
-
-@dataclass(frozen=True)
 class Wait:
     """A client's short job holds the machine: decide again when it has let go."""
 
 
-Decision = Start | Ignore | Clear | Keep | Wait
+Decision = Start | Ignore | Clear | Wait
 
 # -- every sentence a touch not taken is told, and its light ---------------------------
 RESTACKING = Ignore("touch ignored: the last pass has only just ended and the dealer is "
@@ -84,15 +75,19 @@ BEFORE_FAULT = Ignore("that press began before the fault: hold the sensor again 
                       "it", Status(Signal.FAULT))
 #: between passes, the other pile was lifted first (light: the hand's warning)
 WRONG_PILE = Ignore("touch ignored: the other pile first: put it back, lift the pile the "
-                    "light shows first, stack and touch (or hold the sensor to keep this "
-                    "stack)")
-BEFORE_WARNING = Ignore("that press began before the warning: hold the sensor again to "
-                        "keep this stack")
+                    "light shows first, stack and touch")
+#: a long press while the warning stands: no stack off the light is ever kept (a keep
+#: chosen by looking at the cards would bend the label: docs/mixing.md)
+KEEP_REFUSED = Ignore("hold ignored: a stack off the light cannot be kept; put the pile "
+                      "back, lift the pile the light shows first, stack and touch")
+#: between passes, a touch before the sensors saw both piles lifted, one after the other
+NOT_STACKED = Ignore("touch ignored: the sensors have not seen the stack; lift the pile "
+                     "the light shows first, then the other, and touch")
 NOTHING_TO_KEEP = Ignore("nothing to keep: the stack follows the light; touch for the next "
                          "pass")
 #: every refusal, for the docs and the tests
 REFUSALS = (RESTACKING, PASS_RUNNING, TRAY_EMPTY, HELD, NOTHING_TO_CLEAR, BEFORE_FAULT,
-            WRONG_PILE, BEFORE_WARNING, NOTHING_TO_KEEP)
+            WRONG_PILE, KEEP_REFUSED, NOT_STACKED, NOTHING_TO_KEEP)
 
 
 @dataclass(frozen=True)
@@ -107,6 +102,9 @@ class Machine:
     #: device time the machine warned of the other pile lifted first, while the stack
     #: does not yet match the light (None: no warning stands)
     warned: float | None = None
+    #: between passes: the sensors saw the stack the light asks for (both piles lifted,
+    #: the light's first)
+    stacked: bool = True
 
 
 class TouchPolicy:
@@ -130,11 +128,15 @@ class TouchPolicy:
             if machine.latched:
                 # held since before the fault: not an answer to it
                 return BEFORE_FAULT if event.at < self.ended else Clear()
-            return self._keep(event, machine)
+            if machine.warned is not None:
+                return KEEP_REFUSED
+            return NOTHING_TO_KEEP if machine.restacking else NOTHING_TO_CLEAR
         if event.kind is not EventKind.TOUCH:
             raise ValueError(f"not a touch: {event.kind.value}")
         if machine.warned is not None:  # what the dealer must do first, said first
             return WRONG_PILE
+        if machine.restacking and not machine.stacked:
+            return NOT_STACKED
         if self.too_soon(event):
             return RESTACKING
         if not machine.tray_loaded:
@@ -142,15 +144,3 @@ class TouchPolicy:
         if machine.busy:
             return HELD if machine.waited > TOUCH_WAIT_S else Wait()
         return Start()
-
-    @staticmethod
-    def _keep(event: InputEvent, machine: Machine) -> Decision:
-        """A long press with nothing latched: between passes, while a warning stands, the
-        dealer's keep (pressed after the warning: one held from before is no answer)."""
-        if machine.warned is None:
-            return NOTHING_TO_KEEP if machine.restacking else NOTHING_TO_CLEAR
-        if event.at < machine.warned:
-            return BEFORE_WARNING
-        if not machine.tray_loaded:
-            return TRAY_EMPTY
-        return Keep()

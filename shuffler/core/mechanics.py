@@ -44,14 +44,13 @@ class Stacked(enum.Enum):
     """How a pass's stacking came about, as the pile sensors and the dealer's gestures
     saw it: the hand's record of each pass (``PassRecord.stacked``, ``stacked`` in the
     JSON). The light asks for one pile on top; the machine warns at once when the first
-    pile lifted is the other one and starts no pass until the stack matches the light
-    or the dealer keeps it on purpose (docs/guide.md)."""
+    pile lifted is the other one and starts no pass, nor ends the hand after its last
+    pass, until the stack matches the light (docs/guide.md): a finished pass is
+    ``FOLLOWED`` or ``CORRECTED``."""
 
     FOLLOWED = "followed"  # the pile the light showed went on top, first time
     CORRECTED = "corrected"  # the other pile was lifted first, put back, then as the light
-    KEPT = "kept"  # a departure kept on purpose: the dealer held the sensor to keep it
-    #: a departure the dealer was warned of and neither corrected nor kept with the
-    #: gesture (after the hand's last pass no touch follows, so nothing waits for it)
+    #: warned of and not (yet) corrected: a stack no pass goes on from
     IGNORED = "ignored"
     UNKNOWN = "unknown"  # the sensors could not tell (both piles at once, or one seen)
 

@@ -84,48 +84,6 @@ def tv_any(n: int) -> Fraction:
     return 1 - Fraction(1, factorial(n))
 
 
-@cache
-def tv_steered(n: int, k: int, mode: str = "coin") -> Fraction:
-    """How far from random a dealer who looks at the cards can take k passes.
-
-    Each pass the dealer picks one of two piles, by any rule, seeing whatever the table
-    shows. For a fixed sequence of picks the pack has the law Q of the mode (coin: the
-    riffle law; planned with 2^k ≥ n: uniform), so the dealer's law P is at most the sum
-    of the 2^k laws, P ≤ 2^k·Q, and TV(P, U) ≤ max over sets A of min(1, 2^k·Q(A)) − U(A).
-    The best A takes the orders Q favours most (fewest runs) first. For a uniform Q this
-    is 1 − 2^−k: the eight-card, three-pass last-card dealer reaches it (0.875).
-
-        >>> tv_steered(8, 3, "planned")
-        Fraction(7, 8)
-    """
-    _check(n, k)
-    if k == 0:
-        return tv_any(n)  # no pass: the pack's order is whatever it was
-    if mode != "coin":
-        if 2**k < n:
-            raise ValueError("planned passes with shared codes: no steered bound but tv_any")
-        return min(tv_any(n), 1 - Fraction(1, 2**k))
-    total, choices = factorial(n), 2**k
-    best = mass = covered = Fraction(0)  # Q(A) and U(A) of the set so far
-    for r, q in sorted(enumerate(runs_law(n, k)), key=lambda rq: rq[0]):
-        count = eulerian_row(n)[r]
-        if not count or choices * q <= Fraction(count, total):
-            continue  # orders Q favours no more than U: they add nothing
-        if choices * (mass + q) >= 1:  # part of this class fills the dealer's mass
-            share = (Fraction(1, choices) - mass) / q
-            return max(best, 1 - covered - share * Fraction(count, total))
-        mass, covered = mass + q, covered + Fraction(count, total)
-        best = max(best, choices * mass - covered)
-    return best
-
-
-def steered_bound(n: int, choices: int, held: Fraction) -> Fraction:
-    """:func:`tv_steered` when each fixed sequence of ``choices`` picks leaves the pack
-    within ``held`` of random (not one known law): P ≤ Σ laws ≤ 2^m (U + excess), so
-    TV ≤ 1 − 2^−m + held, and never more than :func:`tv_any`."""
-    return min(tv_any(n), 1 - Fraction(1, 2**choices) + held)
-
-
 def separation_coin(n: int, k: int) -> Fraction:
     """Separation distance after k coin passes: 1 − ∏(1 − i/2^k)."""
     _check(n, k)

@@ -153,11 +153,6 @@ class Planner(Protocol):
         from the start of the hand) whatever rule the dealer stacks by: exact if
         :attr:`exact`, else an upper bound; None: nothing can be said."""
 
-    def steered_distance(self, cards: int, passes_done: int) -> Fraction | None:
-        """The bound :meth:`distance` would give had the dealer departed from the light:
-        what holds for a seat whose departures are seen to follow a rule that looks at
-        the cards (:mod:`shuffler.core.labels`), on the hands that matched the light too."""
-
     @property
     def exact(self) -> bool:
         """Whether :meth:`distance` is the distance itself rather than a bound."""
@@ -173,9 +168,12 @@ class _Departures:
 
     A dealer may choose the pile by looking at the cards (the taller pile, the pile the
     last card fell on), and such a choice depends on the plan: the guarantee of a plan
-    holds for stackings chosen independently of it. A hand whose every stacking followed
-    the light is reported as planned; any other is bounded for every rule the dealer might
-    have followed (docs/mixing.md, "Dealers who look at the cards").
+    holds for stackings chosen independently of it. The controller holds every stack to
+    the light, so a hand it finishes never departs; a departure is what a model of a
+    failed sensor tells the planner (hardware-sim/study.py), and its hand carries the bound
+    of last resort, :func:`~shuffler.core.mixing.tv_any`: given that the hand departed, and
+    the departure may have been chosen by the cards, nothing better holds (docs/mixing.md,
+    "Dealers who look at the cards").
     """
 
     def __init__(self) -> None:
@@ -191,8 +189,6 @@ class _Departures:
     def departures(self) -> tuple[int, ...]:
         return tuple(j + 1 for j in self._off)
 
-    def since(self, index: int) -> bool:
-        return any(j >= index for j in self._off)
 
 
 class CoinPlanner(_Departures):
@@ -206,10 +202,8 @@ class CoinPlanner(_Departures):
     passes cannot bring the pack nearer to uniform than those m passes leave it, so the
     distance is at most that of the longest run of fault-free passes.
 
-    A dealer who departs from the light may be choosing by the cards, and that choice
-    depends on the coins: then the bound is :func:`~shuffler.core.mixing.tv_steered` for the
-    fault-free passes at the end of the hand (whatever came before them), the least over
-    how many of them are counted.
+    A hand that departed from the light carries the bound of last resort (see
+    :class:`_Departures`).
     """
 
     mode = Mode.COIN
@@ -242,15 +236,12 @@ class CoinPlanner(_Departures):
         from shuffler.core.mixing import tv_coin
 
         if self.departures:
-            return self.steered_distance(cards, passes_done)
+            from shuffler.core.mixing import tv_any
+
+            return tv_any(cards)
         if self.exact:
             return tv_coin(cards, passes_done)
         return tv_coin(cards, self._best)
-
-    def steered_distance(self, cards: int, passes_done: int) -> Fraction | None:
-        from shuffler.core.mixing import tv_steered
-
-        return min(tv_steered(cards, m) for m in range(self._run + 1))
 
 
 # -- planned mode ---------------------------------------------------------------
@@ -361,11 +352,8 @@ class PlannedPlanner(_Departures):
     The distance after a re-plan is that of the passes planned since (an upper
     bound: what came before is an independent permutation, which cannot move the
     pack further from uniform), when that re-plan was not the dealer's doing. When
-    the dealer departed from the light, the bound covers a dealer who chose by the
-    cards: 1 − 2^−m for the m passes of one distinct-code plan
-    (:func:`~shuffler.core.mixing.tv_steered`), else the bound of last resort
-    (:func:`~shuffler.core.mixing.tv_any`): the dealer's choice of whether to depart also
-    chooses between keeping the plan and re-planning, which nothing better bounds.
+    the planner is told of a departure from the light, the hand carries the bound of
+    last resort (:func:`~shuffler.core.mixing.tv_any`; see :class:`_Departures`).
     """
 
     mode = Mode.PLANNED
@@ -459,24 +447,11 @@ class PlannedPlanner(_Departures):
             return None
         if self._codes is not None and passes_done < self._first + self._span:
             return None  # half a plan: its passes alone are not uniform over anything
-        from shuffler.core.mixing import tv_any, tv_planned, tv_steered
+        from shuffler.core.mixing import tv_any, tv_planned
 
-        span = max(0, passes_done - self._bound_from)
-        if self._dealer_replan:
+        if self._dealer_replan or self.departures:
             return tv_any(cards)
-        if self.since(self._bound_from):  # the dealer departed within the current codes
-            return tv_steered(cards, span, "planned") if 2**span >= cards else tv_any(cards)
-        return tv_planned(cards, span)
-
-    def steered_distance(self, cards: int, passes_done: int) -> Fraction | None:
-        if self.distance(cards, passes_done) is None:
-            return None
-        from shuffler.core.mixing import tv_any, tv_steered
-
-        span = max(0, passes_done - (self._bound_from or 0))
-        if self._dealer_replan or 2**span < cards:
-            return tv_any(cards)
-        return tv_steered(cards, span, "planned")
+        return tv_planned(cards, max(0, passes_done - self._bound_from))
 
 
 def make_planner(mode: Mode, passes: int, rng: RandomSource | None = None) -> Planner:

@@ -185,9 +185,12 @@ def _teams(v: Any, where: str) -> None:
         _fail(where, "two teams of seat names", v)
 
 
+#: the rules an older release's watch kept counters for (the ``watch`` field below)
+RULES = ("last-card", "first-card", "taller", "not-last-card", "not-first-card", "shorter")
+
+
 def _watch(v: Any, where: str) -> None:
-    """Each seat's watch (shuffler.core.labels.Watch.to_dict): rule -> [run, seen, against]."""
-    from shuffler.core.labels import RULES
+    """Each seat's watch, as an older release wrote it: rule -> [run, seen, against]."""
 
     if not isinstance(v, dict) or len(v) > 8:
         _fail(where, "an object of at most 8 seats", v)
@@ -286,8 +289,8 @@ class State:
     score: dict[str, Any] | None = field(default=None, metadata=_schema(SCORE))
     #: the last hand's summary, as the page and ``status`` show it
     last_hand: dict[str, Any] | None = field(default=None, metadata=_schema(LAST_HAND))
-    #: each seat's watch on departures that follow a rule looking at the cards
-    #: (shuffler.core.labels): counters only, never a plan
+    #: an older release's watch on departures (counters only, never a plan): read so
+    #: its state files load, never written now that every stack is held to the light
     watch: dict[str, dict[str, list[int]]] = field(default_factory=dict,
                                                    metadata=_schema(_watch))
     version: int = field(default=STATE_VERSION,

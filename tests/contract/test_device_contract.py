@@ -110,10 +110,16 @@ def test_the_pile_sensors_tell_which_pile_went_on_top(harness, habit, instructed
         events.append(ev)
         if ev.kind is EventKind.TOUCH:
             break
-    assert [e.kind for e in events][-1] is EventKind.TOUCH
-    lifted = stacking_from_lifts(events, both_window=0.15)
-    assert lifted is expect
-    if expect is not None:
+    # the first lift is the pile the dealer put on top (both at once: the sensors cannot
+    # tell); a dealer who ignores the light may hold that pile until warned, and is then
+    # made to stack again (the controller's part, #47)
+    first = [e for e in events if e.kind is EventKind.PILE_LIFTED][:2]
+    if expect is None:
+        assert len(first) == 2 and stacking_from_lifts(first, both_window=0.15) is None
+    else:
+        assert first[0].pile is expect
+    if habit == "instructed":
+        assert events[-1].kind is EventKind.TOUCH
         on_top, under = (left, right) if expect is Pile.LEFT else (right, left)
         assert harness.pack(dev) == on_top + under
 
