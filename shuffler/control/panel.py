@@ -28,8 +28,7 @@ def stack_prompt(on_top: Pile | None, last: bool = False) -> str:
 def wrong_pile_prompt(on_top: Pile | None) -> str:
     """The other pile was lifted first (``Status.warn``): the page and the CLI say so."""
     pile = "the pile the light shows" if on_top is None else f"the {on_top.name} pile"
-    return (f"The other pile first: put it back and lift {pile} first "
-            "(or hold the sensor to keep the stack as it is)")
+    return f"The other pile first: put it back and lift {pile} first"
 
 
 def ready_prompt(number: int, of: int) -> str:

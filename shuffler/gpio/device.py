@@ -622,9 +622,6 @@ class GpioDevice(ShufflerDevice):
         if status.warn and status.signal is Signal.STACK and status.on_top is not None:
             self._warn(COLOURS[(Signal.STACK, status.on_top)][0])
             return
-        if status.signal is Signal.STACK and status.next_pass is None:
-            # the hand is done: which pile goes on top no longer matters
-            status = Status(Signal.READY, told=status.told)
         key = (status.signal, status.on_top if status.signal is Signal.STACK else None)
         colour, blink = COLOURS.get(key, ((0, 0, 0), False))
         if self.led is not None:

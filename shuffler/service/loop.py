@@ -370,10 +370,8 @@ class Service(Publisher):
             sd_notify(f"STATUS={self.notice}")
         self.publish(TouchIgnored(ignored.why))
         light = ignored.light
-        if light is None:
+        if light is None:  # the last stack too: the hand waits for it (its pile, again)
             light = replace(self._shown, told=True)
-            if light.signal is Signal.STACK and light.next_pass is None:
-                light = Status(Signal.READY, told=True)  # the hand is over: no pile to ask for
         self.session.controller.show(light)
         if self.notice == ignored.why:
             self.refresh()

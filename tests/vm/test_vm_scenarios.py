@@ -7,7 +7,9 @@ millisecond and stamps each change on the guest's clock; ``systemctl show``; sys
 and the service's journal lines; the state and the audit log on the guest's disk. The
 cards are a guest-side process too (tests/vm/feeder.sh, as a transient unit): once the
 motor line reads high it blocks the beam line 0.2 s and clears it 0.3 s per card (the
-config's card interval, 0.5 s: tests/vm/config.toml), then reads the tray empty.
+config's card interval, 0.5 s: tests/vm/config.toml), then reads the tray empty, and
+stacks the piles as the light asks (the pile it shows lifted first), after the last pass
+too: a hand is finished only once its last stack is seen.
 
 The config gives the motor full duty (``motor_volts`` at the fresh block's volts): the
 motor line is steadily high while it runs, so "high" and "low" are the line's level,
@@ -44,6 +46,10 @@ pytestmark = [pytest.mark.vm, pytest.mark.slow]
 
 UNIT = "shuffler"
 MOTOR, TOUCH, BEAM, TRAY = (WIRES[r].bcm for r in ("motor", "touch", "beam", "tray"))
+GREEN, BLUE = WIRES["led_green"].bcm, WIRES["led_blue"].bcm
+#: the dealer's side of the stack (tests/vm/feeder.sh): the pile sensors, then the LED
+STACK_LINES = " ".join(str(WIRES[r].bcm) for r in (
+    "pile_left", "pile_right", "led_red", "led_green", "led_blue"))
 CONFIG = load_config(Path(__file__).with_name("config.toml"))
 #: the config's card interval (0.5 s): the feeder's pace and the stop's bound
 CARD_S = CONFIG.mechanism.card_interval
@@ -122,7 +128,7 @@ class Machine:
         self.n += 1
         unit = f"vm-feeder-{self.run}-{self.n}"
         self.g.run(f"systemd-run --quiet --collect --unit {unit} {FEEDER} {MOTOR} {BEAM} "
-                   f"{TRAY} {cards} {BLOCK_S} {GAP_S} 120")
+                   f"{TRAY} {cards} {BLOCK_S} {GAP_S} 120 {STACK_LINES}")
         return unit
 
     def watch(self, seconds: float = 300) -> str:
@@ -265,8 +271,17 @@ def test_2_a_touch_starts_a_pass_the_motor_runs_then_stops_and_it_is_audited(fre
     entry = m.audit()[-1]
     assert (entry["counted"], entry["expected"], entry["fault"]) == (CARDS, CARDS, None), entry
     assert entry["device"] == "gpio"
+    # the one-pass hand's last stack: the light asked for a pile (the feeder lifts only
+    # what a blue or magenta light shows), the dealer lifted it first, and only then was
+    # the hand finished, the light green
+    m.g.wait(lambda: any(line["event"] == "hand" for line in m.logs(cursor)), 120,
+             "the hand finished once its last stack was seen")
+    hands = [line for line in m.logs(cursor) if line["event"] == "hand"]
+    assert hands[0]["completed"] is True, hands
     fed = [e.get("MESSAGE") for e in m.g.journal(feeder, None)]
     assert f"feeder: fed {CARDS} cards, tray empty" in fed, fed
+    assert any(str(line).startswith("feeder: stacked, the ") for line in fed), fed
+    m.g.wait(lambda: m.g.line(GREEN) == 1 and m.g.line(BLUE) == 0, 30, "the light ready")
     logs = m.logs(cursor)
     passes = [line for line in logs if line["event"] == "pass"]
     assert len(passes) == 1 and passes[0]["counted"] == CARDS and passes[0]["fault"] is None
