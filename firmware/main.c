@@ -315,10 +315,9 @@ void link_on_message(uint8_t type, uint8_t *p, uint8_t len)
         break;
     case MSG_SIGNAL:
         if (!latched) {
-            /* STACK with no next pass: the hand is done, the pile order no longer matters */
-            uint8_t signal = p[SIGNAL_SIGNAL_AT];
-            show(signal == SIGNAL_STACK && !p[SIGNAL_NEXT_PASS_AT] ? SIGNAL_READY : signal,
-                 p[SIGNAL_PILE_AT]);
+            /* STACK with no next pass (the hand's last stack, since 2.3) shows its pile
+             * too: the hand is finished only once the stack is seen to match it */
+            show(p[SIGNAL_SIGNAL_AT], p[SIGNAL_PILE_AT]);
         }
         break;
     default:

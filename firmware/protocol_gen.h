@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 #define PROTOCOL_MAJOR                       2
-#define PROTOCOL_MINOR                       2
+#define PROTOCOL_MINOR                       3
 #define HEARTBEAT_INTERVAL_MS                100  /* host's longest gap */
 #define SILENCE_MS                           500  /* no frame from the host: stop */
 #define REDRIVE_QUIET_MS                     200  /* host this silent: no retry moves */
@@ -174,7 +174,7 @@
 #define MSG_SIGNAL_LEN                       3  /* bytes before any tail */
 #define SIGNAL_SIGNAL_AT                     0  /* u8: SignalCode */
 #define SIGNAL_PILE_AT                       1  /* u8: for STACK: the pile on top */
-#define SIGNAL_NEXT_PASS_AT                  2  /* u8: the pass a touch starts next, 0 = none */
+#define SIGNAL_NEXT_PASS_AT                  2  /* u8: the pass a touch starts next, 0 = none (for STACK: the hand's last stack, shown as its pile since 2.3) */
 
 /* CARD: mcu, not acknowledged; after each card counted; counters are cumulative */
 #define MSG_CARD                             0x30

@@ -52,6 +52,8 @@ from .link import Link, LinkLostError, ProtocolError
 from .messages import (
     DUTY_CAP_MINOR,
     FAULT_KIND,
+    LAST_STACK_MINOR,
+    NO_PASS,
     PROTOCOL_MAJOR,
     BatteryAsk,
     BatteryReply,
@@ -119,6 +121,14 @@ def link_lost_fault(why: str, card: int | None = None) -> Fault:
                  "back in the tray, then run `shuffler clear`.", card)
 
 
+def signal_next_pass(status: Status, peer_minor: int) -> int:
+    """SIGNAL's ``next_pass``: 0 for none, but at the hand's last stack (STACK, no next
+    pass) :data:`NO_PASS` to a firmware older than 2.3, which shows READY, not the pile,
+    for a 0 there (docs/protocol.md, "The last stack")."""
+    if status.next_pass is not None:
+        return min(status.next_pass, NO_PASS)
+    last_stack = status.signal is Signal.STACK and peer_minor < LAST_STACK_MINOR
+    return NO_PASS if last_stack else 0
 
 
 @dataclass(frozen=True)
@@ -596,7 +606,7 @@ class SerialDevice(ShufflerDevice):
         pile = PileCode.NONE if status.on_top is None else PileCode(int(status.on_top))
         with contextlib.suppress(LinkLostError):
             self.link.request(SignalMsg(SignalCode(SIGNALS.index(status.signal)), pile,
-                                        min(status.next_pass or 0, 255)))
+                                        signal_next_pass(status, self.link.peer_minor)))
 
     def wait_event(self, timeout: float | None = None) -> InputEvent | None:
         deadline = time.monotonic() + (timeout or 0)

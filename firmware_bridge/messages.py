@@ -32,10 +32,18 @@ from shuffler.limits import OVER_VOLTS
 from shuffler.pinmap import MOTOR_RATED_VOLTS, motor_duty_cap
 
 #: 2.2: CONFIG carries ``max_duty_pct`` (a 2.1 host's CONFIG, without it, gets
-#: :data:`OLD_HOST_DUTY_PCT`); a 2.1 firmware drives the motor at full duty
-PROTOCOL_MAJOR, PROTOCOL_MINOR = 2, 2
+#: :data:`OLD_HOST_DUTY_PCT`); a 2.1 firmware drives the motor at full duty.
+#: 2.3: a SIGNAL STACK with no next pass (the hand's last stack) shows its pile; a 2.2
+#: firmware shows READY for it
+PROTOCOL_MAJOR, PROTOCOL_MINOR = 2, 3
 #: the first minor version whose firmware caps the motor's duty (CONFIG's max_duty_pct)
 DUTY_CAP_MINOR = 2
+#: the first minor version whose firmware shows the last stack's pile (SIGNAL STACK with
+#: ``next_pass`` 0); to an older one the host sends that stack's ``next_pass`` as
+#: :data:`NO_PASS`, which it too shows as the pile
+LAST_STACK_MINOR = 3
+#: a ``next_pass`` that names no pass (the passes of a hand are 1..254)
+NO_PASS = 255
 #: the duty cap of a CONFIG without one (a 2.1 host's): the BOM's 6 V motor on the highest
 #: block any backend accepts (just under the DRV8833's 10.8 V), never above its rating
 OLD_HOST_DUTY_PCT = round(100 * motor_duty_cap(MOTOR_RATED_VOLTS, OVER_VOLTS))
@@ -437,7 +445,8 @@ class Clear(Message):
 class SignalMsg(Message):
     signal: SignalCode = one_of(SignalCode, "SignalCode")  # noqa: RUF009
     pile: PileCode = one_of(PileCode, "for STACK: the pile on top")  # noqa: RUF009
-    next_pass: int = u8("the pass a touch starts next, 0 = none")
+    next_pass: int = u8("the pass a touch starts next, 0 = none (for STACK: the hand's "
+                        "last stack, shown as its pile since 2.3)")
 
 
 @message(Msg.CARD, "mcu", False, "after each card counted; counters are cumulative")

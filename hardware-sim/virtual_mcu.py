@@ -32,6 +32,8 @@ from firmware_bridge.device import built_bandgap_mv
 from firmware_bridge.link import Link, LinkLostError
 from firmware_bridge.messages import (
     FAULT_KIND,
+    LAST_STACK_MINOR,
+    NO_PASS,
     OLD_HOST_DUTY_PCT,
     PROTOCOL_MAJOR,
     PROTOCOL_MINOR,
@@ -366,6 +368,8 @@ class VirtualMCU:
 
     def _forward_inputs(self) -> None:
         for ev in self.sim.drain_events():
+            if ev.kind not in INPUT_OF:  # a long press: the chip sent its TOUCH at the
+                continue  # press edge and reports no hold (docs/protocol.md, INPUT)
             pile = PileCode.NONE if ev.pile is None else PileCode(int(ev.pile))
             self.outbox.put(Input(INPUT_OF[ev.kind], pile, int(ev.at * 1000) & 0xFFFFFFFF))
 
@@ -424,7 +428,12 @@ class VirtualMCU:
             self.outbox.answer(self._status())
         elif isinstance(msg, SignalMsg):
             pile = None if msg.pile is PileCode.NONE else Pile(int(msg.pile))
-            self.sim.show(Status(SIGNALS[msg.signal], pile, msg.next_pass or None))
+            signal = SIGNALS[msg.signal]
+            if signal is Signal.STACK and not msg.next_pass and \
+                    self.protocol[1] < LAST_STACK_MINOR:
+                signal = Signal.READY  # as a 2.2 firmware shows the last stack
+            last = msg.next_pass in (0, NO_PASS)  # NO_PASS: a last stack to an older chip
+            self.sim.show(Status(signal, pile, None if last else msg.next_pass))
             self._forward_inputs()
 
     def _new_session(self) -> None:
