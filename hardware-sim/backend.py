@@ -32,12 +32,12 @@ def _dealer(sim: SimOptions) -> dict[str, Any]:
 
 
 def _hears_or_refuse(sim: SimOptions, device: str) -> None:
-    """A microcontroller reports no long press: a dealer who ignores the warning could
-    never keep the stack there, and the hand would wait for a touch until its timeout."""
+    """The firmware harness's dealer (firmware/harness) always hears the warning: a deaf
+    one is not there to run."""
     if sim.ignores:
-        raise BadInputError(f"--sim-ignores on --device {device}: a microcontroller reports "
-                            "no long press, so a dealer who ignores the warning cannot keep "
-                            "the stack there; try --device sim or sim-gpio")
+        raise BadInputError(f"--sim-ignores on --device {device}: the firmware harness's "
+                            "dealer always puts the pile back when warned; try --device "
+                            "sim, sim-gpio or sim-serial")
 
 
 #: the simulated battery's charge between in-process runs, in the state folder: a real
@@ -126,7 +126,6 @@ def open_sim_serial(o: Opening) -> ShufflerDevice:
 
     from .virtual_mcu import VirtualMCU
 
-    _hears_or_refuse(o.sim, "sim-serial")
     sim_device = open_sim(o)
     if motor_log := os.environ.get("SHUFFLER_MOTOR_LOG"):  # tests: the MCU's motor line
         from .kept_pins import log_motor

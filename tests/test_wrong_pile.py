@@ -4,6 +4,7 @@ for; no stack off the light is ever kept (issue 47)."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -224,8 +225,19 @@ def test_on_the_gpio_rig_a_deaf_dealer_is_refused_its_keep_and_corrects(tmp_path
     assert [why for kind, why in events if kind == "ignored"] == [KEEP_REFUSED.why] * 3
 
 
-@pytest.mark.parametrize("device", ["sim-serial", "sim-avr"])
-def test_a_deaf_dealer_on_a_microcontroller_is_refused_naming_why(run, device):
-    result = run("--device", device, "--sim-dealer", "other", "--sim-ignores", "hand")
-    assert result.exit_code == 2 and "reports no long press" in result.stderr
+def test_a_deaf_dealer_on_the_firmware_harness_is_refused_naming_why(run):
+    result = run("--device", "sim-avr", "--sim-dealer", "other", "--sim-ignores", "hand")
+    assert result.exit_code == 2 and "always puts the pile back" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_deaf_dealer_over_a_serial_link_is_made_to_stack_as_the_light_asks(run):
+    """The virtual MCU's dealer holds the sensor at each warning: the chip sends no long
+    press (it sent its touch at the press), every stack is refused until it matches the
+    light, the last one too, and the hand ends exact."""
+    result = run("--device", "sim-serial", "--sim-dealer", "other", "--sim-ignores",
+                 "--json", "hand", "--passes", "2")
+    assert result.exit_code == 0, result.stderr
+    hand = json.loads(result.stdout)["hand"]
+    assert hand["completed"] and hand["distance_exact"], hand
+    assert [p["stacked"] for p in hand["pass_reports"]] == ["corrected"] * 2, hand
