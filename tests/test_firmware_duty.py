@@ -24,6 +24,7 @@ from hardware_sim.virtual_mcu import duty_of, nano_battery_mv
 from shuffler.core.planning import coin_plan
 from shuffler.device.contract import FaultKind, FaultLimits
 
+from .old_firmware import firmware_before
 from .test_firmware import MISSING
 from .test_firmware_link import RawHost
 
@@ -263,23 +264,8 @@ def test_a_chip_with_its_bandgap_at_either_end_of_the_datasheet_reads_every_usb_
 @pytest.fixture(scope="module")
 def old_elf(tmp_path_factory):
     """The 2.1 firmware (shuffler-avr 0.1, full duty, no cap), built from the commit
-    before protocol 2.2."""
-    import subprocess
-
-    root, repo = tmp_path_factory.mktemp("old-firmware"), FIRMWARE_DIR.resolve().parent
-    # the commit that brought protocol 2.2 in (the first to name a 2.1 host's CONFIG)
-    base = next(iter(subprocess.run(
-        ["git", "log", "--reverse", "--format=%H", "-S", "MSG_CONFIG_LEN_2_1", "--",
-         "firmware/protocol_gen.h"], capture_output=True, text=True, check=False,
-        cwd=repo).stdout.split()), "")
-    if not base:
-        pytest.skip("no git history here to build the 2.1 firmware from")
-    tar = subprocess.run(["git", "archive", f"{base}~1", "firmware"], capture_output=True,
-                         check=True, cwd=repo).stdout
-    subprocess.run(["tar", "-x", "-C", str(root)], input=tar, check=True)
-    subprocess.run(["make", "-s", "-C", str(root / "firmware"), f"BUILD={root / 'build'}",
-                    "all"], check=True, capture_output=True)
-    return root / "build" / "shuffler.elf"
+    before protocol 2.2 (the first to name a 2.1 host's CONFIG)."""
+    return firmware_before("MSG_CONFIG_LEN_2_1", tmp_path_factory.mktemp("old-firmware"))
 
 
 def test_the_host_refuses_the_real_old_firmware_by_name_and_runs_it_only_at_full_rating(

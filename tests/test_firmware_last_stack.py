@@ -8,26 +8,20 @@ last stack's ``next_pass`` as 255, and it lights the pile too."""
 from __future__ import annotations
 
 import random
-import subprocess
 import time
 
 import pytest
 
 from firmware_bridge.link import LinkLostError
 from firmware_bridge.messages import PileCode, SignalCode, SignalMsg
-from hardware_sim.sim_avr import AVR_PACKAGES, FIRMWARE_DIR, SimAvr, build_firmware, serial_on
+from hardware_sim.sim_avr import SimAvr, serial_on
 from shuffler.core.mechanics import Pile
 from shuffler.core.planning import coin_plan
 from shuffler.device.contract import EventKind, Signal, Status
-from shuffler.errors import DeviceError
+from tests import test_firmware
+from tests.old_firmware import firmware_before
 
-try:
-    build_firmware()
-    MISSING = None
-except DeviceError as e:
-    MISSING = f"the firmware tests need the packages {AVR_PACKAGES}: {e}"
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(MISSING is not None, reason=MISSING or "")]
+pytestmark = test_firmware.pytestmark  # slow; skipped without the AVR packages
 
 FAST = ("--cards=24", "--card-rate=50", "--spinup=0.01", "--flap-travel=0.01",
         "--frame-scale=0.1")
@@ -57,19 +51,8 @@ def lifts(dev, timeout: float = 10.0) -> list[Pile | None]:
 @pytest.fixture(scope="module")
 def elf_2_2(tmp_path_factory):
     """The 2.2 firmware, built from the commit before protocol 2.3."""
-    root, repo = tmp_path_factory.mktemp("firmware-2.2"), FIRMWARE_DIR.resolve().parent
-    base = next(iter(subprocess.run(
-        ["git", "log", "--reverse", "--format=%H", "-S", "shown as its pile since 2.3", "--",
-         "firmware/protocol_gen.h"], capture_output=True, text=True, check=False,
-        cwd=repo).stdout.split()), "")
-    if not base:
-        pytest.skip("no git history here to build the 2.2 firmware from")
-    tar = subprocess.run(["git", "archive", f"{base}~1", "firmware"], capture_output=True,
-                         check=True, cwd=repo).stdout
-    subprocess.run(["tar", "-x", "-C", str(root)], input=tar, check=True)
-    subprocess.run(["make", "-s", "-C", str(root / "firmware"), f"BUILD={root / 'build'}",
-                    "all"], check=True, capture_output=True)
-    return root / "build" / "shuffler.elf"
+    return firmware_before("shown as its pile since 2.3",
+                           tmp_path_factory.mktemp("firmware-2.2"))
 
 
 def last_stack(chip: SimAvr, pile: Pile) -> None:

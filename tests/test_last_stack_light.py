@@ -14,25 +14,27 @@ from dataclasses import replace
 
 import pytest
 
-from firmware_bridge.device import SerialDevice, signal_next_pass
+from firmware_bridge.device import signal_next_pass
 from firmware_bridge.messages import NO_PASS
 from hardware_sim import DealerHabit, SimDevice
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
-from hardware_sim.virtual_mcu import VirtualMCU
 from shuffler.config import Config, GpioConfig, load_config_text
 from shuffler.control.controller import PassController
 from shuffler.control.hand import HandRunner
 from shuffler.control.touch import Ignore
 from shuffler.core.mechanics import Pile
 from shuffler.core.planning import PlannedPlanner
-from shuffler.device.clock import ScaledClock, VirtualClock
+from shuffler.device.clock import VirtualClock
 from shuffler.device.contract import FaultLimits, Signal, Status
 from shuffler.errors import DeviceTimeoutError
 from shuffler.gpio.device import COLOURS
 from shuffler.store.state import StateStore
+from tests import test_serial
 from tests.test_watchdog import run, serve
 
 GREEN = COLOURS[(Signal.READY, None)][0]
+#: the fixture: a virtual MCU on a simulated machine, and its host
+machine = test_serial.machine
 
 
 def one_pass_hand(device, tmp_path, seed: int = 5, config: Config | None = None):
@@ -95,31 +97,19 @@ def test_a_touch_the_service_tells_at_a_waiting_last_stack_shows_its_pile_again(
     assert device.shown[-1] == replace(ask, told=True)
 
 
-@pytest.fixture
-def serial_machine():
-    """A SerialDevice on a virtual MCU on a simulated machine: (device, the sim)."""
-    made: list[tuple[VirtualMCU, SerialDevice]] = []
-
-    def make(protocol: tuple[int, int] | None = None, listens: bool = True):
-        sim = SimDevice.for_cards(24, rng=random.Random(7), habit=DealerHabit.INSTRUCTED,
-                                  listens=listens, clock=ScaledClock(50))
-        mcu = VirtualMCU(sim, seed=7, **({"protocol": protocol} if protocol else {}))
-        dev = SerialDevice(mcu.path)
-        made.append((mcu, dev))
-        return dev, sim
-
-    yield make
-    for mcu, dev in made:
-        dev.close()
-        mcu.close()
+def on_a_chip(machine, protocol: tuple[int, int] | None = None, listens: bool = True):
+    """A SerialDevice on a virtual MCU (tests/test_serial.py's ``machine``) on a simulated
+    machine whose dealer listens to the warning or not: (device, the sim)."""
+    mcu, dev = machine(seed=7, **({"protocol": protocol} if protocol else {}))
+    mcu.sim.dealer.listens = listens
+    return dev, mcu.sim
 
 
 @pytest.mark.parametrize("minor", [3, 2], ids=["protocol-2.3", "a-2.2-firmware"])
-def test_over_the_serial_link_the_chip_shows_the_last_stacks_pile(serial_machine, tmp_path,
-                                                                    minor):
+def test_over_the_serial_link_the_chip_shows_the_last_stacks_pile(machine, tmp_path, minor):
     """The chip shows what SIGNAL says: the last stack's pile (a 2.2 chip, which shows
     READY for a STACK with no next pass, is sent NO_PASS there), then READY."""
-    dev, sim = serial_machine((2, minor))
+    dev, sim = on_a_chip(machine, (2, minor))
     assert dev.link.peer_minor == minor
     report, (ask,) = one_pass_hand(dev, tmp_path)
     assert report.completed and report.distance_exact
@@ -139,14 +129,14 @@ def test_the_last_stacks_next_pass_on_the_wire():
     assert signal_next_pass(Status(Signal.READY), 2) == 0
 
 
-def test_a_long_press_is_never_an_input_on_the_wire(serial_machine, tmp_path, monkeypatch):
+def test_a_long_press_is_never_an_input_on_the_wire(machine, tmp_path, monkeypatch):
     """The chip reports a touch at its press edge and no hold. A simulated dealer who
     holds the sensor at a warning (a long press, refused: no keep) must not break the
     virtual MCU: its INPUT table has no long press, and it raised KeyError in its thread,
     losing the inputs queued behind it."""
     raised: list[BaseException] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
-    dev, sim = serial_machine(listens=False)  # goes on as it is until made to, holds
+    dev, sim = on_a_chip(machine, listens=False)  # goes on as it is until made to, holds
     sim.dealer.habit = DealerHabit.OTHER  # the other pile first, every time
     started = time.monotonic()
     report, asked = one_pass_hand(dev, tmp_path)
