@@ -41,7 +41,7 @@
  * the meter's reading over the firmware's (docs/firmware.md, "The battery reading"). */
 #define DIVIDER_NUM        3u
 /* `make BANDGAP_MV=1093` builds a calibrated firmware: its HELLO_REPLY says so
- * ("shuffler-avr 0.2 bg=1093"), and the host then takes the reading as it is; without it
+ * ("shuffler-avr 0.3 bg=1093"), and the host then takes the reading as it is; without it
  * (1100, the nominal) the host counts the reading as up to 1200 / 1100 low, the bandgap's
  * spread, when it checks the driver's limit (shuffler.limits.over_voltage) */
 #ifdef BANDGAP_MV

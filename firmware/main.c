@@ -22,9 +22,9 @@
 #define STR(x) STR_(x)
 /* a calibrated build names its bandgap (board.h): the host then drops the spread's margin */
 #if BANDGAP_CALIBRATED
-#define FIRMWARE "shuffler-avr 0.2 bg=" STR(BANDGAP_MV)
+#define FIRMWARE "shuffler-avr 0.3 bg=" STR(BANDGAP_MV)
 #else
-#define FIRMWARE "shuffler-avr 0.2"
+#define FIRMWARE "shuffler-avr 0.3"
 #endif
 #define BLINK_MS 300
 #define TOUCH_LOCKOUT_MS 300
