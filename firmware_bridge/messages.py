@@ -42,7 +42,7 @@ DUTY_CAP_MINOR = 2
 #: ``next_pass`` 0); to an older one the host sends that stack's ``next_pass`` as
 #: :data:`NO_PASS`, which it too shows as the pile
 LAST_STACK_MINOR = 3
-#: a ``next_pass`` that names no pass (the passes of a hand are 1..254)
+#: a ``next_pass`` that names no pass (a hand has at most 30: [hand] passes)
 NO_PASS = 255
 #: the duty cap of a CONFIG without one (a 2.1 host's): the BOM's 6 V motor on the highest
 #: block any backend accepts (just under the DRV8833's 10.8 V), never above its rating
