@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from .app import EXIT_OK, App, Progress, read_config, run_guarded
+from shuffler.constants import EXIT_OK, MAX_CARDS
 
-#: cards in a load (shuffler.core.cards.MAX_CARDS; a test keeps them equal)
-MAX_CARDS = 104
+from .app import App, Progress, read_config, run_guarded
+
 MODES = ["planned", "coin"]
 
 

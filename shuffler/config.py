@@ -43,8 +43,8 @@ from shuffler.config_table import (
     whole,
     whole_or_false,
 )
+from shuffler.constants import MAX_CARDS
 from shuffler.core.battery import CURVES
-from shuffler.core.cards import MAX_CARDS
 from shuffler.core.mechanics import Feed
 from shuffler.core.planning import Mode, default_passes
 from shuffler.device.contract import EngineTimings, FaultLimits

@@ -1,6 +1,6 @@
 """The persistent state: counters, the dealer, a latched fault. Written atomically.
 
-Every field has a type and a range (:data:`SCHEMA`), checked on load. A file that
+Every field has a type and a range (:data:`FIELDS`), checked on load. A file that
 fails the check is never half-trusted: it is copied aside as ``state.json.bad-<time>``,
 a fresh state holding a latched ``state_damaged`` fault (the damaged file may have
 held a jam) replaces it, and the command refuses with exit 2, naming the file, the
@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from shuffler.core.cards import MAX_CARDS
+from shuffler.constants import MAX_CARDS
 from shuffler.core.planning import Mode
 from shuffler.device.contract import Fault, FaultKind
 from shuffler.errors import FileAccessError, StateFileError
@@ -43,7 +43,7 @@ from shuffler.files import (
     write_file,
 )
 
-__all__ = ["SCHEMA", "STATE_VERSION", "State", "StateStore", "atomic_write",
+__all__ = ["FIELDS", "STATE_VERSION", "State", "StateStore", "atomic_write",
            "check_state", "default_state_dir"]
 
 STATE_VERSION = 1
@@ -299,7 +299,7 @@ class State:
 
 
 #: field name -> its check and whether the file must hold it
-SCHEMA: dict[str, dict[str, Any]] = {f.name: dict(f.metadata) for f in fields(State)}
+FIELDS: dict[str, dict[str, Any]] = {f.name: dict(f.metadata) for f in fields(State)}
 
 
 def check_state(doc: Any) -> State:
@@ -309,7 +309,7 @@ def check_state(doc: Any) -> State:
     if type(doc.get("version")) is int and doc["version"] > STATE_VERSION:
         raise Invalid("version", f"written by a newer shuffler (state version "
                                  f"{doc['version']}; this one reads {STATE_VERSION})")
-    for name, spec in SCHEMA.items():
+    for name, spec in FIELDS.items():
         if name in doc:
             spec["check"](doc[name], name)
         elif spec["required"]:
@@ -318,7 +318,7 @@ def check_state(doc: Any) -> State:
     if flight is not None and flight["id"] >= doc.get("next_pass_id", 1):
         _fail("in_flight.id", f"less than next_pass_id ({doc.get('next_pass_id', 1)})",
               flight["id"])
-    return State(**{name: doc[name] for name in SCHEMA if name in doc})
+    return State(**{name: doc[name] for name in FIELDS if name in doc})
 
 
 # -- the store -------------------------------------------------------------------
