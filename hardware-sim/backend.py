@@ -18,6 +18,7 @@ from shuffler.errors import BadInputError
 
 from .battery import SimBattery
 from .device import SimDevice, beam_filter
+from .motor_log import MOTOR_LOG_ENV
 
 if TYPE_CHECKING:
     from .faults import FaultPlan
@@ -127,8 +128,8 @@ def open_sim_serial(o: Opening) -> ShufflerDevice:
     from .virtual_mcu import VirtualMCU
 
     sim_device = open_sim(o)
-    if motor_log := os.environ.get("SHUFFLER_MOTOR_LOG"):  # tests: the MCU's motor line
-        from .kept_pins import log_motor
+    if motor_log := os.environ.get(MOTOR_LOG_ENV):  # tests: the MCU's motor line
+        from .motor_log import log_motor
 
         log_motor(sim_device, motor_log)
     mcu = VirtualMCU(sim_device, seed=o.sim.seed or 0)

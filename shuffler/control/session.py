@@ -164,16 +164,6 @@ class Session:
     def game(self) -> Game:
         return self.scores.game()
 
-    def do_score(self, makers: int, tricks: int, alone: bool = False, **how: Any
-                 ) -> dict[str, Any]:
-        return self.scores.record(makers, tricks, alone, **how)
-
-    def do_undo(self, version: int | None = None) -> dict[str, Any]:
-        return self.scores.undo(version)
-
-    def do_new_game(self, first_dealer: str | None = None, **how: Any) -> dict[str, Any]:
-        return self.scores.new_game(first_dealer, **how)
-
     def score(self) -> dict[str, Any]:
         return self.scores.show()
 
