@@ -104,8 +104,8 @@ def open_sim(o: Opening) -> SimDevice:
         **_dealer(o.sim),
         clock=o.sim.clock or ScaledClock(o.sim.speed, start=o.sim.uptime),
         limits=mech.limits,
+        timings=beam_filter(o.config.engine),
     )
-    device.timings = beam_filter(o.config.gpio)
     assert isinstance(device, KeptBatterySim)
     device.kept_at, device.charge_at_open = kept, device.mechanism.battery.charge
     return device
@@ -206,7 +206,8 @@ def open_sim_gpio(o: Opening) -> ShufflerDevice:
 
         record_driven(config)  # as on a Pi: the backstop finds the pins this run drives
         keep_levels(rig.factory, kept, list(safe_pins(config.gpio).values()))
-    return RiggedGpioDevice(rig, limits=mech.limits, feed=mech.feed)
+    return RiggedGpioDevice(rig, limits=mech.limits, feed=mech.feed,
+                            timings=config.engine.timings())
 
 
 SIM = Backend("sim", open_sim, "the simulated shuffler (the default)", simulated=True)

@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from shuffler.config import GpioConfig
+from shuffler.config import EngineConfig
 from shuffler.core.cards import Card, standard_pack
 from shuffler.core.mechanics import Pile
 from shuffler.device.clock import Clock, ScaledClock, VirtualClock
@@ -53,11 +53,11 @@ class SimTiming:
     restack_pause: float = 1.0  # seconds after the LED says "stack" before the first lift
 
 
-def beam_filter(gpio: GpioConfig) -> EngineTimings:
-    """The engine's beam filter as ``[gpio]`` sets it: a card blocks the beam at least
+def beam_filter(engine: EngineConfig) -> EngineTimings:
+    """The engine's beam filter as ``[engine]`` sets it: a card blocks the beam at least
     ``beam_min_blocked_s``; a drop-out shorter than ``beam_min_gap_s`` is the same card.
     The simulated motor has no soft start (its physics has a spin-up of its own)."""
-    return replace(gpio.engine_timings(), soft_start_s=0.0)
+    return replace(engine.timings(), soft_start_s=0.0)
 
 
 class SimDevice(ShufflerDevice):
@@ -77,6 +77,7 @@ class SimDevice(ShufflerDevice):
         limits: FaultLimits | None = None,
         timing: SimTiming | None = None,
         name: str = "simulated shuffler",
+        timings: EngineTimings | None = None,
     ) -> None:
         super().__init__()
         self.mechanism = mechanism
@@ -90,9 +91,9 @@ class SimDevice(ShufflerDevice):
         self._closed = False
         self._halt: FaultKind | None = None
         self._run: _SimPass | None = None
-        #: the beam filter of ``[gpio]`` (open_sim: the config's); the virtual MCU's CONFIG
-        #: sets them all
-        self.timings: EngineTimings = beam_filter(GpioConfig())
+        #: the beam filter of ``[engine]`` (open_sim: the config's); the virtual MCU's
+        #: CONFIG sets them all
+        self.timings: EngineTimings = timings or beam_filter(EngineConfig())
         self.brake_s = 0.0  # the brake interval before a reverse (the virtual MCU's 20 ms)
         self._idle_since = self.clock.now()
         self._idle = 0.0  # device time the machine stood idle beyond its clock's sleeps

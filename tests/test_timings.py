@@ -1,4 +1,4 @@
-"""The machine's own timings reach the microcontroller: ``[gpio] soft_start_s`` (and the
+"""The machine's own timings reach the microcontroller: ``[engine] soft_start_s`` (and the
 beam filter, the flap's travel) change a pass on sim-serial and sim-avr as they do on
 sim-gpio, and a change of limits sends them again."""
 
@@ -25,7 +25,7 @@ BACKENDS = ["sim-gpio", "sim-serial",
 
 
 def pass_seconds(name: str, soft_start: float) -> float:
-    config = load_config_text(f"[gpio]\nsoft_start_s = {soft_start}\n")
+    config = load_config_text(f"[engine]\nsoft_start_s = {soft_start}\n")
     dev = open_device(name, config, cards=24, sim=SimOptions(speed=20, seed=1))
     try:
         report = dev.run_pass(coin_plan(24, random.Random(1)))
@@ -84,7 +84,7 @@ def test_the_engine_timings_have_one_set_of_defaults_the_configs():
 
     from shuffler.config import Config
 
-    assert default_timings().engine == Config().gpio.engine_timings()
+    assert default_timings().engine == Config().engine.timings()
     assert EngineTimings() == EngineTimings(0.0, 0.0, 0.0, 0.0)  # the engine's own: ideal
     names = {"soft_start_s", "glitch_s", "min_blocked_s", "min_gap_s", "min_blocked",
              "min_gap", "beam_glitch_s", "beam_min_blocked_s", "beam_min_gap_s"}
@@ -93,7 +93,7 @@ def test_the_engine_timings_have_one_set_of_defaults_the_configs():
     for folder in ("shuffler", "firmware_bridge", "hardware-sim", "cli"):
         for path in (top / folder).rglob("*.py"):
             if path.name == "config.py" and path.parent.name == "shuffler":
-                continue  # the one place: [gpio]'s keys
+                continue  # the one place: [engine]'s keys
             for node in ast.walk(ast.parse(path.read_text())):
                 if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
                         and node.target.id in names and isinstance(node.value, ast.Constant)
