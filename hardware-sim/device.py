@@ -255,22 +255,20 @@ class SimDevice(ShufflerDevice):
         assert status.on_top is not None
         self.now()  # the idle time before the light counts (its stamps are device time)
         self.clock.sleep(self.timing.restack_pause)
-        on_top = self.dealer.choose(status.on_top,
-                                   self.mechanism.seen(status.next_pass is None))
-        lifts = self.dealer.lift_events(on_top, self.now())
-        at_once = self.dealer.habit is DealerHabit.BOTH  # warned of too (cannot tell)
-        if lifts[0].pile is status.on_top and not at_once:
-            self._stacks(on_top, lifts, status)
+        piles = self.mechanism.piles
+        does = self.dealer.reacts(status.on_top, self.now(),
+                                  self.mechanism.seen(status.next_pass is None),
+                                  lambda pile: piles[pile][-1] if piles[pile] else None)
+        if does.follows:
+            self._stacks(does.on_top, does.lifts, status)
             return
-        pile = self.mechanism.piles[on_top]
-        made_to, keeps = self.dealer.made_to(pile[-1] if pile else None)
-        if made_to:
-            self._dealer_is_made_to(status, lifts, keeps)
+        if does.made_to:
+            self._dealer_is_made_to(status, does.lifts, does.keeps)
             return
         # the other pile first: the machine warns at once, and the dealer hears it
-        for ev in lifts[:2 if at_once else 1]:
+        for ev in does.lifts[:2 if does.at_once else 1]:
             self.events.put(ev)
-        self._held = (status, lifts)
+        self._held = (status, does.lifts)
 
     def _dealer_is_made_to(self, status: Status, lifts: list[InputEvent], keeps: bool) -> None:
         """Deaf to the warning: the dealer lifts both piles as the habit goes, touches (and
@@ -317,12 +315,10 @@ class SimDevice(ShufflerDevice):
         self._held = None
         asked = status.on_top
         assert asked is not None
-        self.clock.sleep(self.dealer.put_back)
-        now = self.now()
+        lifts = self.dealer.corrects(asked, self.now())
+        self.clock.sleep(max(0.0, lifts[0].at - self.now()))
         self._corrected = True
-        self._stacks(asked, [InputEvent(EventKind.PILE_LIFTED, now, asked),
-                             InputEvent(EventKind.PILE_LIFTED, now + self.dealer.careful_gap,
-                                        asked.other)], status)
+        self._stacks(asked, lifts, status)
 
 
 class _SimPass:
