@@ -99,3 +99,39 @@ def test_no_file_is_kept_until_one_is_written(tmp_path, reads):
     assert mine.load() == State() and mine.load() == State() and len(reads) == 1
     StateStore(tmp_path).save(State(passes=3))  # another process writes the first one
     assert mine.load().passes == 3 and len(reads) == 2
+
+
+def test_a_file_removed_right_after_a_write_is_not_taken_for_it(tmp_path, monkeypatch):
+    """The write, then the file gone before the store looks at it: the next load finds no
+    file and says so (a fresh state), not the state this store wrote."""
+    store = StateStore(tmp_path)
+    real = state_module.write_file
+
+    def write_then_removed(path, *args, **kwargs):
+        real(path, *args, **kwargs)
+        Path(path).unlink()
+
+    monkeypatch.setattr(state_module, "write_file", write_then_removed)
+    store.save(State(passes=5))
+    assert store.load() == State()
+
+
+def test_a_save_that_fails_keeps_nothing_stale(tmp_path, monkeypatch):
+    """A write refused (a full disk): the store goes on with the unsaved state, and once
+    written the file is read as it is."""
+    from shuffler.errors import FileAccessError
+
+    store = StateStore(tmp_path)
+    store.save(State(passes=1))
+
+    def full(*args, **kwargs):
+        raise FileAccessError("state file: no space left on the device")
+
+    monkeypatch.setattr(state_module, "write_file", full)
+    with pytest.raises(FileAccessError):
+        store.save(State(passes=2))
+    assert store.load().passes == 2  # the unsaved one, trusted over the file
+    monkeypatch.undo()
+    assert store.load().passes == 2  # written at last by that load
+    StateStore(tmp_path).save(State(passes=3))
+    assert store.load().passes == 3

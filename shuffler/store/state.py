@@ -403,7 +403,8 @@ class StateStore:
             self.unsaved = state
             raise
         self.unsaved = None
-        self._remember(self._identity(), state)
+        written = self._identity()  # gone already (removed just after): nothing is kept
+        self._remember(None if written == NO_FILE else written, state)
 
     def clean(self) -> list[str]:
         """Remove the temporary files a killed write left (with the machine's lock held)."""
