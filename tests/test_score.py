@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import time
-from typing import Any
 
 import pytest
 
 from shuffler.config import Config, load_config_text
 from shuffler.control.controller import PassController
-from shuffler.control.scorebook import handle as score_request
 from shuffler.control.session import Session
 from shuffler.core.score import Game, Result, ScoreError, new_game, teams_for
 from shuffler.device.registry import open_device, plan_source
-from shuffler.service.protocol import parse_request
 from shuffler.store.state import StateStore
 
 
@@ -53,11 +49,6 @@ def test_a_damaged_stored_score_is_a_clear_error():
         Game.from_dict({"teams": [], "hands": "x"})
 
 
-def ask(s: Session, **request: Any) -> dict[str, Any]:
-    """A score request as the socket takes it: the line checked, then the scorebook."""
-    return score_request(s.scores, parse_request(json.dumps(request).encode()))
-
-
 def session(tmp_path, config: Config | None = None) -> Session:
     config = config or Config()
     device = open_device("sim", config, cards=24)
@@ -67,29 +58,29 @@ def session(tmp_path, config: Config | None = None) -> Session:
 
 def test_the_score_and_the_dealer_survive_a_restart(tmp_path):
     s = session(tmp_path)
-    ask(s, cmd="score", makers=0, tricks=5, alone=True)
-    ask(s, cmd="score", makers=1, tricks=3)
+    s.scores.record(0, 5, True)
+    s.scores.record(1, 3)
     assert s.score()["score"]["totals"] == [4, 1]
     s.device.close()
     s = session(tmp_path)  # a new process on the same state folder
     assert s.score()["score"]["totals"] == [4, 1]
-    assert ask(s, cmd="undo")["score"]["totals"] == [4, 0]
-    result = ask(s, cmd="new_game", first_dealer="West")
+    assert s.scores.undo()["score"]["totals"] == [4, 0]
+    result = s.scores.new_game("West")
     assert result["score"]["number"] == 2 and result["score"]["totals"] == [0, 0]
     assert s.status()["dealer"] == "West"
-    undone = ask(s, cmd="undo")  # a new game can be taken back: game 1 as it stood
+    undone = s.scores.undo()  # a new game can be taken back: game 1 as it stood
     assert undone["score"]["number"] == 1 and undone["score"]["totals"] == [4, 0]
     assert undone["done"] == "undid the new game (game 1 stood 4 to 0)"
     with pytest.raises(ScoreError, match="first_dealer"):
-        ask(s, cmd="new_game", first_dealer="Nobody")
+        s.scores.new_game("Nobody")
     s.device.close()
 
 
 def test_the_game_length_comes_from_the_config(tmp_path):
     config = load_config_text("[table]\ngame_to = 5\n")
     s = session(tmp_path, config)
-    ask(s, cmd="score", makers=0, tricks=5, alone=True)
-    ask(s, cmd="score", makers=0, tricks=3)
+    s.scores.record(0, 5, True)
+    s.scores.record(0, 3)
     assert s.score()["score"]["winner"] == 0
     assert teams_for(("A", "B")) == (("A",), ("B",))
     s.device.close()
