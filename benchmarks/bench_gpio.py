@@ -23,7 +23,7 @@ import time
 import warnings
 
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
-from shuffler.config import GpioConfig
+from shuffler.config import EngineConfig
 from shuffler.core.mechanics import Pile
 from shuffler.core.planning import coin_plan
 from shuffler.device.contract import FaultLimits
@@ -33,13 +33,14 @@ def run(rate: float, passes: int = 10, cards: int = 104) -> dict:
     # the beam filter scaled too: a card blocks the beam 0.4 / rate and leaves a gap of
     # 0.6 / rate, so the gap a card must be followed by is half that (the 10 ms default
     # would merge every card above 60 a second into one long blocking: a jam at card 1)
-    gpio = GpioConfig(soft_start_s=0.01, beam_glitch_s=min(0.001, 0.05 / rate),
-                      beam_min_blocked_s=min(0.005, 0.2 / rate),
-                      beam_min_gap_s=min(0.01, 0.3 / rate))
-    rig = GpioRig.for_cards(cards, card_rate=rate, gpio=gpio, rng=random.Random(1))
+    engine = EngineConfig(soft_start_s=0.01, beam_glitch_s=min(0.001, 0.05 / rate),
+                          beam_min_blocked_s=min(0.005, 0.2 / rate),
+                          beam_min_gap_s=min(0.01, 0.3 / rate))
+    rig = GpioRig.for_cards(cards, card_rate=rate, rng=random.Random(1))
     # limits scaled to the rate (the first card also waits out the roller's spin-up)
     dev = RiggedGpioDevice(rig, limits=FaultLimits(jam_seconds=2 / rate,
-                                                   misfeed_seconds=0.5 + 4 / rate))
+                                                   misfeed_seconds=0.5 + 4 / rate),
+                           timings=engine.timings())
     rng = random.Random(2)
     misrouted = counted = 0
     seconds = 0.0

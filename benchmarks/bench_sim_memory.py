@@ -20,7 +20,7 @@ from hardware_sim import SimBattery
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler.config import Config
 from shuffler.control.controller import PassController
-from shuffler.control.hand import play_hand
+from shuffler.control.hand import HandTerms, play_hand
 from shuffler.core.planning import Mode
 from shuffler.logs import configure
 from shuffler.store.state import StateStore
@@ -48,7 +48,7 @@ def main() -> int:
     start = time.perf_counter()
     try:
         for number in range(1, args.hands + 1):
-            report = play_hand(controller, config, passes=5, cards=24, mode=Mode.PLANNED,
+            report = play_hand(controller, config, HandTerms(5, 24, Mode.PLANNED),
                                rng=secrets.SystemRandom())
             assert report.completed, report
             rig.clock.sleep(2.0)  # the rig's dealer gathers the pack

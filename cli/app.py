@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from shuffler.constants import EXIT_OK, EXIT_USAGE, SCHEMA
+
 from . import options
 from .options import GlobalOptions, wants_json
 from .quickstop import service_keys
@@ -25,9 +27,6 @@ if TYPE_CHECKING:
     from shuffler.service.client import ServiceClient
     from shuffler.store.lock import DeviceLock, MachineLock
 
-#: the version of every JSON object we print (docs/json.md); bump on a breaking change
-SCHEMA = 1
-EXIT_OK, EXIT_BUG, EXIT_USAGE = 0, 1, 2
 
 
 def use_color(flag: bool | None, stream: Any = None) -> bool:

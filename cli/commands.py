@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from .app import EXIT_OK, App, Progress, read_config, run_guarded
+from shuffler.constants import EXIT_OK, MAX_CARDS
 
-#: cards in a load (shuffler.core.cards.MAX_CARDS; a test keeps them equal)
-MAX_CARDS = 104
+from .app import App, Progress, read_config, run_guarded
+
 MODES = ["planned", "coin"]
 
 
@@ -39,14 +39,13 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
       shuffler hand                 the configured passes, the configured load
       shuffler hand --passes 7      seven passes this time
     """
-    from shuffler.control.hand import pending_hand
     from shuffler.store.state import StateStore
 
     from . import render
 
     def body() -> int:
         progress = Progress(app)
-        pending = pending_hand(StateStore(app.state_dir).load())  # its load goes in the tray
+        pending = StateStore(app.state_dir).load().hand  # its load goes in the tray
         result = app.ask("hand", load=pending["cards"] if pending else cards, on_event=progress,
                          passes=passes, cards=cards, mode=mode,
                          local=lambda s: s.do_hand(passes, cards, mode, progress))

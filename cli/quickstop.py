@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import os
 
+from shuffler.constants import PROTOCOL
+
 TYPE_CHECKING = False  # not ``typing``'s: this module is on the stop's clock
 if TYPE_CHECKING:
     from pathlib import Path
@@ -41,8 +43,6 @@ FALSE = ("0", "false", "f", "no", "n", "off", "")
 #: the longest config file read (shuffler.files.MAX_FILE_BYTES) and socket path (sun_path)
 MAX_CONFIG = 1 << 20
 MAX_SOCKET = 107
-#: the socket protocol spoken (shuffler.service.protocol.PROTOCOL; a test keeps them equal)
-PROTOCOL = 1
 TIMEOUT = 2.0
 STOPPED = "stopped: the motor is off"
 NOTHING = "nothing to stop: no pass or hand was running (the motor is off)"

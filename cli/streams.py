@@ -19,12 +19,12 @@ import io
 import os
 import sys
 
+from shuffler.constants import EXIT_OUTPUT  # the report could not be written to stdout
+
 TYPE_CHECKING = False  # not ``typing``'s: the fast stop (cli/quickstop.py) loads this module
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-#: the exit code when the report could not be written to stdout
-EXIT_OUTPUT = 2
 
 
 class Guarded:

@@ -73,6 +73,8 @@ bytes), and tables or arrays nested more than {MAX_DEPTH} deep are refused.
 HEADINGS = {
     "pins": "BCM numbers for the gpiozero backend; false leaves an optional part out",
     "mqtt": "telemetry to a broker; no host: off (see docs/mqtt.md)",
+    "engine": "the pass engine's timings, on every backend (the pins, a microcontroller, "
+              "the simulators)",
 }
 #: comment lines after a table's keys
 NOTES = {
@@ -82,6 +84,12 @@ and the refusals: critical (at or below critical_volts, or not one pass left abo
 cut-off) is exactly when `pass` refuses; a hand is also refused when fewer passes are
 left than it asks. A rest reading below the last pass's reading under load, or far above
 what the last pass left, is another block: the estimate starts again from its curve.""",
+    "engine": """\
+These four keys were under [gpio] up to 0.2.0, though every backend uses them (a serial
+board sends them to its microcontroller). Under [gpio] they are still taken, with a
+warning on stderr naming the new place ("config key moved"); where [engine] gives one
+too, the [engine] value is used and the [gpio] one ignored. Move them: the [gpio]
+names go in a later release.""",
 }
 
 MACHINE = """
@@ -126,7 +134,7 @@ What each key accepts is what an error says it expected.
 """
 
 #: the blocks of the page: the machine's tables, then the page's and MQTT's
-BLOCKS = (("", "mechanism", "hand", "table", "battery", "service", "pins", "gpio"),
+BLOCKS = (("", "mechanism", "hand", "table", "battery", "service", "pins", "gpio", "engine"),
           ("web", "mqtt"))
 
 

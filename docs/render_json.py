@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from shuffler.schemas import SCHEMA_VERSION, load, names
+from shuffler.constants import SCHEMA as SCHEMA_VERSION
+from shuffler.schemas import load, names
 
 PAGE = Path(__file__).resolve().parent / "json.md"
 

@@ -136,8 +136,8 @@ class Timings:
     """The machine's own timings that the microcontroller needs with the limits: the
     pass engine's (the one :class:`EngineTimings` every backend runs with), the
     flap's travel, and the motor's duty cap. No defaults here:
-    :func:`firmware_bridge.backend.timings_of` reads them from the config (``[gpio]``,
-    ``[mechanism]`` and ``[battery]``)."""
+    :func:`firmware_bridge.backend.timings_of` reads them from the config (``[engine]``,
+    ``[gpio]``, ``[mechanism]`` and ``[battery]``)."""
 
     engine: EngineTimings
     flap_travel_s: float  # [mechanism] flap_travel_s; the servo frame is added
@@ -167,7 +167,7 @@ class Timings:
 
 def timings_of(config: ShufflerConfig) -> Timings:
     """The machine's own timings a microcontroller needs with the limits."""
-    return Timings(config.gpio.engine_timings(), config.mechanism.flap_travel_s,
+    return Timings(config.engine.timings(), config.mechanism.flap_travel_s,
                    config.gpio.motor_max_duty)
 
 

@@ -44,7 +44,7 @@ def header() -> str:
         _define("ACK_MAX_MS", m.ACK_MAX_MS),
         _define("ACK_TRIES", m.ACK_TRIES),
         _define("MAX_PAYLOAD", MAX_PAYLOAD),
-        _define("MAX_CARDS", m.MAX_CARDS),
+        _define("MAX_CARDS", m.MAX_PASS_CARDS),
         _define("MAX_FIRMWARE_TEXT", m.MAX_FIRMWARE_TEXT),
         _define("CRC16_INIT", "0xFFFFu", "CRC-16/CCITT-FALSE"),
         _define("CRC16_POLY", "0x1021u"),

@@ -58,7 +58,7 @@ REDRIVE_QUIET_MS = 2 * HEARTBEAT_INTERVAL_MS
 #: stop-and-wait: the first wait for an ACK, its cap (doubling between), and the tries
 ACK_FIRST_MS, ACK_MAX_MS, ACK_TRIES = 30, 500, 8
 #: the most cards one PASS may carry (128 bytes of plan in the MCU's RAM)
-MAX_CARDS = 1024
+MAX_PASS_CARDS = 1024
 #: the longest firmware version text in HELLO_REPLY
 MAX_FIRMWARE_TEXT = 32
 
@@ -409,7 +409,7 @@ class Config(Message):
 @dataclass(frozen=True)
 class Pass(Message):
     pass_id: int = u16("chosen by the host, never 0", 1, 0xFFFF)
-    cards: int = u16("cards in the pass", 1, MAX_CARDS)
+    cards: int = u16("cards in the pass", 1, MAX_PASS_CARDS)
     labels: tuple[int, ...] = bits("one bit per card, 8 to a byte, LSB first; 0 = left "
                                      "pile; unused bits 0")
 
@@ -453,9 +453,9 @@ class SignalMsg(Message):
 @dataclass(frozen=True)
 class Card(Message):
     pass_id: int = u16("the pass it belongs to", 1, 0xFFFF)
-    counted: int = u16("cards counted so far", 1, MAX_CARDS)
-    left: int = u16("on the left pile", 0, MAX_CARDS)
-    right: int = u16("on the right pile", 0, MAX_CARDS)
+    counted: int = u16("cards counted so far", 1, MAX_PASS_CARDS)
+    left: int = u16("on the left pile", 0, MAX_PASS_CARDS)
+    right: int = u16("on the right pile", 0, MAX_PASS_CARDS)
 
     def problem(self) -> str | None:
         return _piles_problem(self.counted, self.left, self.right)
@@ -471,15 +471,15 @@ def _piles_problem(counted: int, left: int, right: int) -> str | None:
 @dataclass(frozen=True)
 class PassDone(Message):
     pass_id: int = u16("the PASS it answers", 1, 0xFFFF)
-    counted: int = u16("cards counted", 0, MAX_CARDS)
-    left: int = u16("on the left pile", 0, MAX_CARDS)
-    right: int = u16("on the right pile", 0, MAX_CARDS)
+    counted: int = u16("cards counted", 0, MAX_PASS_CARDS)
+    left: int = u16("on the left pile", 0, MAX_PASS_CARDS)
+    right: int = u16("on the right pile", 0, MAX_PASS_CARDS)
     ms: int = u32("from PASS to motor off")
     min_mv: int = u16("lowest battery reading under load, 0 = none")
     tray_empty: bool = flag("the tray sensor saw no cards at the end")
     retries: int = u8("reverse-and-refeed attempts in the pass")
     fault: FaultCode = one_of(FaultCode, "why it ended; NONE: all dealt or the tray ran out")  # noqa: RUF009
-    fault_card: int = u16("the card being fed when it ended, 0 = none", 0, MAX_CARDS + 1)
+    fault_card: int = u16("the card being fed when it ended, 0 = none", 0, MAX_PASS_CARDS + 1)
 
     def problem(self) -> str | None:
         return _piles_problem(self.counted, self.left, self.right)
@@ -492,7 +492,7 @@ class StatusReply(Message):
     tray_loaded: bool = flag("the tray sensor sees cards")
     beam_blocked: bool = flag("something blocks the beam")
     fault: FaultCode = one_of(FaultCode, "the latched fault, NONE if none")  # noqa: RUF009
-    fault_card: int = u16("the card of the latched fault, 0 = none", 0, MAX_CARDS + 1)
+    fault_card: int = u16("the card of the latched fault, 0 = none", 0, MAX_PASS_CARDS + 1)
     configured: bool = flag("a valid CONFIG is held")
     pass_id: int = u16("the pass running, 0 = none")
 

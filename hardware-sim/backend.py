@@ -18,6 +18,7 @@ from shuffler.errors import BadInputError
 
 from .battery import SimBattery
 from .device import SimDevice, beam_filter
+from .motor_log import MOTOR_LOG_ENV
 
 if TYPE_CHECKING:
     from .faults import FaultPlan
@@ -103,8 +104,8 @@ def open_sim(o: Opening) -> SimDevice:
         **_dealer(o.sim),
         clock=o.sim.clock or ScaledClock(o.sim.speed, start=o.sim.uptime),
         limits=mech.limits,
+        timings=beam_filter(o.config.engine),
     )
-    device.timings = beam_filter(o.config.gpio)
     assert isinstance(device, KeptBatterySim)
     device.kept_at, device.charge_at_open = kept, device.mechanism.battery.charge
     return device
@@ -127,8 +128,8 @@ def open_sim_serial(o: Opening) -> ShufflerDevice:
     from .virtual_mcu import VirtualMCU
 
     sim_device = open_sim(o)
-    if motor_log := os.environ.get("SHUFFLER_MOTOR_LOG"):  # tests: the MCU's motor line
-        from .kept_pins import log_motor
+    if motor_log := os.environ.get(MOTOR_LOG_ENV):  # tests: the MCU's motor line
+        from .motor_log import log_motor
 
         log_motor(sim_device, motor_log)
     mcu = VirtualMCU(sim_device, seed=o.sim.seed or 0)
@@ -205,7 +206,8 @@ def open_sim_gpio(o: Opening) -> ShufflerDevice:
 
         record_driven(config)  # as on a Pi: the backstop finds the pins this run drives
         keep_levels(rig.factory, kept, list(safe_pins(config.gpio).values()))
-    return RiggedGpioDevice(rig, limits=mech.limits, feed=mech.feed)
+    return RiggedGpioDevice(rig, limits=mech.limits, feed=mech.feed,
+                            timings=config.engine.timings())
 
 
 SIM = Backend("sim", open_sim, "the simulated shuffler (the default)", simulated=True)

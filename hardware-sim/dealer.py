@@ -5,7 +5,9 @@ A habit is how the dealer picks the pile that goes on top. Some ignore the cards
 (``taller``, ``last-card``, ``first-card``): their choice depends on how the cards
 fell, so on the plan, which is what a report must allow for (docs/mixing.md).
 The choice is :func:`choose_pile`, one pure function the simulator, the gpiozero rig
-and the studies share; the timing of the lifts and the touch lives beside it.
+and the studies share; the timing of the lifts and the touch lives beside it, and so
+does the reaction to the light (:meth:`SimDealer.reacts`, :meth:`SimDealer.corrects`),
+which the simulator plays as events and the rig as sensor levels.
 
 When the pile a habit lifts first is not the one the light shows, the machine warns at
 once (its light and beeps). A dealer who *listens* (``SimDealer.listens``, the default,
@@ -100,6 +102,21 @@ class Answer:
 CAREFUL_GAP = 0.6
 
 
+@dataclass(frozen=True)
+class Reaction:
+    """What the simulated dealer does when the light asks for a pile on top: the one
+    reaction the simulator (as events) and the pins' rig (as sensor levels) both play."""
+
+    on_top: Pile  # the pile it lifts first
+    lifts: list[InputEvent]  # both lifts, the first at the time asked about
+    at_once: bool  # both piles together: the sensors cannot tell, the machine warns
+    #: the pile the light shows lifted first, one at a time: it stacks straight away
+    follows: bool
+    #: warned, it goes on as it is until made to correct (a touch, refused) ...
+    made_to: bool = False
+    keeps: bool = False  # ... and holds the sensor to keep the stack (refused too)
+
+
 @dataclass
 class SimDealer:
     habit: DealerHabit = DealerHabit.INSTRUCTED
@@ -131,6 +148,25 @@ class SimDealer:
         p = self.answer.corrects
         at_once = p == 1 or (p != 0 and self.rng.random() < p)
         return keep or not at_once, keep
+
+    def reacts(self, asked: Pile, at: float, seen: PilesSeen | None = None,
+               shown: Callable[[Pile], object] = lambda pile: None) -> Reaction:
+        """The light asks for ``asked`` on top at ``at``; ``shown(pile)`` is the card a
+        pile lifted first shows (what an :class:`Answer`'s ``keeps_high`` looks at)."""
+        on_top = self.choose(asked, seen)
+        lifts = self.lift_events(on_top, at)
+        at_once = self.habit is DealerHabit.BOTH  # warned of too (cannot tell)
+        if lifts[0].pile is asked and not at_once:
+            return Reaction(on_top, lifts, at_once, follows=True)
+        made_to, keeps = self.made_to(shown(on_top))
+        return Reaction(on_top, lifts, at_once, False, made_to, keeps)
+
+    def corrects(self, asked: Pile, at: float) -> list[InputEvent]:
+        """Warned at ``at``: the pile put back, then the one asked for lifted first and the
+        other after it, one at a time."""
+        lifted = at + self.put_back
+        return [InputEvent(EventKind.PILE_LIFTED, lifted, asked),
+                InputEvent(EventKind.PILE_LIFTED, lifted + self.careful_gap, asked.other)]
 
     def choose(self, instructed: Pile, seen: PilesSeen | None = None) -> Pile:
         seen = seen or PilesSeen((0, 0), None, None, False)

@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from shuffler.config import GpioConfig
+from shuffler.config import EngineConfig
 from shuffler.core.cards import Card, standard_pack
 from shuffler.core.mechanics import Pile
 from shuffler.device.clock import Clock, ScaledClock, VirtualClock
@@ -53,11 +53,11 @@ class SimTiming:
     restack_pause: float = 1.0  # seconds after the LED says "stack" before the first lift
 
 
-def beam_filter(gpio: GpioConfig) -> EngineTimings:
-    """The engine's beam filter as ``[gpio]`` sets it: a card blocks the beam at least
+def beam_filter(engine: EngineConfig) -> EngineTimings:
+    """The engine's beam filter as ``[engine]`` sets it: a card blocks the beam at least
     ``beam_min_blocked_s``; a drop-out shorter than ``beam_min_gap_s`` is the same card.
     The simulated motor has no soft start (its physics has a spin-up of its own)."""
-    return replace(gpio.engine_timings(), soft_start_s=0.0)
+    return replace(engine.timings(), soft_start_s=0.0)
 
 
 class SimDevice(ShufflerDevice):
@@ -77,6 +77,7 @@ class SimDevice(ShufflerDevice):
         limits: FaultLimits | None = None,
         timing: SimTiming | None = None,
         name: str = "simulated shuffler",
+        timings: EngineTimings | None = None,
     ) -> None:
         super().__init__()
         self.mechanism = mechanism
@@ -90,9 +91,9 @@ class SimDevice(ShufflerDevice):
         self._closed = False
         self._halt: FaultKind | None = None
         self._run: _SimPass | None = None
-        #: the beam filter of ``[gpio]`` (open_sim: the config's); the virtual MCU's CONFIG
-        #: sets them all
-        self.timings: EngineTimings = beam_filter(GpioConfig())
+        #: the beam filter of ``[engine]`` (open_sim: the config's); the virtual MCU's
+        #: CONFIG sets them all
+        self.timings: EngineTimings = timings or beam_filter(EngineConfig())
         self.brake_s = 0.0  # the brake interval before a reverse (the virtual MCU's 20 ms)
         self._idle_since = self.clock.now()
         self._idle = 0.0  # device time the machine stood idle beyond its clock's sleeps
@@ -254,22 +255,20 @@ class SimDevice(ShufflerDevice):
         assert status.on_top is not None
         self.now()  # the idle time before the light counts (its stamps are device time)
         self.clock.sleep(self.timing.restack_pause)
-        on_top = self.dealer.choose(status.on_top,
-                                   self.mechanism.seen(status.next_pass is None))
-        lifts = self.dealer.lift_events(on_top, self.now())
-        at_once = self.dealer.habit is DealerHabit.BOTH  # warned of too (cannot tell)
-        if lifts[0].pile is status.on_top and not at_once:
-            self._stacks(on_top, lifts, status)
+        piles = self.mechanism.piles
+        does = self.dealer.reacts(status.on_top, self.now(),
+                                  self.mechanism.seen(status.next_pass is None),
+                                  lambda pile: piles[pile][-1] if piles[pile] else None)
+        if does.follows:
+            self._stacks(does.on_top, does.lifts, status)
             return
-        pile = self.mechanism.piles[on_top]
-        made_to, keeps = self.dealer.made_to(pile[-1] if pile else None)
-        if made_to:
-            self._dealer_is_made_to(status, lifts, keeps)
+        if does.made_to:
+            self._dealer_is_made_to(status, does.lifts, does.keeps)
             return
         # the other pile first: the machine warns at once, and the dealer hears it
-        for ev in lifts[:2 if at_once else 1]:
+        for ev in does.lifts[:2 if does.at_once else 1]:
             self.events.put(ev)
-        self._held = (status, lifts)
+        self._held = (status, does.lifts)
 
     def _dealer_is_made_to(self, status: Status, lifts: list[InputEvent], keeps: bool) -> None:
         """Deaf to the warning: the dealer lifts both piles as the habit goes, touches (and
@@ -316,12 +315,10 @@ class SimDevice(ShufflerDevice):
         self._held = None
         asked = status.on_top
         assert asked is not None
-        self.clock.sleep(self.dealer.put_back)
-        now = self.now()
+        lifts = self.dealer.corrects(asked, self.now())
+        self.clock.sleep(max(0.0, lifts[0].at - self.now()))
         self._corrected = True
-        self._stacks(asked, [InputEvent(EventKind.PILE_LIFTED, now, asked),
-                             InputEvent(EventKind.PILE_LIFTED, now + self.dealer.careful_gap,
-                                        asked.other)], status)
+        self._stacks(asked, lifts, status)
 
 
 class _SimPass:

@@ -47,11 +47,11 @@ from shuffler.config import GpioConfig
 from shuffler.core.cards import Card, standard_pack
 from shuffler.core.mechanics import Pile
 from shuffler.device.clock import EventClock
-from shuffler.device.contract import Signal
+from shuffler.device.contract import InputEvent, Signal
 from shuffler.gpio.device import COLOURS, WARN_RED, GpioDevice
 
 from .battery import SimBattery
-from .dealer import DealerHabit, SimDealer
+from .dealer import DealerHabit, PilesSeen, Reaction, SimDealer
 from .faults import FaultPlan
 from .physics import Mechanism, MechanismSpec, Transit, TransitKind
 
@@ -212,8 +212,8 @@ class GpioRig:
         self._first = True
         self._restacked = False
         #: the dealer holds the pile it lifted first, the other one than the light asks:
-        #: (asked, lifted, touch after, gather)
-        self._held: tuple[Pile, Pile, bool, bool] | None = None
+        #: (asked, its reaction, touch after, gather)
+        self._held: tuple[Pile, Reaction, bool, bool] | None = None
 
     @classmethod
     def for_cards(cls, n: int, *, card_rate: float = 5.0, faults: FaultPlan | None = None,
@@ -456,33 +456,38 @@ class GpioRig:
             self._sensors()
         elif signal is Signal.STACK and pile is not None:
             # the LED's colour does not say whether the hand ends here: follows-but-last follows
-            self._lifts(pile, self.dealer.choose(pile, self.mechanism.seen(False)), touch=True)
+            self._lifts(pile, self.mechanism.seen(False), touch=True)
         elif signal is Signal.READY:  # a hand done, or a fault cleared: gather everything
-            self._lifts(Pile.LEFT, self.dealer.choose(Pile.LEFT), touch=False, gather=True)
+            self._lifts(Pile.LEFT, None, touch=False, gather=True)
 
-    def _lifts(self, asked: Pile, on_top: Pile, touch: bool, gather: bool = False) -> None:
-        """The dealer lifts ``on_top`` first: the other pile than ``asked``, and it holds
-        it while the machine warns."""
-        at_once = self.dealer.habit is DealerHabit.BOTH  # warned of too (cannot tell)
-        if on_top is asked and not at_once:
-            self._restack(on_top, touch, gather)
+    def _lifts(self, asked: Pile, seen: PilesSeen | None, touch: bool,
+               gather: bool = False) -> None:
+        """The dealer's reaction to the light (:meth:`SimDealer.reacts`, as the simulator
+        plays it): the pile asked for first stacks at once; the other one first is held
+        while the machine warns."""
+        piles = self.mechanism.piles
+        does = self.dealer.reacts(asked, self.clock.now(), seen,
+                                  lambda pile: piles[pile][-1] if piles[pile] else None)
+        if does.follows:
+            self._restack(does.lifts, touch, gather)
             return
         self._restacked = True
-        held = self._held = (asked, on_top, touch, gather)
-        self.set_sensor(self._sensor(on_top), False)
-        if at_once:
-            self.clock.at(self.clock.now() + self.dealer.both_gap,
-                          partial(self.set_sensor, self._sensor(on_top.other), False))
+        held = self._held = (asked, does, touch, gather)
+        self.set_sensor(self._sensor(does.on_top), False)
+        if does.at_once:
+            self.clock.at(does.lifts[1].at,
+                          partial(self.set_sensor, self._sensor(does.on_top.other), False))
         if gather:  # after a lone pass nothing watches the lifts: no warning comes
             self.clock.at(self.clock.now() + HEARS_NOTHING_S, partial(self._goes_on, held))
 
-    def _goes_on(self, held: tuple[Pile, Pile, bool, bool]) -> None:
+    def _goes_on(self, held: tuple[Pile, Reaction, bool, bool]) -> None:
         """Warned of nothing, the dealer stops holding the pile and stacks as it was going
         to (held for ever, it left the tray empty: a stuck simulator)."""
         if self._held is held:
             self._held = None
-            _, on_top, touch, gather = held
-            self._restack(on_top, touch, gather)
+            _, does, touch, gather = held
+            self._restack(self.dealer.lift_events(does.on_top, self.clock.now()), touch,
+                          gather)
 
     @staticmethod
     def _sensor(pile: Pile) -> str:
@@ -493,30 +498,31 @@ class GpioRig:
         who does not first holds the sensor to keep the stack, is refused (the warning
         stays), and is made to do the same."""
         assert self._held is not None
-        asked, _, touch, gather = self._held
+        asked, does, touch, gather = self._held
         self._held = None
         now = self.clock.now()
-        if not self.dealer.listens:
+        if does.keeps:
             self.long_press(self.dealer.hold)
             now += self.dealer.hold + 0.5
         for pile in Pile:  # puts back what it holds
             if self.mechanism.piles[pile]:
                 self.clock.at(now + self.dealer.put_back / 2,
                               partial(self.set_sensor, self._sensor(pile), True))
-        self.clock.at(now + self.dealer.put_back,
-                      partial(self._restack, asked, touch, gather, True))
+        lifts = self.dealer.corrects(asked, now)
+        self.clock.at(lifts[0].at, partial(self._restack, lifts, touch, gather))
 
     def settled(self) -> bool:
         """Every card back in the tray and the motor still."""
         m = self.mechanism
         return not (m.piles[0] or m.piles[1] or m.stuck or self.forward())
 
-    def _restack(self, on_top: Pile, touch: bool, gather: bool = False,
-                 careful: bool = False) -> None:
-        """Lift ``on_top``, then the other pile (one at a time if ``careful``: warned)."""
+    def _restack(self, lifts: list[InputEvent], touch: bool, gather: bool = False) -> None:
+        """The dealer's two ``lifts`` (now, and the other pile after the gap between
+        them), then the pack in the tray and, with ``touch``, a touch."""
         self._restacked = True
-        lifts = self.dealer.lift_events(on_top, 0.0)
-        gap = self.dealer.careful_gap if careful else lifts[1].at - lifts[0].at
+        on_top = lifts[0].pile
+        assert on_top is not None
+        gap = lifts[1].at - lifts[0].at
         first, second = self._sensor(on_top), self._sensor(on_top.other)
         self.set_sensor(first, False)
 

@@ -109,30 +109,3 @@ class KeptPinFactory(MockFactory):  # type: ignore[misc,unused-ignore]  # gpioze
                 pin._change_state(kept["level"])
             _hook(pin, self.store)
         return pin
-
-
-#: tests: a file where a simulated microcontroller's motor line is logged, one line a
-#: change (``<host monotonic seconds> on|off``), so a test can read it after a signal
-MOTOR_LOG_ENV = "SHUFFLER_MOTOR_LOG"
-
-
-def log_motor_line(path: PathLike, on: bool) -> None:
-    import time
-
-    with open(path, "a") as f:
-        f.write(f"{time.monotonic():.6f} {'on' if on else 'off'}\n")
-
-
-def log_motor(sim: object, path: PathLike) -> None:
-    """Log every change of ``sim``'s motor (a SimDevice behind the virtual MCU) to ``path``."""
-    cls = type(sim)
-
-    def get(self: Any) -> bool:
-        return bool(self.__dict__.get("_logged_motor", False))
-
-    def put(self: Any, on: bool) -> None:
-        if on != self.__dict__.get("_logged_motor", False):
-            log_motor_line(path, on)
-        self.__dict__["_logged_motor"] = on
-
-    sim.__class__ = type(f"Logged{cls.__name__}", (cls,), {"_motor_on": property(get, put)})

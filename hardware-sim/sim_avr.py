@@ -17,6 +17,8 @@ from shuffler.core.mechanics import Feed
 from shuffler.device.contract import FaultLimits, ShufflerDevice
 from shuffler.errors import DeviceError
 
+from .motor_log import MOTOR_LOG_ENV, log_motor_line
+
 if TYPE_CHECKING:
     from firmware_bridge.device import Timings
 
@@ -113,15 +115,13 @@ class SimAvr:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        motor_log = os.environ.get("SHUFFLER_MOTOR_LOG")  # tests: the chip's motor line
+        motor_log = os.environ.get(MOTOR_LOG_ENV)  # tests: the chip's motor line
         for line in self.proc.stdout:
             self.lines.put(line.strip())
             for prefix, kept in list(self.recorded.items()):
                 if line.startswith(prefix):
                     kept.append(line.strip())
             if motor_log and line.startswith("motor "):
-                from .kept_pins import log_motor_line
-
                 log_motor_line(motor_log, not line.startswith("motor off"))
 
     def record(self, prefix: str) -> list[str]:

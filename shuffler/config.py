@@ -37,19 +37,21 @@ from shuffler.config_table import (
     num,
     path,
     read,
+    rows,
     section,
     sub,
     text,
     whole,
     whole_or_false,
 )
+from shuffler.constants import MAX_CARDS
 from shuffler.core.battery import CURVES
-from shuffler.core.cards import MAX_CARDS
 from shuffler.core.mechanics import Feed
 from shuffler.core.planning import Mode, default_passes
 from shuffler.device.contract import EngineTimings, FaultLimits
 from shuffler.errors import ConfigError
 from shuffler.files import read_limited
+from shuffler.logs import get_logger
 
 # where the deployed machine keeps its config and socket: shuffler.paths, light enough
 # that the CLI asks a running service without importing this module (no config file)
@@ -238,27 +240,12 @@ class GpioConfig:
                                   "contact bounce: the same touch (a tap's release is longer)")
     long_press_s: float = key(2.0, num(0.5, 10.0), "a touch held this long without letting go "
                               "is a long press: it clears a latched fault (see guide.md)")
-    soft_start_s: float = key(0.1, num(0.0, 2.0), "the motor ramps up to full duty over this")
-    #: an IR slot gate switches in tens of microseconds; a card blocks it for tens of ms
-    beam_glitch_s: float = key(0.001, num(0.0, 0.05),
-                               "a beam level counts once it has held this long")
-    beam_min_blocked_s: float = key(0.005, num(0.0, 0.5),
-                                    "blocked for less than this is not a card")
-    #: a drop-out inside one card (a hole, a bent corner, a dirty lens) is the same card
-    beam_min_gap_s: float = key(0.01, num(0.0, 0.5),
-                                "a card counts once the beam then stayed clear this long")
     touch_active_high: bool = key(True, FLAG, "true: high while touched (a TTP223)")
     beam_active_high: bool = key(False, FLAG, "true: high while a card blocks the beam "
                                  "(an open-drain receiver is low)")
     tray_active_high: bool = key(False, FLAG, "true: high while cards sit in the tray "
                                  "(a TCRT5000 board is low)")
     piles_active_high: bool = key(False, FLAG, "true: high while a pile is present")
-
-    def engine_timings(self) -> EngineTimings:
-        """The pass engine's timings, the same on every backend."""
-        return EngineTimings(soft_start_s=self.soft_start_s, glitch_s=self.beam_glitch_s,
-                             min_blocked_s=self.beam_min_blocked_s,
-                             min_gap_s=self.beam_min_gap_s)
 
     def servo_pulse_ms(self, angle: float) -> float:
         """The pulse width for ``angle`` degrees (-90..90) on this servo."""
@@ -271,6 +258,31 @@ class GpioConfig:
         if self.motor_kind == "pwm":
             used.pop("motor_backward")
         return {role: pin for role, pin in used.items() if pin is not None}
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The pass engine's timings, the same on every backend (the Pi's pins, a
+    microcontroller, the simulators): each backend is given them when it is opened."""
+
+    soft_start_s: float = key(0.1, num(0.0, 2.0), "the motor ramps up to full duty over this")
+    #: an IR slot gate switches in tens of microseconds; a card blocks it for tens of ms
+    beam_glitch_s: float = key(0.001, num(0.0, 0.05),
+                               "a beam level counts once it has held this long")
+    beam_min_blocked_s: float = key(0.005, num(0.0, 0.5),
+                                    "blocked for less than this is not a card")
+    #: a drop-out inside one card (a hole, a bent corner, a dirty lens) is the same card
+    beam_min_gap_s: float = key(0.01, num(0.0, 0.5),
+                                "a card counts once the beam then stayed clear this long")
+
+    def timings(self) -> EngineTimings:
+        return EngineTimings(soft_start_s=self.soft_start_s, glitch_s=self.beam_glitch_s,
+                             min_blocked_s=self.beam_min_blocked_s,
+                             min_gap_s=self.beam_min_gap_s)
+
+
+#: the keys [engine] took over from [gpio] (after 0.2.0): read there too, with a warning
+MOVED_TO_ENGINE = ("soft_start_s", "beam_glitch_s", "beam_min_blocked_s", "beam_min_gap_s")
 
 
 @dataclass(frozen=True)
@@ -375,11 +387,14 @@ class Config:
     table: TableConfig = section(TableConfig, "table")
     battery: BatteryConfig = section(BatteryConfig, "battery")
     gpio: GpioConfig = section(GpioConfig, "gpio")  # and [pins]
+    engine: EngineConfig = section(EngineConfig, "engine")
     service: ServiceConfig = section(ServiceConfig, "service")
     mqtt: MqttConfig = section(MqttConfig, "mqtt")
     web: WebConfig = section(WebConfig, "web")
     source: str = "(defaults)"
 
+
+log = get_logger("shuffler.config")
 
 #: a config file is a page or two of TOML; anything bigger is a mistake
 MAX_CONFIG_BYTES = 256 * 1024
@@ -408,7 +423,7 @@ def load_configs(paths: list[Path]) -> Config:
         doc = _read_doc(file, explicit=False)
         if doc is None:
             continue
-        _config_from_doc(copy.deepcopy(doc), str(file))
+        _config_from_doc(copy.deepcopy(doc), str(file), warn=False)  # the merge warns
         sources.append(str(file))
         for table, value in doc.items():
             if isinstance(value, dict) and isinstance(merged.get(table), dict):
@@ -463,11 +478,34 @@ def _parse(text: str, source: str) -> dict[str, Any]:
     return doc
 
 
-def _config_from_doc(doc: dict[str, Any], source: str) -> Config:
+def _config_from_doc(doc: dict[str, Any], source: str, *, warn: bool = True) -> Config:
     readers = Readers(Reader(source, "top level", doc))
     cfg = read(Config, readers)  # every key, each checked
+    cfg = _moved_to_engine(cfg, readers, warn)
     readers.done()  # no key left unknown
     return _checked(cfg, readers, source)
+
+
+def _moved_to_engine(cfg: Config, r: Readers, warn: bool) -> Config:
+    """A key [engine] took over from [gpio], given under [gpio] as before: taken (and
+    checked) with a warning naming its new place; where [engine] gives it too, that wins."""
+    gpio, engine, taken = r["gpio"], r["engine"], {}
+    kinds = {row.name: row.kind for row in rows(EngineConfig, "engine")}
+    for name in MOVED_TO_ENGINE:
+        if name not in gpio.data:
+            continue
+        value = gpio.get(name, None, kinds[name])
+        if name in engine.given:
+            what = f"ignored: [engine] {name} is given too"
+        else:
+            taken[name] = value
+            what = "taken for now"
+        if warn:
+            log.warning("config key moved", source=gpio.source, key=f"[gpio] {name}",
+                        now=f"[engine] {name}",
+                        advice=f"{what}; move it to [engine] (the [gpio] name goes in a "
+                               "later release)")
+    return replace(cfg, engine=replace(cfg.engine, **taken)) if taken else cfg
 
 
 def _checked(cfg: Config, r: Readers, source: str) -> Config:

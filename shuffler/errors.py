@@ -12,6 +12,7 @@ classes also inherit the builtin that fits, so callers may catch either::
 
 from __future__ import annotations
 
+from shuffler.constants import EXIT_BATTERY, EXIT_BUG, EXIT_FAULT, EXIT_USAGE
 from shuffler.limits import DRIVER_VM_MAX_VOLTS
 
 
@@ -19,13 +20,13 @@ class ShufflerError(Exception):
     """Base class of every error this package raises on purpose."""
 
     #: the process exit code the CLI uses for this error
-    exit_code = 1
+    exit_code = EXIT_BUG
 
 
 class BadInputError(ShufflerError, ValueError):
     """A value given by a user (option, file, request) is not acceptable."""
 
-    exit_code = 2
+    exit_code = EXIT_USAGE
 
 
 class ConfigError(BadInputError):
@@ -45,7 +46,7 @@ class StateFileError(BadInputError):
 class DeviceError(ShufflerError, RuntimeError):
     """The machine cannot do what was asked."""
 
-    exit_code = 3
+    exit_code = EXIT_FAULT
 
 
 class FaultLatchedError(DeviceError):
@@ -76,14 +77,14 @@ class BatteryMonitorError(DeviceError):
 class LowBatteryError(ShufflerError, RuntimeError):
     """The battery cannot finish what was asked; nothing was started."""
 
-    exit_code = 4
+    exit_code = EXIT_BATTERY
 
 
 class OverVoltageError(ShufflerError, RuntimeError):
     """The 9 V side reads above the motor driver's limit (shuffler.limits): nothing was
     started. Exit 4, as a low battery: the block is what must change."""
 
-    exit_code = 4
+    exit_code = EXIT_BATTERY
 
 
 #: every ``error.kind`` a failure can carry (``--json``, the socket, the page), closed:

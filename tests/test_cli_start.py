@@ -121,8 +121,3 @@ def test_anything_but_a_plain_stop_is_the_full_command_lines():
     assert quickstop.parse(["stop"], {"SHUFFLER_JSON": "maybe"}) is None
     assert quickstop.parse(["stop"], {"SHUFFLER_JSON": "yes"})["json"] is True
 
-
-def test_the_fast_stop_speaks_the_services_protocol():
-    from shuffler.service.protocol import PROTOCOL
-
-    assert quickstop.PROTOCOL == PROTOCOL

@@ -288,3 +288,33 @@ def test_the_highest_low_volts_allowed_still_says_low_on_a_fresh_block():
         curve = CURVES[chemistry]
         sagged = curve.charge_at(fresh - 0.1, under_load=False)
         assert judge(sagged, 100, curve, low_volts=cfg.battery.low_volts) == "low"
+
+
+def test_the_engine_timings_are_their_own_table():
+    config = load_config_text("[engine]\nsoft_start_s = 0.3\nbeam_min_gap_s = 0.02\n")
+    assert (config.engine.soft_start_s, config.engine.beam_min_gap_s) == (0.3, 0.02)
+    timings = config.engine.timings()
+    assert (timings.soft_start_s, timings.min_gap_s, timings.glitch_s) == (0.3, 0.02, 0.001)
+    with pytest.raises(ConfigError, match=r"\[engine\] beam_glitch_s: expected a number"):
+        load_config_text("[engine]\nbeam_glitch_s = 1\n")
+
+
+def test_an_engine_key_left_under_gpio_is_taken_with_a_warning(tmp_path):
+    """A config from 0.2.0 keeps working: the old place is read, checked, and named."""
+    old = load_config_text("[gpio]\nsoft_start_s = 0.3\nbeam_glitch_s = 0.002\n")
+    assert (old.engine.soft_start_s, old.engine.beam_glitch_s) == (0.3, 0.002)
+    both = load_config_text("[gpio]\nsoft_start_s = 0.3\n[engine]\nsoft_start_s = 0.2\n")
+    assert both.engine.soft_start_s == 0.2  # the new place wins
+    with pytest.raises(ConfigError, match=r"\[gpio\] soft_start_s: expected a number"):
+        load_config_text("[gpio]\nsoft_start_s = 9\n")  # checked where it stands
+    with pytest.raises(ConfigError, match=r"\[gpio\] beam_min_gap: unknown key"):
+        load_config_text("[gpio]\nbeam_min_gap = 0.01\n")
+    config = tmp_path / "old.toml"
+    config.write_text("[gpio]\nsoft_start_s = 0.3\n")
+    proc = subprocess.run([SHUFFLER, "--config", str(config), "--no-service", "--json",
+                           "status"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SHUFFLER_STATE_DIR": str(tmp_path / "state")})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("{")  # the JSON is untouched: the warning is on stderr
+    assert proc.stderr.count("config key moved") == 1, proc.stderr
+    assert "[gpio] soft_start_s" in proc.stderr and "[engine] soft_start_s" in proc.stderr

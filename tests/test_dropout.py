@@ -1,6 +1,6 @@
 """A count that cannot lie: a beam drop-out inside a card (``--sim-fault dropout:MS``).
 
-A drop-out shorter than ``[gpio] beam_min_gap_s`` (10 ms) never splits a card, on every
+A drop-out shorter than ``[engine] beam_min_gap_s`` (10 ms) never splits a card, on every
 backend; a longer one may, and a pass whose count is then reached with cards still in
 the tray is a latched ``miscount`` (exit 3), never an exit-0 pass or hand.
 """
@@ -18,7 +18,7 @@ from shuffler.core.planning import coin_plan
 from shuffler.device.contract import FaultKind, PassReport
 from shuffler.device.engine import EdgeFilter
 
-MIN_GAP_MS = 10.0  # [gpio] beam_min_gap_s's default
+MIN_GAP_MS = 10.0  # [engine] beam_min_gap_s's default
 #: the issue's drop-outs, and a few just under the gap
 ACCEPTANCE_MS = (8, 9, 9.9, 12, 20, 40)
 UNDER_GAP_MS = (1.5, 5, 8, 9, 9.5, 9.9, 9.99)

@@ -9,7 +9,7 @@ import pytest
 
 from hardware_sim import parse_fault_specs
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
-from shuffler.config import Config, GpioConfig, load_config_text
+from shuffler.config import Config, EngineConfig, GpioConfig, load_config_text
 from shuffler.control.controller import PassController
 from shuffler.control.hand import HandRunner
 from shuffler.core.mechanics import Pile
@@ -228,10 +228,10 @@ def test_without_the_glitch_filter_the_same_noise_miscounts():
     """The filter is what keeps the count: switched off, the spikes count as cards."""
     from hardware_sim.gpio_rig import SensorNoise
 
-    gpio = GpioConfig(beam_glitch_s=0.0, beam_min_blocked_s=0.0)
-    rig = GpioRig.for_cards(24, card_rate=RATE, gpio=gpio, rng=random.Random(3),
+    rig = GpioRig.for_cards(24, card_rate=RATE, rng=random.Random(3),
                             noise=SensorNoise(glitch_s=50e-6))
-    dev = RiggedGpioDevice(rig, limits=LIMITS)
+    engine = EngineConfig(beam_glitch_s=0.0, beam_min_blocked_s=0.0)
+    dev = RiggedGpioDevice(rig, limits=LIMITS, timings=engine.timings())
     try:
         report = dev.run_pass(coin_plan(24, random.Random(5)))
         assert report.counted == 24

@@ -263,15 +263,16 @@ def race_avr(tmp_path, offset: float) -> None:
     """The real firmware in simavr: its motor line, logged by the host's clock."""
     import os
 
+    from hardware_sim.motor_log import MOTOR_LOG_ENV
     from hardware_sim.sim_avr import SimAvr, serial_on
 
     log = tmp_path / "motor.log"
     tmp_path.mkdir(parents=True, exist_ok=True)
-    os.environ["SHUFFLER_MOTOR_LOG"] = str(log)
+    os.environ[MOTOR_LOG_ENV] = str(log)
     try:
         chip = SimAvr("--cards=24", "--card-rate=50", "--spinup=0.01", "--seed=5")
     finally:
-        del os.environ["SHUFFLER_MOTOR_LOG"]
+        del os.environ[MOTOR_LOG_ENV]
     device = serial_on(chip)
     service = service_on(tmp_path, device)
     answered, watch = stop_after_pass_start(service, offset, time.monotonic, on_a_timer)

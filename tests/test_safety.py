@@ -23,6 +23,7 @@ import firmware_bridge
 import hardware_sim
 import shuffler
 import shuffler_cli
+from hardware_sim.motor_log import MOTOR_LOG_ENV
 from shuffler.config import GpioConfig
 from shuffler.service.client import ServiceClient
 from tests.kept import kept_pins_env
@@ -385,7 +386,7 @@ def test_every_ending_signal_stops_the_microcontrollers_motor(tmp_path, sig, dev
     proc = subprocess.Popen(
         [sys.executable, "-m", "shuffler", "--device", device, "--sim-speed", "1",
          "--state-dir", str(tmp_path / "state"), command],
-        env=env_for(tmp_path, SHUFFLER_MOTOR_LOG=str(log)), stdout=subprocess.PIPE,
+        env=env_for(tmp_path, **{MOTOR_LOG_ENV: str(log)}), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, preexec_fn=hangup_as_in_a_terminal)
     try:
         wait_for(lambda: any(on for _, on in motor_line(log)), what="the MCU's motor to run")

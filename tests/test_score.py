@@ -58,29 +58,29 @@ def session(tmp_path, config: Config | None = None) -> Session:
 
 def test_the_score_and_the_dealer_survive_a_restart(tmp_path):
     s = session(tmp_path)
-    s.do_score(0, 5, True)
-    s.do_score(1, 3)
+    s.scores.record(0, 5, True)
+    s.scores.record(1, 3)
     assert s.score()["score"]["totals"] == [4, 1]
     s.device.close()
     s = session(tmp_path)  # a new process on the same state folder
     assert s.score()["score"]["totals"] == [4, 1]
-    assert s.do_undo()["score"]["totals"] == [4, 0]
-    result = s.do_new_game("West")
+    assert s.scores.undo()["score"]["totals"] == [4, 0]
+    result = s.scores.new_game("West")
     assert result["score"]["number"] == 2 and result["score"]["totals"] == [0, 0]
     assert s.status()["dealer"] == "West"
-    undone = s.do_undo()  # a new game can be taken back: game 1 as it stood
+    undone = s.scores.undo()  # a new game can be taken back: game 1 as it stood
     assert undone["score"]["number"] == 1 and undone["score"]["totals"] == [4, 0]
     assert undone["done"] == "undid the new game (game 1 stood 4 to 0)"
     with pytest.raises(ScoreError, match="first_dealer"):
-        s.do_new_game("Nobody")
+        s.scores.new_game("Nobody")
     s.device.close()
 
 
 def test_the_game_length_comes_from_the_config(tmp_path):
     config = load_config_text("[table]\ngame_to = 5\n")
     s = session(tmp_path, config)
-    s.do_score(0, 5, True)
-    s.do_score(0, 3)
+    s.scores.record(0, 5, True)
+    s.scores.record(0, 3)
     assert s.score()["score"]["winner"] == 0
     assert teams_for(("A", "B")) == (("A",), ("B",))
     s.device.close()

@@ -18,7 +18,7 @@ from shuffler.core.score import Result, new_game
 from shuffler.device.contract import FaultKind
 from shuffler.errors import FileAccessError, StateFileError
 from shuffler.store.audit import AuditLog
-from shuffler.store.state import SCHEMA, State, StateStore
+from shuffler.store.state import FIELDS, State, StateStore
 
 from .cli import SHUFFLER, process
 
@@ -47,8 +47,8 @@ def write(folder: Path, content: bytes | dict) -> Path:
 
 
 def test_every_field_of_the_state_has_a_check():
-    assert set(SCHEMA) == set(State.__dataclass_fields__)
-    assert all(callable(spec["check"]) for spec in SCHEMA.values())
+    assert set(FIELDS) == set(State.__dataclass_fields__)
+    assert all(callable(spec["check"]) for spec in FIELDS.values())
 
 
 def test_a_saved_state_reads_back(tmp_path):

@@ -1,4 +1,4 @@
-"""The machine's own timings reach the microcontroller: ``[gpio] soft_start_s`` (and the
+"""The machine's own timings reach the microcontroller: ``[engine] soft_start_s`` (and the
 beam filter, the flap's travel) change a pass on sim-serial and sim-avr as they do on
 sim-gpio, and a change of limits sends them again."""
 
@@ -24,8 +24,8 @@ BACKENDS = ["sim-gpio", "sim-serial",
                                                              reason=MISSING or ""))]
 
 
-def pass_seconds(name: str, soft_start: float) -> float:
-    config = load_config_text(f"[gpio]\nsoft_start_s = {soft_start}\n")
+def pass_seconds(name: str, soft_start: float, table: str = "engine") -> float:
+    config = load_config_text(f"[{table}]\nsoft_start_s = {soft_start}\n")
     dev = open_device(name, config, cards=24, sim=SimOptions(speed=20, seed=1))
     try:
         report = dev.run_pass(coin_plan(24, random.Random(1)))
@@ -41,6 +41,25 @@ def test_soft_start_lengthens_the_pass_on_every_backend(name):
     sim-avr runs in real time; the others count their own simulated seconds."""
     slow, quick = pass_seconds(name, 2.0), pass_seconds(name, 0.0)
     assert 1.4 <= slow - quick <= 2.2, (slow, quick)
+
+
+@pytest.mark.parametrize("name", ["sim-gpio", "sim-serial"])
+def test_a_soft_start_left_under_gpio_still_reaches_the_backend(name):
+    """A 0.2.0 config (``[gpio] soft_start_s``) runs the pass as ``[engine]`` would."""
+    assert pass_seconds(name, 2.0, "gpio") == pass_seconds(name, 2.0, "engine")
+
+
+def test_every_backend_is_given_the_timings_when_it_is_opened():
+    """Opened, not patched after: the simulator has the beam filter (and no soft start of
+    its own), the pins' device and the bridge the whole set."""
+    config = load_config_text("[engine]\nsoft_start_s = 0.3\nbeam_min_gap_s = 0.02\n")
+    for name, soft in (("sim", 0.0), ("sim-gpio", 0.3), ("sim-serial", 0.3)):
+        dev = open_device(name, config, cards=24, sim=SimOptions(speed=20, seed=1))
+        try:
+            engine = dev.timings.engine if name == "sim-serial" else dev.timings  # + the flap's
+            assert (engine.soft_start_s, engine.min_gap_s) == (soft, 0.02), name
+        finally:
+            dev.close()
 
 
 def test_the_config_carries_the_timings_and_the_servo_frame():
@@ -84,7 +103,7 @@ def test_the_engine_timings_have_one_set_of_defaults_the_configs():
 
     from shuffler.config import Config
 
-    assert default_timings().engine == Config().gpio.engine_timings()
+    assert default_timings().engine == Config().engine.timings()
     assert EngineTimings() == EngineTimings(0.0, 0.0, 0.0, 0.0)  # the engine's own: ideal
     names = {"soft_start_s", "glitch_s", "min_blocked_s", "min_gap_s", "min_blocked",
              "min_gap", "beam_glitch_s", "beam_min_blocked_s", "beam_min_gap_s"}
@@ -93,7 +112,7 @@ def test_the_engine_timings_have_one_set_of_defaults_the_configs():
     for folder in ("shuffler", "firmware_bridge", "hardware-sim", "cli"):
         for path in (top / folder).rglob("*.py"):
             if path.name == "config.py" and path.parent.name == "shuffler":
-                continue  # the one place: [gpio]'s keys
+                continue  # the one place: [engine]'s keys
             for node in ast.walk(ast.parse(path.read_text())):
                 if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
                         and node.target.id in names and isinstance(node.value, ast.Constant)

@@ -15,11 +15,10 @@ from typing import NoReturn
 
 import click
 
+from shuffler.constants import EXIT_BUG, EXIT_OK, EXIT_SYSTEM, EXIT_USAGE
 from shuffler.paths import SYSTEM_ROOT_ENV
 
 from .system import System
-
-EXIT_OK, EXIT_BUG, EXIT_USAGE, EXIT_SYSTEM = 0, 1, 2, 3
 
 EPILOG = ("Exit codes: 0 done or nothing to change; 2 bad input (the config, a backup, "
           "not root); 3 the system refused (a command failed, the service runs); status: 3 "

@@ -7,7 +7,6 @@ The device owns what must happen at once (stopping the motor).
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import replace
@@ -94,11 +93,6 @@ def interrupted_fault(flight: dict[str, Any]) -> Fault:
                  f"A pass{where} did not finish (a crash, a kill, the power or a failed "
                  "write): cards may be in the machine. Put every card back in the tray, "
                  "then run `shuffler clear` and start again.")
-
-
-def takes_on_tick(device: ShufflerDevice) -> bool:
-    """Whether the device's ``run_pass`` calls back while it runs (the engine's contract)."""
-    return "on_tick" in inspect.signature(device.run_pass).parameters
 
 
 class PassController:
@@ -253,10 +247,7 @@ class PassController:
         entry = self._begin(plan.cards, context or {})
         self.show(Status(Signal.RUNNING))
         try:
-            if on_tick is not None and takes_on_tick(self.device):
-                report = self.device.run_pass(plan, on_card, on_tick=on_tick)
-            else:
-                report = self.device.run_pass(plan, on_card)
+            report = self.device.run_pass(plan, on_card, on_tick=on_tick)
         except BaseException:  # a bug, a signal: the latch stays; record the pass cut off
             self.device.stop()
             self._settle_cut_off(entry)

@@ -190,9 +190,26 @@ class Paused:
         return f"Paused(hand={self.number}, passes={self.passes}, cards={self.cards})"
 
 
-def pending_hand(state: State) -> dict | None:
-    """The hand a crash, a fault or a missing touch left unfinished, if any."""
-    return state.hand
+@dataclass(frozen=True)
+class HandTerms:
+    """A hand's passes, cards and mode, resolved once (:func:`hand_terms`)."""
+
+    passes: int
+    cards: int
+    mode: Mode
+    #: the hand a crash, a fault or a missing touch left unfinished (finished first)
+    pending: dict | None = None
+
+
+def hand_terms(state: State, config: Config, passes: int | None = None,
+               cards: int | None = None, mode: Mode | str | None = None) -> HandTerms:
+    """A pending hand's own terms (they win over the ones asked for), else the ones
+    asked for, else the config's: ``[hand] cards``, its passes for them, its mode."""
+    if pending := state.hand:
+        return HandTerms(pending["passes"], pending["cards"], Mode(pending["mode"]), pending)
+    cards = cards or config.hand.cards
+    return HandTerms(passes or config.hand.passes_for(cards), cards,
+                     Mode(mode) if mode else config.hand.mode)
 
 
 def dealer_index(state: State, config: Config) -> int:
@@ -509,13 +526,11 @@ class HandRunner:
         return kept
 
 
-def play_hand(controller: PassController, config: Config, *, passes: int, cards: int,
-              mode: Mode, rng: RandomSource, **callbacks) -> HandReport:
-    """Run a hand, or finish the one a crash, a fault or a missing touch left pending
-    (its passes, cards and mode win over the ones asked for)."""
-    pending = pending_hand(controller.store.load())
-    if pending:
-        passes, cards, mode = pending["passes"], pending["cards"], Mode(pending["mode"])
+def play_hand(controller: PassController, config: Config, terms: HandTerms, *,
+              rng: RandomSource, **callbacks) -> HandReport:
+    """Run a hand on ``terms`` (:func:`hand_terms`): the one a crash, a fault or a missing
+    touch left pending is finished."""
+    if pending := terms.pending:
         log.info("resuming hand", number=pending["number"], at_pass=pending["done"] + 1)
-    runner = HandRunner(controller, make_planner(mode, passes, rng), config)
-    return runner.run(passes, cards, **callbacks)
+    runner = HandRunner(controller, make_planner(terms.mode, terms.passes, rng), config)
+    return runner.run(terms.passes, terms.cards, **callbacks)

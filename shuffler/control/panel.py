@@ -11,10 +11,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from shuffler.constants import SCHEMA
 from shuffler.core.mechanics import Pile
 from shuffler.device.contract import Signal, Status
-
-SCHEMA = 1
 
 
 def stack_prompt(on_top: Pile | None, last: bool = False) -> str:

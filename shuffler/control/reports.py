@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from shuffler.control.hand import HandReport, PassRecord
     from shuffler.device.contract import PassReport
 
-EXIT_OK, EXIT_BUG, EXIT_USAGE, EXIT_FAULT, EXIT_BATTERY = 0, 1, 2, 3, 4
+from shuffler.constants import EXIT_BATTERY, EXIT_FAULT, EXIT_OK
 
 
 def exit_code(fault: dict[str, Any] | None) -> int:

@@ -182,13 +182,6 @@ class ScoreBook:
             return fresh, label
         return self._change(version, change, dealer=seats.index(first))
 
-    def team_of(self, seat: str) -> int:
-        """The team a seat plays for (partners sit opposite)."""
-        seats = self.config.table.seats
-        if seat not in seats:
-            raise ScoreError(f"expected one of the seats {', '.join(seats)}, got {seat!r}")
-        return seats.index(seat) % 2
-
 
 def check_version(game: Game, version: int | None, undo: list[dict[str, Any]]) -> None:
     if version is None or version == game.version:

@@ -16,7 +16,7 @@ from typing import Any
 
 from shuffler.config import Config
 from shuffler.control.controller import PassController
-from shuffler.control.hand import pending_hand, play_hand
+from shuffler.control.hand import HandTerms, hand_terms, play_hand
 from shuffler.control.panel import stack_prompt, wrong_pile_prompt
 from shuffler.control.reports import (
     EXIT_OK,
@@ -119,14 +119,12 @@ class Session:
                 mode: str | None = None, on_event: Event = _quiet,
                 on_tick: Tick | None = None) -> dict[str, Any]:
         """A hand; ``on_tick()`` is called while it runs, also while it waits for a touch."""
-        pending = pending_hand(self.controller.store.load())
-        load = cards or self.config.hand.cards
-        of = pending["passes"] if pending else (passes or self.config.hand.passes_for(load))
-        if pending:
+        terms = hand_terms(self.controller.store.load(), self.config, passes, cards, mode)
+        if pending := terms.pending:
             on_event({"event": "resume", "number": pending["number"],
-                      "at_pass": pending["done"] + 1, "of": of})
+                      "at_pass": pending["done"] + 1, "of": terms.passes})
         with motor_off_on_exit(self.device):
-            hand = self._hand(passes, cards, mode, of, on_event, on_tick)
+            hand = self._hand(terms, on_event, on_tick)
         result = hand_dict(hand)
         self.controller.update(lambda s: setattr(s, "last_hand", last_hand(result)))
         # a hand that finished is done, even with a degraded (double-fed) pass in it: its
@@ -134,11 +132,10 @@ class Session:
         return {"device": self.device.info.to_dict(), "hand": result,
                 "exit": EXIT_OK if result["completed"] else exit_code(result["fault"])}
 
-    def _hand(self, passes, cards, mode, of, on_event: Event, on_tick: Tick | None):
+    def _hand(self, terms: HandTerms, on_event: Event, on_tick: Tick | None):
+        of = terms.passes
         return play_hand(
-            self.controller, self.config, cards=cards or self.config.hand.cards,
-            passes=passes or self.config.hand.passes_for(cards or self.config.hand.cards),
-            mode=Mode(mode) if mode else self.config.hand.mode, rng=self.rng,
+            self.controller, self.config, terms, rng=self.rng,
             on_pass_start=lambda n, of: on_event({"event": "pass_start", "number": n, "of": of}),
             on_card=lambda c, e: on_event({"event": "card", "counted": c, "expected": e}),
             on_stack=lambda st, report: on_event(stack_event(
@@ -163,16 +160,6 @@ class Session:
 
     def game(self) -> Game:
         return self.scores.game()
-
-    def do_score(self, makers: int, tricks: int, alone: bool = False, **how: Any
-                 ) -> dict[str, Any]:
-        return self.scores.record(makers, tricks, alone, **how)
-
-    def do_undo(self, version: int | None = None) -> dict[str, Any]:
-        return self.scores.undo(version)
-
-    def do_new_game(self, first_dealer: str | None = None, **how: Any) -> dict[str, Any]:
-        return self.scores.new_game(first_dealer, **how)
 
     def score(self) -> dict[str, Any]:
         return self.scores.show()

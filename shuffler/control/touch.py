@@ -85,9 +85,6 @@ NOT_STACKED = Ignore("touch ignored: the sensors have not seen the stack; lift t
                      "the light shows first, then the other, and touch")
 NOTHING_TO_KEEP = Ignore("nothing to keep: the stack follows the light; touch for the next "
                          "pass")
-#: every refusal, for the docs and the tests
-REFUSALS = (RESTACKING, PASS_RUNNING, TRAY_EMPTY, HELD, NOTHING_TO_CLEAR, BEFORE_FAULT,
-            WRONG_PILE, KEEP_REFUSED, NOT_STACKED, NOTHING_TO_KEEP)
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from shuffler.constants import MAX_CARDS
 from shuffler.errors import BadInputError
-
-MAX_CARDS = 104
 
 RANKS = ("2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K", "A")
 

@@ -29,8 +29,6 @@ from typing import Any
 from shuffler.errors import BadInputError
 
 DEFAULT_TARGET = 10
-#: the targets the page offers (any whole number from 1 to MAX_TARGET is taken)
-TARGETS = (10, 11, 15, 21)
 MAX_TARGET = 100
 RENEGE_POINTS = 2  # the house rule: the same as a euchre
 MAX_NAME = 32

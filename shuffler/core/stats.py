@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
@@ -192,17 +192,6 @@ def runs_test(runs: Sequence[int], n: int) -> TestResult:
     return TestResult("runs", stat, df, chi2_sf(stat, df),
                       {"mean": mean, "uniform_mean": (n + 1) / 2, "runs_distance": runs_distance,
                        "histogram": hist})
-
-
-def position_test(orders: Iterable[Sequence[int]], n: int) -> TestResult:
-    """χ² on the card × position table: every card equally likely in every place."""
-    battery = Battery(n)
-    trials = 0
-    for order in orders:
-        trials += 1
-        for pos, card in enumerate(order):
-            battery.table[card][pos] += 1
-    return battery.position_result(trials)
 
 
 def guess_score(order: Sequence[int]) -> int:

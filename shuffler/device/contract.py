@@ -184,9 +184,10 @@ class FaultLimits:
 @dataclass(frozen=True)
 class EngineTimings:
     """The mechanism's timings every backend runs a pass with, declared once: the
-    config's ``[gpio]`` keys (``GpioConfig.engine_timings``) give the machine's values,
+    config's ``[engine]`` keys (``EngineConfig.timings``) give the machine's values,
     and the GPIO backend, the simulator and a microcontroller's CONFIG all take this one
-    type. Zero everywhere (the default) is an ideal beam and a motor at full speed at once."""
+    type when they are opened. Zero everywhere (the default) is an ideal beam and a motor
+    at full speed at once."""
 
     soft_start_s: float = 0.0  # the motor ramps to full duty over this
     glitch_s: float = 0.0  # a beam level counts once it has held this long (a pin's filter)

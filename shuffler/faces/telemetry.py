@@ -48,6 +48,7 @@ from typing import Any
 
 from shuffler import __version__
 from shuffler.config import MqttConfig
+from shuffler.constants import SCHEMA
 from shuffler.errors import ConfigError
 from shuffler.logs import Burst, get_logger
 from shuffler.service.events import (
@@ -63,7 +64,6 @@ log = get_logger("shuffler.telemetry")
 
 MQTT_ERR_QUEUE_SIZE = 15  # paho: its store of unsent QoS 1 messages is full
 
-SCHEMA = 1
 COMMAND_QUEUE = 8  # remote commands waiting for the service; more are refused
 
 

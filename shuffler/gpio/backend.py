@@ -38,7 +38,8 @@ def open_gpio(config: Config) -> ShufflerDevice:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             device = GpioDevice(config.gpio, limits=config.mechanism.limits,
-                                feed=config.mechanism.feed, pin_factory=factory)
+                                feed=config.mechanism.feed, pin_factory=factory,
+                                timings=config.engine.timings())
     except Exception as e:
         if not is_pin_error(e):
             raise

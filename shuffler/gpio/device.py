@@ -50,7 +50,7 @@ from gpiozero import (
     PWMOutputDevice,
 )
 
-from shuffler.config import PWM_LIMIT_HZ, GpioConfig
+from shuffler.config import PWM_LIMIT_HZ, EngineConfig, GpioConfig
 from shuffler.core.battery import MonitorFault, monitor_problem, sort_readings
 from shuffler.core.mechanics import Feed, Pile
 from shuffler.core.planning import PassPlan
@@ -59,6 +59,7 @@ from shuffler.device.contract import (
     BatteryReading,
     CardCallback,
     DeviceInfo,
+    EngineTimings,
     EventKind,
     Fault,
     FaultLimits,
@@ -267,13 +268,16 @@ class GpioDevice(ShufflerDevice):
     def __init__(self, gpio: GpioConfig, *, limits: FaultLimits | None = None,
                  feed: Feed = Feed.TOP, pin_factory=None, clock: Clock | None = None,
                  name: str = "shuffler on GPIO", still: bool | None = None,
-                 kind: str = "gpio", accepts_seed: bool = False) -> None:
+                 kind: str = "gpio", accepts_seed: bool = False,
+                 timings: EngineTimings | None = None) -> None:
         super().__init__()
         #: opened with no moving output driven (``still``, or inside ``opening_still()``):
         #: the servo gets its first pulse from the first pass or a confirmed bench step
         self.still = open_still() if still is None else still
         self.gpio = gpio
         self.limits = limits or FaultLimits()
+        #: the pass engine's timings (``[engine]``)
+        self.timings = timings or EngineConfig().timings()
         self.clock = clock or RealClock()
         self._info = DeviceInfo(kind, name, feed, accepts_seed=accepts_seed)
         self._fault: Fault | None = None
@@ -463,8 +467,7 @@ class GpioDevice(ShufflerDevice):
 
     def _run(self, plan: PassPlan, on_card: CardCallback | None,
              on_tick: TickCallback | None) -> Done:
-        g, clock = self.gpio, self.clock
-        timings = g.engine_timings()
+        clock, timings = self.clock, self.timings
         engine = PassEngine(plan.labels, self.limits, timings=timings,
                             can_reverse=isinstance(self.motor, Motor))
         beam = EdgeFilter(timings.glitch_s, self.beam.is_active)

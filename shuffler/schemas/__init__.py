@@ -18,8 +18,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-#: the version in every output's ``schema`` key; bumped on a breaking change
-SCHEMA_VERSION = 1
 BASE_URI = "https://schemas.shuffler.invalid/v1/"
 CHECK_ENV = "SHUFFLER_CHECK_SCHEMAS"
 

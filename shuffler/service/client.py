@@ -26,14 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from shuffler.constants import PROTOCOL
 from shuffler.errors import BadInputError, DeviceError, ShufflerError
 from shuffler.service.request import TRAITS
 from shuffler.service.trust import peer_uid
 from shuffler.service.trust import trusted_uids as trusted_uids  # the CLI's name for it
 
-#: the socket protocol this client speaks (shuffler.service.protocol.PROTOCOL; a test keeps
-#: them equal)
-PROTOCOL = 1
 CONNECT_TIMEOUT = 2.0
 #: the schema of a request's result, where it is not the command's own name
 RESULT_SCHEMAS = {"undo": "score", "redo": "score", "new_game": "score"}

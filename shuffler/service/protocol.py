@@ -24,12 +24,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from shuffler.constants import PROTOCOL as PROTOCOL
+from shuffler.constants import SCHEMA as SCHEMA
 from shuffler.errors import ShufflerError, error_kind
 from shuffler.service.request import RequestError
 from shuffler.service.request import check as check_request
 
-PROTOCOL = 1
-SCHEMA = 1  # the JSON schema version of every reply and event (docs/json.md)
 MAX_LINE = 64 * 1024  # bytes in one request line
 MAX_DEPTH = 4  # nesting of a request: a flat object is 1; deeper is never a request
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from shuffler.core.cards import MAX_CARDS
+from shuffler.constants import MAX_CARDS
 from shuffler.errors import BadInputError
 
 

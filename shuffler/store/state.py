@@ -1,6 +1,6 @@
 """The persistent state: counters, the dealer, a latched fault. Written atomically.
 
-Every field has a type and a range (:data:`SCHEMA`), checked on load. A file that
+Every field has a type and a range (:data:`FIELDS`), checked on load. A file that
 fails the check is never half-trusted: it is copied aside as ``state.json.bad-<time>``,
 a fresh state holding a latched ``state_damaged`` fault (the damaged file may have
 held a jam) replaces it, and the command refuses with exit 2, naming the file, the
@@ -14,13 +14,21 @@ process goes on seeing it (a latched fault still refuses the next pass) and writ
 as soon as it can. A preallocated reserve (:class:`shuffler.files.Reserve`) is given
 up when a write fails, so the write that records a fault finds room. The state
 folder's files are never opened through a symlink.
+
+A store keeps the state it last read or wrote, with the file's identity then (its
+inode, size and modification time): a load that finds the file as it was returns a copy
+of it without reading the file again (a one-pass hand reads it once). One process
+writes the file at a time (the machine's lock); any other write replaces it (a new
+inode) or changes its time or size, and the next load reads it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
+import os
 import reprlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
@@ -28,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
-from shuffler.core.cards import MAX_CARDS
+from shuffler.constants import MAX_CARDS
 from shuffler.core.planning import Mode
 from shuffler.device.contract import Fault, FaultKind
 from shuffler.errors import FileAccessError, StateFileError
@@ -43,7 +51,7 @@ from shuffler.files import (
     write_file,
 )
 
-__all__ = ["SCHEMA", "STATE_VERSION", "State", "StateStore", "atomic_write",
+__all__ = ["FIELDS", "STATE_VERSION", "State", "StateStore", "atomic_write",
            "check_state", "default_state_dir"]
 
 STATE_VERSION = 1
@@ -299,7 +307,7 @@ class State:
 
 
 #: field name -> its check and whether the file must hold it
-SCHEMA: dict[str, dict[str, Any]] = {f.name: dict(f.metadata) for f in fields(State)}
+FIELDS: dict[str, dict[str, Any]] = {f.name: dict(f.metadata) for f in fields(State)}
 
 
 def check_state(doc: Any) -> State:
@@ -309,7 +317,7 @@ def check_state(doc: Any) -> State:
     if type(doc.get("version")) is int and doc["version"] > STATE_VERSION:
         raise Invalid("version", f"written by a newer shuffler (state version "
                                  f"{doc['version']}; this one reads {STATE_VERSION})")
-    for name, spec in SCHEMA.items():
+    for name, spec in FIELDS.items():
         if name in doc:
             spec["check"](doc[name], name)
         elif spec["required"]:
@@ -318,10 +326,14 @@ def check_state(doc: Any) -> State:
     if flight is not None and flight["id"] >= doc.get("next_pass_id", 1):
         _fail("in_flight.id", f"less than next_pass_id ({doc.get('next_pass_id', 1)})",
               flight["id"])
-    return State(**{name: doc[name] for name in SCHEMA if name in doc})
+    return State(**{name: doc[name] for name in FIELDS if name in doc})
 
 
 # -- the store -------------------------------------------------------------------
+
+
+#: the identity of a state file that is not there (no inode is 0)
+NO_FILE = (0, -1, 0)
 
 
 class StateStore:
@@ -333,6 +345,22 @@ class StateStore:
         self.reserve = Reserve(self.folder)
         #: the state the last save could not write; this process trusts it over the file
         self.unsaved: State | None = None
+        #: the file's identity when it was last read or written, and the state it held
+        self._known: tuple[tuple[int, int, int], State] | None = None
+
+    def _identity(self) -> tuple[int, int, int] | None:
+        """The file's inode, size and modification time; :data:`NO_FILE` when there is
+        none; None when it cannot be looked at (the read says why)."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except FileNotFoundError:
+            return NO_FILE
+        except OSError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def _remember(self, identity: tuple[int, int, int] | None, state: State) -> None:
+        self._known = None if identity is None else (identity, copy.deepcopy(state))
 
     def load(self) -> State:
         if self.unsaved is not None:
@@ -340,8 +368,14 @@ class StateStore:
             with contextlib.suppress(FileAccessError):  # written at last: the disk has room
                 self.save(pending)
             return pending
+        identity = self._identity()  # taken first: a write after it is read next time
+        known = self._known
+        if known is not None and identity is not None and known[0] == identity:
+            return copy.deepcopy(known[1])
+        self._known = None
         raw = read_limited(self.path, "state file", error=FileAccessError, follow=False)
         if raw is None:
+            self._remember(identity if identity == NO_FILE else None, State())
             return State()
         try:
             try:
@@ -352,20 +386,25 @@ class StateStore:
                 raise Invalid("(file)", "nested too deeply") from None
             except ValueError as e:
                 raise Invalid("(file)", f"not valid JSON ({e})") from None
-            return check_state(doc)
+            state = check_state(doc)
         except Invalid as bad:
             raise self._set_aside(bad, raw) from None
+        self._remember(identity, state)
+        return state
 
     def save(self, state: State) -> None:
         """Write ``state``; if that fails it is kept in memory (see the module notes) and
         the :class:`FileAccessError` says why."""
         data = json.dumps(asdict(state), indent=2, sort_keys=True, allow_nan=False) + "\n"
+        self._known = None
         try:
             write_file(self.path, data.encode(), "state file", self.reserve)
         except FileAccessError:
             self.unsaved = state
             raise
         self.unsaved = None
+        written = self._identity()  # gone already (removed just after): nothing is kept
+        self._remember(None if written == NO_FILE else written, state)
 
     def clean(self) -> list[str]:
         """Remove the temporary files a killed write left (with the machine's lock held)."""

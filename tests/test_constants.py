@@ -1,0 +1,109 @@
+"""The numbers every layer shares have one home (issue 48): shuffler/constants.py.
+
+An exit code, the socket's protocol, the JSON schema's version or the load's limit
+assigned at the top of any other module (or an error class's ``exit_code`` written as a
+bare number) fails here, naming the file and the line; so does a second literal of one
+exit code in the home itself. The documented numbers are held to README's table."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+from shuffler import constants
+from shuffler.errors import (
+    BadInputError,
+    DeviceError,
+    LowBatteryError,
+    OverVoltageError,
+    ShufflerError,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+HOME = ROOT / "shuffler" / "constants.py"
+#: the trees of our code (tests may name what they check)
+TREES = ("shuffler", "cli", "hardware-sim", "firmware_bridge", "benchmarks", "docs")
+SHARED = {"PROTOCOL", "SCHEMA", "SCHEMA_VERSION", "MAX_CARDS"}
+
+
+def shared(name: str) -> bool:
+    return name in SHARED or name.startswith("EXIT_")
+
+
+def assigned(tree: ast.Module) -> list[tuple[str, int]]:
+    """The names a module assigns at its top level (an import is not an assignment)."""
+    found: list[tuple[str, int]] = []
+    for node in tree.body:
+        targets = (node.targets if isinstance(node, ast.Assign)
+                   else [node.target] if isinstance(node, ast.AnnAssign) else [])
+        for target in targets:
+            for leaf in ast.walk(target):
+                if isinstance(leaf, ast.Name):
+                    found.append((leaf.id, node.lineno))
+    return found
+
+
+def sources() -> list[Path]:
+    return [p for tree in TREES for p in sorted((ROOT / tree).rglob("*.py"))
+            if ".venv" not in p.parts and "build" not in p.parts]
+
+
+def second_homes(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """Every top-level assignment of a shared name outside the home, and every class
+    attribute ``exit_code = <number>``, as ``file:line name``."""
+    found = []
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = path.relative_to(root)
+        if path != HOME:
+            found += [f"{where}:{line} {name}" for name, line in assigned(tree) if shared(name)]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                for stmt in node.body:
+                    if (isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+                            and any(isinstance(t, ast.Name) and t.id == "exit_code"
+                                    for t in stmt.targets)):
+                        found.append(f"{where}:{stmt.lineno} exit_code = {stmt.value.value}")
+    return found
+
+
+def test_each_shared_constant_is_defined_once():
+    assert second_homes(sources()) == []
+
+
+def test_the_check_finds_a_second_definition(tmp_path):
+    """The walk sees each way a second home is written (else the test above proves nothing)."""
+    stray = tmp_path / "stray.py"
+    stray.write_text("EXIT_FAULT = 3\nA, MAX_CARDS = 1, 104\nPROTOCOL: int = 1\n"
+                     "class E(Exception):\n    exit_code = 2\n"
+                     "from shuffler.constants import SCHEMA\n", encoding="utf-8")
+    assert second_homes([stray], tmp_path) == [
+        "stray.py:1 EXIT_FAULT", "stray.py:2 MAX_CARDS", "stray.py:3 PROTOCOL",
+        "stray.py:5 exit_code = 2"]
+
+
+def test_each_exit_code_is_written_once_in_its_home():
+    """In the home an exit code's number is written once; another name for it refers to
+    the first (EXIT_SYSTEM is EXIT_FAULT), so no two names drift apart."""
+    literals: list[int] = []
+    for node in ast.parse(HOME.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(leaf, ast.Name) and leaf.id.startswith("EXIT_")
+                for t in node.targets for leaf in ast.walk(t)):
+            literals += [c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant)]
+    assert sorted(literals) == sorted(set(literals)) == [0, 1, 2, 3, 4]
+
+
+def test_the_documented_exit_codes():
+    """README's table names the codes the constants hold, and each error says its own."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = readme.split("## Exit codes")[1].split("\n\n")[1]
+    rows = dict(re.findall(r"^\| (\d) \| (.+?) \|$", table, re.M))
+    assert sorted(int(code) for code in rows) == [
+        constants.EXIT_OK, constants.EXIT_BUG, constants.EXIT_USAGE, constants.EXIT_FAULT,
+        constants.EXIT_BATTERY] == [0, 1, 2, 3, 4]
+    assert "usage or bad input" in rows[str(constants.EXIT_USAGE)]
+    assert "low battery" in rows[str(constants.EXIT_BATTERY)]
+    assert (ShufflerError.exit_code, BadInputError.exit_code, DeviceError.exit_code,
+            LowBatteryError.exit_code, OverVoltageError.exit_code) == (1, 2, 3, 4, 4)
