@@ -48,8 +48,7 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
         progress = Progress(app)
         pending = pending_hand(StateStore(app.state_dir).load())  # its load goes in the tray
         result = app.ask("hand", load=pending["cards"] if pending else cards, on_event=progress,
-                         passes=passes, cards=cards, mode=mode,
-                         local=lambda s: s.do_hand(passes, cards, mode, progress))
+                         passes=passes, cards=cards, mode=mode)
         return app.emit_result(result, "hand", render.hand_summary(result["hand"]))
 
     run_guarded(app, body)
@@ -71,8 +70,7 @@ def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
 
     def body() -> int:
         progress = Progress(app)
-        result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode,
-                         local=lambda s: s.do_pass(cards, mode, progress))
+        result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode)
         progress.bar.end()
         return app.emit_result(result, "pass", render.pass_line(result["pass"]))
 
@@ -172,7 +170,7 @@ def clear(app: App) -> None:
     """
 
     def body() -> int:
-        result = app.ask("clear", load=None, local=lambda s: s.do_clear())
+        result = app.ask("clear", load=None)
         code = result.pop("exit")
         if not result["cleared"]:
             text = ("not cleared: " + result["still"]["message"] if result.get("still")

@@ -58,6 +58,7 @@ from shuffler.service.events import (
     ScoreChanged,
     StateChanged,
 )
+from shuffler.service.machine import MQTT, sent_by
 
 log = get_logger("shuffler.telemetry")
 
@@ -82,8 +83,6 @@ class Topics:
         return f"{self.base}/{name.rstrip('_').replace('_', '/')}"
 
 
-#: Commands a table accepts over MQTT. A pass is never one: it needs the dealer's hand.
-REMOTE_COMMANDS = ("clear", "new_game")
 
 
 def parse_command(payload: bytes) -> dict[str, Any]:
@@ -97,8 +96,10 @@ def parse_command(payload: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     cmd = data.get("cmd")
-    if cmd not in REMOTE_COMMANDS:
-        raise ValueError(f"cmd: expected one of {', '.join(REMOTE_COMMANDS)}, got {cmd!r}")
+    # the commands a table accepts over MQTT (machine.sent_by(MQTT)); a pass is never
+    # one: it needs the dealer's hand
+    if cmd not in (remote := sent_by(MQTT)):
+        raise ValueError(f"cmd: expected one of {', '.join(remote)}, got {cmd!r}")
     request_id = data.get("id")
     if request_id is not None and not (isinstance(request_id, str) and len(request_id) <= 64):
         raise ValueError("id: expected a string of at most 64 characters")

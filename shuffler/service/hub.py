@@ -39,7 +39,9 @@ class Hub(Protocol):
         """``callback(event)`` with each typed event the service publishes
         (:mod:`shuffler.service.events`)."""
 
-    def submit(self, request: dict[str, Any]) -> dict[str, Any]: ...
+    def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:
+        """Run ``request`` as a socket client's, sent by ``face`` (machine.PAGE,
+        machine.MQTT): a command the declaration does not list for it is refused."""
 
     def on_touch(self, claim: Callable[[], bool]) -> None:
         """Ask ``claim()`` first of every touch on the sensor between hands (not a face's
