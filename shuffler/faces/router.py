@@ -11,8 +11,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from shuffler.control.panel import Panel
-from shuffler.control.reports import last_hand
 from shuffler.errors import ShufflerError
 from shuffler.logs import get_logger
 from shuffler.service.events import (
@@ -25,6 +23,7 @@ from shuffler.service.events import (
     StateChanged,
     TouchIgnored,
 )
+from shuffler.service.hub import Panel
 from shuffler.service.machine import COMMANDS, MQTT, PAGE
 
 if TYPE_CHECKING:
@@ -116,8 +115,8 @@ class Faces:
                 self.board.status(status)
             case ScoreChanged(score):
                 self.board.score(score)
-            case HandSummary(hand):
-                self.board.hand_done(last_hand(hand))
+            case HandSummary(_, last):
+                self.board.hand_done(last)
 
     # -- the page (web.PanelSource) -----------------------------------------------------
     def panel(self) -> tuple[int, dict[str, Any]]:

@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any
 
 from shuffler import __version__
-from shuffler.config import MqttConfig
 from shuffler.errors import ConfigError
 from shuffler.logs import Burst, get_logger
 from shuffler.service.events import (
@@ -58,6 +57,7 @@ from shuffler.service.events import (
     ScoreChanged,
     StateChanged,
 )
+from shuffler.service.hub import MqttConfig
 from shuffler.service.machine import MQTT, sent_by
 
 log = get_logger("shuffler.telemetry")

@@ -7,7 +7,8 @@
 - :class:`PassStarted` (number, of) and :class:`CardCounted` (counted, expected);
 - :class:`PassReported`: a pass's report as ``shuffler pass --json`` gives it, as each
   pass (a lone one, or each of a hand) ends;
-- :class:`HandSummary`: the hand's summary as ``shuffler hand --json`` gives it;
+- :class:`HandSummary`: the hand's summary as ``shuffler hand --json`` gives it, and what
+  ``status`` says of it as the last hand;
 - :class:`TouchIgnored`: a touch that started nothing, and why;
 - :class:`ScoreChanged`: the game, after a change to the score;
 - :class:`StateChanged` (the status snapshot, after every job and every 2 s idle),
@@ -53,6 +54,7 @@ class PassReported:
 @dataclass(frozen=True)
 class HandSummary:
     hand: dict[str, Any]
+    last: dict[str, Any]  # what the state keeps of it (control.reports.last_hand)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from shuffler import __version__
+from shuffler.control.reports import last_hand
 from shuffler.control.session import Session
 from shuffler.control.signals import ENDINGS, SUSPEND, suspend_after
 from shuffler.control.touch import Clear, Ignore, Start, Wait
@@ -92,7 +93,7 @@ def outcome(cmd: Command, result: dict[str, Any]) -> Event | None:
     if cmd.score:
         return ScoreChanged(result["score"])
     if cmd.name == "hand":
-        return HandSummary(result["hand"])
+        return HandSummary(result["hand"], last_hand(result["hand"]))
     if cmd.name == "pass":
         return PassReported(result["pass"])
     return None
