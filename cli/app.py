@@ -272,7 +272,8 @@ class App:
 
         request = check({"cmd": cmd, **args})
         admit(cmd, CLI)
-        return Machine(self.session(load or self.config.hand.cards)).run(request, on_event, CLI)
+        session = self.session(load or self.config.hand.cards)
+        return Machine(session).run(request, on_event, CLI).to_json()
 
     def read(self, cmd: str, local: Callable[[PassController, Config], dict[str, Any]], *,
              load: int | None = None, **args: Any) -> dict[str, Any]:

@@ -38,7 +38,7 @@ def _ask_score(app: App, cmd: str, **args: Any) -> None:
             request = check({"cmd": cmd, **args})
             app.lock()
             book = ScoreBook(StateStore(app.state_dir), app.config)
-            result = Machine(scores=book).run(request, face=CLI)
+            result = Machine(scores=book).run(request, face=CLI).to_json()
         code = result.pop("exit", 0)
         app.emit(result, _score_text(result))
         return code

@@ -158,3 +158,34 @@ def test_every_face_a_command_does_not_list_refuses_it(toy, served, tmp_path, le
     else:
         refusals[MQTT] = not served.faces.remote_command(command)["ok"]
     assert refusals == {face: face == left_out for face in FACES}
+
+
+def test_every_commands_result_is_frozen_and_keeps_its_schema(tmp_path):
+    """What the dispatcher returns, for every command declared: a frozen Result whose
+    JSON (made at the edge) is what its schema in shuffler/schemas says."""
+    from shuffler.schemas import names, validate
+    from shuffler.service.results import Result
+
+    assert {c.schema for c in COMMANDS.values()} <= set(names())
+    config = Config()
+    device = SimDevice.for_cards(24, rng=random.Random(5))
+    controller = PassController(device, StateStore(tmp_path / "state"), config.battery,
+                                config.hand.passes)
+    m = machine.Machine(Session(controller, config, random.Random(1)))
+    requests = [{"cmd": "status"}, {"cmd": "battery", "cards": 32}, {"cmd": "pass"},
+                {"cmd": "hand", "passes": 2}, {"cmd": "clear"}, {"cmd": "stop"},
+                {"cmd": "score", "makers": 0, "tricks": 5}, {"cmd": "score"},
+                {"cmd": "undo"}, {"cmd": "redo"}, {"cmd": "new_game", "target": 11}]
+    assert {r["cmd"] for r in requests} == set(COMMANDS)
+    try:
+        for req in requests:
+            result = m.run(request.check(req))
+            assert isinstance(result, Result) and result.schema == COMMANDS[req["cmd"]].schema
+            validate(result.to_json(), result.schema)
+            with pytest.raises(TypeError):
+                result.body["exit"] = 9  # type: ignore[index]
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                result.schema = "x"  # type: ignore[misc]
+            assert json.loads(json.dumps(result.to_json())) == result.to_json()
+    finally:
+        device.close()

@@ -25,6 +25,7 @@ from shuffler.service.events import (
 )
 from shuffler.service.hub import Panel
 from shuffler.service.machine import COMMANDS, MQTT, PAGE
+from shuffler.service.results import thaw
 
 if TYPE_CHECKING:
     from shuffler.faces.telemetry import Telemetry
@@ -111,12 +112,12 @@ class Faces:
                 self.board.counted(counted, expected)
             case TouchIgnored(why):
                 self.board.touch_ignored(why)
-            case StateChanged(status):
-                self.board.status(status)
+            case StateChanged(status):  # the panel is the page's JSON: thawed here
+                self.board.status(thaw(status))
             case ScoreChanged(score):
-                self.board.score(score)
+                self.board.score(thaw(score))
             case HandSummary(_, last):
-                self.board.hand_done(last)
+                self.board.hand_done(thaw(last))
 
     # -- the page (web.PanelSource) -----------------------------------------------------
     def panel(self) -> tuple[int, dict[str, Any]]:

@@ -59,6 +59,7 @@ from shuffler.service.events import (
 )
 from shuffler.service.hub import MqttConfig
 from shuffler.service.machine import MQTT, sent_by
+from shuffler.service.results import thaw
 
 log = get_logger("shuffler.telemetry")
 
@@ -205,15 +206,15 @@ class Telemetry:
         fault and the score retained; each pass as it ends and each hand."""
         match event:
             case StateChanged(status):
-                self.state(status)
+                self.state(thaw(status))
             case FaultChanged(fault):
-                self.publish("fault", {"fault": fault}, retain=True)
+                self.publish("fault", {"fault": thaw(fault)}, retain=True)
             case ScoreChanged(score):
-                self.publish("score", {"score": score}, retain=True)
+                self.publish("score", {"score": thaw(score)}, retain=True)
             case PassReported(report):
-                self.publish("pass", {"pass": report})
+                self.publish("pass", {"pass": thaw(report)})
             case HandSummary(hand):
-                self.publish("hand", {"hand": hand})
+                self.publish("hand", {"hand": thaw(hand)})
 
     def close(self) -> None:
         with self._wake:

@@ -16,8 +16,10 @@
   too) and :class:`BatteryChanged` (the battery's figures changed).
 
 Every field is what a client of the socket may see: counts, piles, faults, volts,
-never a plan or the card order. Nothing on the bus is JSON: the faces make it at their
-edges (the page, MQTT), as the socket does. A callback runs on the service's threads and
+never a plan or the card order. Nothing on the bus is JSON, and nothing on it is a dict
+or a list: the objects it carries are frozen (:func:`shuffler.service.results.freeze`),
+and the faces make JSON at their edges (the page, MQTT; :func:`~shuffler.service.results.thaw`),
+as the socket does. A callback runs on the service's threads and
 must not block.
 """
 
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shuffler.device.contract import Status
+from shuffler.service.results import Frozen, freeze
 
 
 @dataclass(frozen=True)
@@ -48,13 +51,13 @@ class CardCounted:
 
 @dataclass(frozen=True)
 class PassReported:
-    report: dict[str, Any]
+    report: Frozen
 
 
 @dataclass(frozen=True)
 class HandSummary:
-    hand: dict[str, Any]
-    last: dict[str, Any]  # what the state keeps of it (control.reports.last_hand)
+    hand: Frozen
+    last: Frozen  # what the state keeps of it (control.reports.last_hand)
 
 
 @dataclass(frozen=True)
@@ -64,22 +67,22 @@ class TouchIgnored:
 
 @dataclass(frozen=True)
 class ScoreChanged:
-    score: dict[str, Any] | None  # the game; None: no game yet
+    score: Frozen | None  # the game; None: no game yet
 
 
 @dataclass(frozen=True)
 class StateChanged:
-    status: dict[str, Any]
+    status: Frozen
 
 
 @dataclass(frozen=True)
 class FaultChanged:
-    fault: dict[str, Any] | None  # None: cleared
+    fault: Frozen | None  # None: cleared
 
 
 @dataclass(frozen=True)
 class BatteryChanged:
-    battery: dict[str, Any]
+    battery: Frozen
 
 
 Event = (SignalShown | PassStarted | CardCounted | PassReported | HandSummary | TouchIgnored
@@ -96,7 +99,7 @@ def progress(message: dict[str, Any]) -> Event | None:
         case "card":
             return CardCounted(message["counted"], message["expected"])
         case "pass":  # a pass of a hand, as it ends
-            return PassReported(message["pass"])
+            return PassReported(freeze(message["pass"]))
         case "touch_ignored":
             return TouchIgnored(message["why"])
     return None

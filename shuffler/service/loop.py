@@ -70,6 +70,7 @@ from shuffler.service.listening import Listener
 from shuffler.service.machine import COMMANDS, SOCKET, Command, Machine, admit, reads_score
 from shuffler.service.protocol import PROTOCOL, SCHEMA, error_reply, parse_request
 from shuffler.service.request import RequestError
+from shuffler.service.results import Frozen, Result, freeze, thaw
 from shuffler.service.systemd import Watchdog, sd_notify, watchdog_interval
 from shuffler.store.lock import MachineLock
 
@@ -86,14 +87,14 @@ class Job:
     face: str = SOCKET  # who sent it (machine.FACES)
 
 
-def outcome(cmd: Command, result: dict[str, Any]) -> Event | None:
+def outcome(cmd: Command, result: Result) -> Event | None:
     """A job's result as the faces hear it: a hand's summary (its passes were told as
     they ended), a lone pass's report, the score after a change; a clear is told by the
     state that follows it."""
     if cmd.score:
         return ScoreChanged(result["score"])
     if cmd.name == "hand":
-        return HandSummary(result["hand"], last_hand(result["hand"]))
+        return HandSummary(result["hand"], freeze(last_hand(result["hand"])))
     if cmd.name == "pass":
         return PassReported(result["pass"])
     return None
@@ -127,7 +128,7 @@ class Service(Publisher):
         self.jobs: queue.Queue[Job] = queue.Queue()
         self.claim = threading.Lock()  # held while a pass, hand or clear runs
         self.stopping = threading.Event()
-        self.snapshot: dict[str, Any] = {}
+        self.snapshot: dict[str, Frozen] = {}  # "status" and "battery", as last taken
         converse = Conversation(Places(max_clients), idle_seconds, self.greeting, self._answer,
                                 self.stopping)
         #: the socket (bound by :meth:`run`), a thread per connection running ``converse``
@@ -140,8 +141,8 @@ class Service(Publisher):
         #: a touch waiting for a client's short job, and since when (``clock``)
         self._waiting: tuple[InputEvent, float] | None = None
         #: the fault and battery last told to the faces (empty: not yet)
-        self._told_fault: tuple[dict[str, Any] | None, ...] = ()
-        self._told_battery: dict[str, Any] | None = None
+        self._told_fault: tuple[Frozen | None, ...] = ()
+        self._told_battery: Frozen | None = None
         session.controller.on_show = self._shown_to_dealer
         #: faces that may take the dealer's touch on the sensor between hands for
         #: themselves (the page's pairing), and the touches made by a face (never theirs)
@@ -338,7 +339,7 @@ class Service(Publisher):
         if not self.claim.acquire(blocking=False):
             return
         try:
-            result = self.session.do_clear()
+            result = self.machine.run({"cmd": "clear"})
             if result["cleared"]:
                 log.info("long press: fault cleared", kind=result["cleared_fault"]["kind"])
             else:
@@ -407,7 +408,7 @@ class Service(Publisher):
                 log.warning("fault", kind=fault["kind"], message=fault["message"])
             if (told := outcome(COMMANDS[req["cmd"]], result)) is not None:
                 self.publish(told)
-            return {"ok": True, "result": result}
+            return {"ok": True, "result": result.to_json()}
         except ShufflerError as e:
             log.warning("refused", cmd=req["cmd"], kind=error_kind(e), message=str(e))
             return error_reply(e)
@@ -438,16 +439,16 @@ class Service(Publisher):
     def refresh(self) -> None:
         """Status and battery for clients, taken between passes (never during one)."""
         try:
-            self.snapshot = {"status": {**self.machine.run({"cmd": "status"}),
-                                        "notice": self.notice},
-                             "battery": self.machine.run({"cmd": "battery"})}
+            self.snapshot = {"status": freeze({**self.machine.run({"cmd": "status"}).body,
+                                               "notice": self.notice}),
+                             "battery": self.machine.run({"cmd": "battery"}).body}
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
         else:
             self._tell_state(self.snapshot["status"], self.snapshot["battery"])
         self._last_snapshot = self.clock.now()
 
-    def _tell_state(self, status: dict[str, Any], battery: dict[str, Any]) -> None:
+    def _tell_state(self, status: Frozen, battery: Frozen) -> None:
         """The state to the faces, and the fault and the battery when they changed (the
         one place a change is detected; the first snapshot tells both)."""
         self.publish(StateChanged(status))
@@ -477,10 +478,10 @@ class Service(Publisher):
             send(error_reply(e))
             return
         if command.cached:
-            send({"ok": True, "result": self.snapshot.get(cmd)})
+            send({"ok": True, "result": thaw(self.snapshot.get(cmd))})
         elif not command.claimed or reads_score(req):  # no need to wait
             try:
-                send({"ok": True, "result": self.machine.run(req, face=face)})
+                send({"ok": True, "result": self.machine.run(req, face=face).to_json()})
             except ShufflerError as e:
                 send(error_reply(e))
         elif not self.claim.acquire(blocking=False):

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from shuffler.errors import BadInputError
+from shuffler.service.results import Result
 
 if TYPE_CHECKING:
     from shuffler.control.scorebook import ScoreBook
@@ -113,10 +114,12 @@ class Machine:
         return self._scores if self._scores is not None else self.session.scores
 
     def run(self, request: dict[str, Any], emit: Emit | None = None, face: str = SOCKET
-            ) -> dict[str, Any]:
+            ) -> Result:
         """Run one checked request (:func:`shuffler.service.request.check`) sent by
-        ``face``, its progress events to ``emit``; returns its result."""
-        return admit(request["cmd"], face).handler(self, request, emit or _quiet)
+        ``face``, its progress events to ``emit``; returns its result, frozen (JSON
+        only at the edges: :meth:`Result.to_json`)."""
+        command = admit(request["cmd"], face)
+        return Result(command.schema, command.handler(self, request, emit or _quiet))
 
 
 # -- the handlers ----------------------------------------------------------------------
