@@ -56,24 +56,28 @@ def toy_cli(app) -> None:
     click.echo(json.dumps(result))
 
 
+def session_on(folder, config: Config) -> Session:
+    """A session on the simulator, its state in ``folder``."""
+    device = SimDevice.for_cards(24, rng=random.Random(5))
+    return Session(PassController(device, StateStore(folder), config.battery,
+                                  config.hand.passes), config, random.Random(1))
+
+
 @pytest.fixture
 def served(tmp_path):
     """An in-process service on the simulator with its page on loopback."""
     config = Config()
     config = dataclasses.replace(config, web=dataclasses.replace(
         config.web, enabled=True, port=free_port()))
-    device = SimDevice.for_cards(24, rng=random.Random(5))
-    controller = PassController(device, StateStore(tmp_path / "svc"), config.battery,
-                                config.hand.passes)
-    service = Service(Session(controller, config, random.Random(1)), tmp_path / "s.sock",
-                      faces=Faces)
+    session = session_on(tmp_path / "svc", config)
+    service = Service(session, tmp_path / "s.sock", faces=Faces)
     thread = threading.Thread(target=service.run, daemon=True)
     thread.start()
     wait_for(lambda: ServiceClient.connect(service.socket_path) is not None, timeout=20)
     yield service
     service.stopping.set()
     thread.join(10)
-    device.close()
+    session.device.close()
 
 
 def over_socket(service: Service) -> dict:
@@ -167,11 +171,7 @@ def test_every_commands_result_is_frozen_and_keeps_its_schema(tmp_path):
     from shuffler.service.results import Result
 
     assert {c.schema for c in COMMANDS.values()} <= set(names())
-    config = Config()
-    device = SimDevice.for_cards(24, rng=random.Random(5))
-    controller = PassController(device, StateStore(tmp_path / "state"), config.battery,
-                                config.hand.passes)
-    m = machine.Machine(Session(controller, config, random.Random(1)))
+    m = machine.Machine(session_on(tmp_path / "state", Config()))
     requests = [{"cmd": "status"}, {"cmd": "battery", "cards": 32}, {"cmd": "pass"},
                 {"cmd": "hand", "passes": 2}, {"cmd": "clear"}, {"cmd": "stop"},
                 {"cmd": "score", "makers": 0, "tricks": 5}, {"cmd": "score"},
@@ -188,4 +188,4 @@ def test_every_commands_result_is_frozen_and_keeps_its_schema(tmp_path):
                 result.schema = "x"  # type: ignore[misc]
             assert json.loads(json.dumps(result.to_json())) == result.to_json()
     finally:
-        device.close()
+        m.session.device.close()
