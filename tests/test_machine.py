@@ -93,9 +93,14 @@ def over_socket(service: Service) -> dict:
 
 
 def from_the_page(service: Service) -> tuple[int, dict]:
+    return from_the_page_action(service, "toy")
+
+
+def from_the_page_action(service: Service, action: str) -> tuple[int, dict]:
+    """POST /api/ACTION from the page on loopback: the status and the JSON answer."""
     host, port = service.faces.web.address
-    conn = http.client.HTTPConnection(host, port, timeout=5)
-    conn.request("POST", "/api/toy", b"{}", {"Content-Type": "application/json",
+    conn = http.client.HTTPConnection(host, port, timeout=10)
+    conn.request("POST", f"/api/{action}", b"{}", {"Content-Type": "application/json",
                                              "Origin": f"http://{host}:{port}"})
     r = conn.getresponse()
     body = json.loads(r.read())
@@ -189,3 +194,23 @@ def test_every_commands_result_is_frozen_and_keeps_its_schema(tmp_path):
             assert json.loads(json.dumps(result.to_json())) == result.to_json()
     finally:
         m.session.device.close()
+
+
+def test_the_page_cannot_run_a_pass_or_a_hand_past_the_dealers_touch(served):
+    """The page's Start pass is a touch, decided by the touch policy: a page (or anything
+    speaking as one) that asks the service for a pass or a hand itself is refused, over
+    HTTP and past it, and the motor never turns."""
+    device = served.session.device
+    for cmd in ("pass", "hand", "status", "battery"):
+        reply = served.submit({"cmd": cmd}, PAGE)
+        assert not reply["ok"] and reply["error"]["kind"] == "bad_request", reply
+        assert f"{cmd!r} is not a command the page may send" in reply["error"]["message"]
+        if cmd != "pass":  # the page's own pass is the touch (test_page_start.py)
+            status, body = from_the_page_action(served, cmd)
+            assert (status, body["error"]["kind"]) == (404, "not_found"), body
+    assert served.session.controller.store.load().passes == 0
+    assert not device.mechanism.piles[0] and not device.mechanism.piles[1]
+    # nor over MQTT, where only a clear and a new game come from across the room
+    for cmd in ("pass", "hand", "stop", "score", "undo"):
+        with pytest.raises(ValueError, match="cmd: expected one of clear, new_game"):
+            parse_command(json.dumps({"cmd": cmd}).encode())

@@ -103,5 +103,5 @@ def test_one_table_says_what_each_command_is():
                           (telemetry, ("REMOTE_COMMANDS",))):
         assert not [n for n in names if hasattr(module, n)], module
     assert machine.sent_by(machine.MQTT) == ("clear", "new_game")
-    assert machine.sent_by(machine.PAGE) == ("pass", "clear", "stop", "score", "undo",
-                                             "redo", "new_game")
+    assert machine.sent_by(machine.PAGE) == ("clear", "stop", "score", "undo", "redo",
+                                             "new_game")

@@ -473,7 +473,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- acting --------------------------------------------------------------------
     def do_POST(self) -> None:
         action = urlsplit(self.path).path.removeprefix("/api/")
-        if action != "pair" and action not in sent_by(PAGE):
+        # the page's own actions, beside the commands it may send: pairing a phone, and
+        # Start pass, which is the dealer's touch (never a pass run for the page)
+        if action not in ("pair", "pass") and action not in sent_by(PAGE):
             self.refuse_unread(HTTPStatus.NOT_FOUND, "not_found", f"no action {action!r}")
             return
         why = self.cross_site()

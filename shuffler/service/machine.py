@@ -170,8 +170,9 @@ for _command in (
     Command("status", lambda m, req, emit: m.session.status(), _HERE, cached=True),
     Command("battery", lambda m, req, emit: m.session.battery(req.get("cards")), _HERE,
             cached=True),
-    # the page's pass is the dealer's touch (Service.touch), with all its rules
-    Command("pass", _pass, _PAGE_TOO, claimed=True, moves=True, machine=True),
+    # the page's Start pass is the dealer's touch (Service.touch), with all its rules: never
+    # a pass the page runs itself
+    Command("pass", _pass, _HERE, claimed=True, moves=True, machine=True),
     Command("hand", _hand, _HERE, claimed=True, moves=True, machine=True),
     Command("clear", lambda m, req, emit: m.session.do_clear(), frozenset(FACES),
             claimed=True, machine=True),
