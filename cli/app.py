@@ -258,14 +258,21 @@ class App:
             self.warn(f"no service answers at {self.socket}: running the simulator here, "
                       f"state in {self.state_dir}")
 
-    def ask(self, cmd: str, *, load: int | None, local: Callable[[Session], dict[str, Any]],
+    def ask(self, cmd: str, *, load: int | None,
             on_event: Callable[[dict[str, Any]], None] | None = None,
             **args: Any) -> dict[str, Any]:
-        """The running service's answer to ``cmd``, or ``local(session)`` in-process on a
-        device loaded with ``load`` cards (the configured load if None)."""
+        """The running service's answer to ``cmd``, or the same command run in-process
+        (shuffler.service.machine, as the CLI may send it) on a device loaded with
+        ``load`` cards (the configured load if None)."""
         if client := self.service():
             return client.request(cmd, on_event, **args)
-        return local(self.session(load or self.config.hand.cards))
+        from shuffler.service.machine import CLI, Machine, admit
+        from shuffler.service.request import check
+
+        request = check({"cmd": cmd, **args})
+        admit(cmd, CLI)
+        session = self.session(load or self.config.hand.cards)
+        return Machine(session).run(request, on_event, CLI).to_json()
 
     def read(self, cmd: str, local: Callable[[PassController, Config], dict[str, Any]], *,
              load: int | None = None, **args: Any) -> dict[str, Any]:

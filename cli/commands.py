@@ -47,8 +47,7 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
         progress = Progress(app)
         pending = StateStore(app.state_dir).load().hand  # its load goes in the tray
         result = app.ask("hand", load=pending["cards"] if pending else cards, on_event=progress,
-                         passes=passes, cards=cards, mode=mode,
-                         local=lambda s: s.do_hand(passes, cards, mode, progress))
+                         passes=passes, cards=cards, mode=mode)
         return app.emit_result(result, "hand", render.hand_summary(result["hand"]))
 
     run_guarded(app, body)
@@ -70,8 +69,7 @@ def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
 
     def body() -> int:
         progress = Progress(app)
-        result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode,
-                         local=lambda s: s.do_pass(cards, mode, progress))
+        result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode)
         progress.bar.end()
         return app.emit_result(result, "pass", render.pass_line(result["pass"]))
 
@@ -171,7 +169,7 @@ def clear(app: App) -> None:
     """
 
     def body() -> int:
-        result = app.ask("clear", load=None, local=lambda s: s.do_clear())
+        result = app.ask("clear", load=None)
         code = result.pop("exit")
         if not result["cleared"]:
             text = ("not cleared: " + result["still"]["message"] if result.get("still")

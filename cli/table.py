@@ -23,17 +23,22 @@ def _score_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ask_score(app: App, cmd: str, local, **args) -> None:
-    """The service's answer when it runs; else the state file, under the machine lock."""
+def _ask_score(app: App, cmd: str, **args: Any) -> None:
+    """The service's answer when it runs; else the same command run on the state file,
+    under the machine lock (shuffler.service.machine, with no device)."""
     def body() -> int:
         if client := app.service():
             result = client.request(cmd, None, **args)
         else:
             from shuffler.control.scorebook import ScoreBook
+            from shuffler.service.machine import CLI, Machine
+            from shuffler.service.request import check
             from shuffler.store.state import StateStore
 
+            request = check({"cmd": cmd, **args})
             app.lock()
-            result = local(ScoreBook(StateStore(app.state_dir), app.config))
+            book = ScoreBook(StateStore(app.state_dir), app.config)
+            result = Machine(scores=book).run(request, face=CLI).to_json()
         code = result.pop("exit", 0)
         app.emit(result, _score_text(result))
         return code
@@ -63,7 +68,7 @@ def score(ctx: click.Context) -> None:
       shuffler score new --first-dealer South
     """
     if ctx.invoked_subcommand is None:
-        _ask_score(ctx.obj, "score", lambda book: book.show())
+        _ask_score(ctx.obj, "score")
 
 
 def _seat(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -115,9 +120,8 @@ def score_add(app: App, makers_seat: str, tricks: int, alone: bool, renege_seat:
     seats = app.config.table.seats
     makers = seats.index(makers_seat) % 2
     renege = None if renege_seat is None else seats.index(renege_seat) % 2
-    _ask_score(app, "score",
-               lambda book: book.record(makers, tricks, alone, renege=renege, hand=hand),
-               makers=makers, tricks=tricks, alone=alone, renege=renege, hand=hand)
+    _ask_score(app, "score", makers=makers, tricks=tricks, alone=alone, renege=renege,
+               hand=hand)
 
 
 @score.command("delete")
@@ -130,7 +134,7 @@ def score_delete(app: App, hand: int) -> None:
     Example:
       shuffler score delete 3             hand 3 was never played
     """
-    _ask_score(app, "score", lambda book: book.delete(hand), hand=hand, delete=True)
+    _ask_score(app, "score", hand=hand, delete=True)
 
 
 @score.command("undo")
@@ -142,7 +146,7 @@ def score_undo(app: App) -> None:
     Example:
       shuffler score undo                 says what it took back
     """
-    _ask_score(app, "undo", lambda book: book.undo())
+    _ask_score(app, "undo")
 
 
 @score.command("redo")
@@ -154,7 +158,7 @@ def score_redo(app: App) -> None:
     Example:
       shuffler score redo                 the change undone, made again
     """
-    _ask_score(app, "redo", lambda book: book.redo())
+    _ask_score(app, "redo")
 
 
 @score.command("new")
@@ -173,8 +177,7 @@ def score_new(app: App, first_dealer: str | None, target: int | None) -> None:
       shuffler score new                  to the last game's target, the first dealer
       shuffler score new --first-dealer South --target 11
     """
-    _ask_score(app, "new_game", lambda book: book.new_game(first_dealer, target=target),
-               first_dealer=first_dealer, target=target)
+    _ask_score(app, "new_game", first_dealer=first_dealer, target=target)
 
 
 @click.command()

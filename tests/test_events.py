@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import typing
+from collections.abc import Mapping
+
+import pytest
 
 from hardware_sim import SimDevice, parse_fault_specs
 from shuffler.control.touch import Ignore
@@ -110,6 +114,34 @@ def test_the_first_state_tells_the_fault_and_the_battery(tmp_path, monkeypatch):
     assert heard[1] == FaultChanged(None)
 
 
+def changeable(value, where: str) -> list[str]:
+    """Where in ``value`` (an event) a dict, a list or a set is: a face could change it."""
+    if isinstance(value, dict | list | set | bytearray):
+        return [f"{where}: {type(value).__name__}"]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [w for f in dataclasses.fields(value)
+                for w in changeable(getattr(value, f.name), f"{where}.{f.name}")]
+    if isinstance(value, Mapping):
+        return [w for k, v in value.items() for w in changeable(v, f"{where}[{k!r}]")]
+    if isinstance(value, tuple):
+        return [w for i, v in enumerate(value) for w in changeable(v, f"{where}[{i}]")]
+    return []
+
+
+def test_the_bus_check_finds_a_dict_inside_an_event():
+    from shuffler.service.results import freeze
+
+    assert changeable(StateChanged({"counters": {"passes": 1}}), "e") == ["e.status: dict"]
+    assert changeable(PassReported(freeze({"a": [1]})), "e") == []
+    assert changeable(HandSummary(freeze({}), freeze({"x": ({"y": 1},)})), "e") == []
+    assert changeable(ScoreChanged(freeze({"hands": ({"p": [0, 1]},)})), "e") == []
+    # a frozen object merged into a new one is a dict again: caught
+    assert changeable(ScoreChanged(freeze({"hands": ()}) | {}), "e") == ["e.score: dict"]
+    assert changeable(HandSummary(freeze({}), {"fault": None}), "e") == ["e.last: dict"]
+    assert changeable(BatteryChanged(freeze({"volts": [1.0]})), "e") == []
+    assert changeable(FaultChanged({"kind": "jam", "pile": [1]}), "e") == ["e.fault: dict"]
+
+
 def test_everything_the_service_says_is_a_typed_event(tmp_path, monkeypatch):
     """A pass, a hand, a jam and its clearing, a score change and a touch ignored: every
     published item is one of the bus's frozen types, never a dict; the score change and
@@ -122,6 +154,10 @@ def test_everything_the_service_says_is_a_typed_event(tmp_path, monkeypatch):
     assert all(isinstance(e, typing.get_args(Event)) for e in heard), \
         {type(e).__name__ for e in heard}
     assert not any(isinstance(e, dict) for e in heard)
+    # nor anywhere inside one: a report, a status, a game are frozen, for every face alike
+    assert [where for e in heard for where in changeable(e, type(e).__name__)] == []
+    with pytest.raises(TypeError):
+        [e for e in heard if isinstance(e, StateChanged)][-1].status["notice"] = "x"  # type: ignore[index]
     scores = [e.score for e in heard if isinstance(e, ScoreChanged)]
     assert len(scores) == 1 and scores[0]["hands"][0]["points"] != [0, 0]
     assert [e.why for e in heard if isinstance(e, TouchIgnored)] == ["touch ignored: a test"]

@@ -55,6 +55,12 @@ def copy(tmp_path_factory) -> Path:
     ("shuffler/device/contract.py", "from shuffler.device import engine", "No import cycle"),
     ("shuffler/faces/router.py", "from shuffler.device import contract",
      "The faces see the service through its port"),
+    ("shuffler/faces/router.py", "from shuffler.control import panel",
+     "The faces see the service through its port"),
+    ("shuffler/faces/telemetry.py", "from shuffler.config import MqttConfig",
+     "The faces see the service through its port"),
+    ("shuffler/faces/pairing.py", "from shuffler.store.state import atomic_write",
+     "The faces see the service through its port"),
 ])
 def test_a_broken_layer_is_caught(copy, module, line, broken):
     path = copy / module

@@ -82,22 +82,26 @@ def test_the_pages_action_is_the_command_whatever_its_body_says():
     from shuffler.faces.router import Faces
 
     sent = []
-    faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or {}))
+    faces = SimpleNamespace(service=SimpleNamespace(
+        submit=lambda r, face: sent.append((r, face)) or {}))
     Faces.act(faces, "clear", {"cmd": "hand", "passes": 30})  # type: ignore[arg-type]
-    assert sent == [{"cmd": "clear", "passes": 30}]
+    assert sent == [({"cmd": "clear", "passes": 30}, "page")]
 
 
 def test_one_table_says_what_each_command_is():
-    """The loop's sets, its handlers, the client's rule and the schema's enum come from
-    request.TRAITS: a command added there is claimed, handled and checked everywhere."""
-    import inspect
+    """The loop, the client's rule, the faces' lists and the schema's enum come from
+    machine.COMMANDS: no second list of the same traits anywhere."""
+    from shuffler.faces import router, telemetry, web
+    from shuffler.service import client, loop, machine, request
 
-    from shuffler.service import loop, request
-
-    assert request.schema()["properties"]["cmd"]["enum"] == list(request.TRAITS)
-    claimed = {n for n, c in request.TRAITS.items() if c.claimed and not c.score}
-    source = inspect.getsource(loop.Service._run)
-    assert all(f'"{n}":' in source for n in claimed), claimed
-    assert {n for n, c in request.TRAITS.items() if c.moves} <= claimed
-    for name in ("CLAIMED", "MOVING", "SCORE_COMMANDS"):  # no second list of the same traits
-        assert not hasattr(loop, name)
+    assert request.schema()["properties"]["cmd"]["enum"] == list(machine.COMMANDS)
+    assert {n for n, c in machine.COMMANDS.items() if c.moves} <= {
+        n for n, c in machine.COMMANDS.items() if c.claimed}
+    for module, names in ((loop, ("CLAIMED", "MOVING", "SCORE_COMMANDS", "TRAITS")),
+                          (request, ("TRAITS", "Command")), (client, ("RESULT_SCHEMAS",)),
+                          (web, ("ACTIONS",)), (router, ("PAGE_ACTIONS", "VERSIONED")),
+                          (telemetry, ("REMOTE_COMMANDS",))):
+        assert not [n for n in names if hasattr(module, n)], module
+    assert machine.sent_by(machine.MQTT) == ("clear", "new_game")
+    assert machine.sent_by(machine.PAGE) == ("clear", "stop", "score", "undo", "redo",
+                                             "new_game")

@@ -225,8 +225,9 @@ def test_a_remote_new_game_names_the_version_to_replace_a_game(tmp_path):
     from shuffler.faces.telemetry import parse_command
 
     sent = []
-    faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or r,
-                                                    touch_waiting=False))
+    faces = SimpleNamespace(service=SimpleNamespace(
+        submit=lambda r, face: sent.append(r) or r if face == "mqtt" else None,
+        touch_waiting=False))
     for payload in (b'{"cmd": "new_game"}', b'{"cmd": "new_game", "version": 4}'):
         Faces.remote_command(faces, parse_command(payload))  # type: ignore[arg-type]
     assert [(r["replace"], r["version"]) for r in sent] == [(False, None), (True, 4)]
@@ -240,7 +241,8 @@ def test_a_score_change_from_the_page_must_name_the_version():
     from shuffler.faces.router import Faces
 
     sent = []
-    faces = SimpleNamespace(service=SimpleNamespace(submit=lambda r: sent.append(r) or r))
+    faces = SimpleNamespace(service=SimpleNamespace(
+        submit=lambda r, face: sent.append(r) or r if face == "page" else None))
     for action in ("score", "undo", "redo", "new_game"):
         reply = Faces.act(faces, action, {"makers": 0, "tricks": 3})  # type: ignore[arg-type]
         assert not reply["ok"] and "version" in reply["error"]["message"]

@@ -191,26 +191,3 @@ def check_version(game: Game, version: int | None, undo: list[dict[str, Any]]) -
                           f"{game.version}, the request named {version}{last}; look at the "
                           "score and enter it again if it is still needed")
 
-
-#: the score's socket requests, by command, with what they take
-def handle(book: ScoreBook, req: dict[str, Any]) -> dict[str, Any]:
-    """Run one parsed score request (``score``, ``undo``, ``redo``, ``new_game``)."""
-    cmd, version = req["cmd"], req.get("version")
-    if cmd == "undo":
-        return book.undo(version)
-    if cmd == "redo":
-        return book.redo(version)
-    if cmd == "new_game":
-        return book.new_game(req.get("first_dealer"), target=req.get("target"),
-                             names=req.get("names"), version=version,
-                             replace_in_progress=req.get("replace", True))
-    if req.get("delete"):
-        if req.get("hand") is None:
-            raise ScoreError("delete: name the hand to delete")
-        return book.delete(req["hand"], version)
-    if req.get("makers") is not None:
-        return book.record(req["makers"], req["tricks"], req.get("alone", False),
-                           renege=req.get("renege"), hand=req.get("hand"), version=version)
-    if req.get("target") is not None or req.get("names") is not None:
-        return book.settings(req.get("target"), req.get("names"), version)
-    return book.show()

@@ -148,7 +148,7 @@ class Pairing:
         return data
 
     def _write(self, name: str, data: Any) -> None:
-        from shuffler.store.state import atomic_write
+        from shuffler.files import atomic_write
 
         path = self.folder / name
         atomic_write(path, (json.dumps(data, indent=1) + "\n").encode())

@@ -11,8 +11,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from shuffler.control.panel import Panel
-from shuffler.control.reports import last_hand
 from shuffler.errors import ShufflerError
 from shuffler.logs import get_logger
 from shuffler.service.events import (
@@ -25,6 +23,9 @@ from shuffler.service.events import (
     StateChanged,
     TouchIgnored,
 )
+from shuffler.service.hub import Panel
+from shuffler.service.machine import COMMANDS, MQTT, PAGE
+from shuffler.service.results import thaw
 
 if TYPE_CHECKING:
     from shuffler.faces.telemetry import Telemetry
@@ -33,11 +34,6 @@ if TYPE_CHECKING:
 
 log = get_logger("shuffler.faces")
 
-#: what the page may ask, mapped to the service's requests (a pass is a touch)
-PAGE_ACTIONS = {"clear": "clear", "score": "score", "undo": "undo", "redo": "redo",
-                "new_game": "new_game", "stop": "stop"}
-#: the page's score changes name the version of the score they were made against
-VERSIONED = ("score", "undo", "redo", "new_game")
 SCORE_WAIT_S = 3.0  # a score change waits this long for another phone's to finish
 TOUCH_ANSWER_S = 6.0  # the page's Start pass waits this long (past service.TOUCH_WAIT_S)
 
@@ -116,12 +112,12 @@ class Faces:
                 self.board.counted(counted, expected)
             case TouchIgnored(why):
                 self.board.touch_ignored(why)
-            case StateChanged(status):
-                self.board.status(status)
+            case StateChanged(status):  # the panel is the page's JSON: thawed here
+                self.board.status(thaw(status))
             case ScoreChanged(score):
-                self.board.score(score)
-            case HandSummary(hand):
-                self.board.hand_done(last_hand(hand))
+                self.board.score(thaw(score))
+            case HandSummary(_, last):
+                self.board.hand_done(thaw(last))
 
     # -- the page (web.PanelSource) -----------------------------------------------------
     def panel(self) -> tuple[int, dict[str, Any]]:
@@ -144,22 +140,25 @@ class Faces:
         return board(self.room.book if self.room is not None else TableBook(), time.time())
 
     def act(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
+        """One of the page's actions (machine.sent_by(PAGE)): a service's command."""
         if action == "pass":  # the page's button is the touch sensor, with all its rules
             return self.touch()
-        if action in VERSIONED and type(body.get("version")) is not int:
+        # the page's score changes name the version of the score they were made against
+        versioned = action in COMMANDS and COMMANDS[action].score
+        if versioned and type(body.get("version")) is not int:
             return {"ok": False, "error": {
                 "kind": "bad_request", "exit": 2,
                 "message": "version: a score change from the page names the score's version"}}
-        request = {**body, "cmd": PAGE_ACTIONS[action]}  # a body's own cmd never wins
-        reply = self.service.submit(request)
+        request = {**body, "cmd": action}  # a body's own cmd never wins
+        reply = self.service.submit(request, PAGE)
         # another phone's score change holds the machine a moment: wait for it, so this
         # one is judged against its version (``stale_score``: the score changed, and the
         # page shows it), not told a pass is running when none is
         deadline = time.monotonic() + SCORE_WAIT_S
-        while (action in VERSIONED and _busy(reply) and time.monotonic() < deadline
+        while (versioned and _busy(reply) and time.monotonic() < deadline
                and self.board.snapshot()[1]["phase"] not in ("dealing", "stack")):
             time.sleep(0.01)
-            reply = self.service.submit(request)
+            reply = self.service.submit(request, PAGE)
         return reply
 
     def touch(self, answer_within: float = TOUCH_ANSWER_S) -> dict[str, Any]:
@@ -204,7 +203,7 @@ class Faces:
             # from across the room: a game in progress is replaced only by naming its version
             request["replace"] = command.get("version") is not None
             request["version"] = command.get("version")
-        return self.service.submit(request)
+        return self.service.submit(request, MQTT)
 
 
 def _busy(reply: dict[str, Any]) -> bool:

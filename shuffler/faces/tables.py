@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from shuffler.config import MqttConfig
+from shuffler.service.hub import MqttConfig
 
 #: the room's own topic level (a table's name never has a dot)
 ROOM = ".room"

@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any
 
 from shuffler import __version__
-from shuffler.config import MqttConfig
 from shuffler.constants import SCHEMA
 from shuffler.errors import ConfigError
 from shuffler.logs import Burst, get_logger
@@ -59,6 +58,9 @@ from shuffler.service.events import (
     ScoreChanged,
     StateChanged,
 )
+from shuffler.service.hub import MqttConfig
+from shuffler.service.machine import MQTT, sent_by
+from shuffler.service.results import thaw
 
 log = get_logger("shuffler.telemetry")
 
@@ -82,8 +84,6 @@ class Topics:
         return f"{self.base}/{name.rstrip('_').replace('_', '/')}"
 
 
-#: Commands a table accepts over MQTT. A pass is never one: it needs the dealer's hand.
-REMOTE_COMMANDS = ("clear", "new_game")
 
 
 def parse_command(payload: bytes) -> dict[str, Any]:
@@ -97,8 +97,10 @@ def parse_command(payload: bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     cmd = data.get("cmd")
-    if cmd not in REMOTE_COMMANDS:
-        raise ValueError(f"cmd: expected one of {', '.join(REMOTE_COMMANDS)}, got {cmd!r}")
+    # the commands a table accepts over MQTT (machine.sent_by(MQTT)); a pass is never
+    # one: it needs the dealer's hand
+    if cmd not in (remote := sent_by(MQTT)):
+        raise ValueError(f"cmd: expected one of {', '.join(remote)}, got {cmd!r}")
     request_id = data.get("id")
     if request_id is not None and not (isinstance(request_id, str) and len(request_id) <= 64):
         raise ValueError("id: expected a string of at most 64 characters")
@@ -204,15 +206,15 @@ class Telemetry:
         fault and the score retained; each pass as it ends and each hand."""
         match event:
             case StateChanged(status):
-                self.state(status)
+                self.state(thaw(status))
             case FaultChanged(fault):
-                self.publish("fault", {"fault": fault}, retain=True)
+                self.publish("fault", {"fault": thaw(fault)}, retain=True)
             case ScoreChanged(score):
-                self.publish("score", {"score": score}, retain=True)
+                self.publish("score", {"score": thaw(score)}, retain=True)
             case PassReported(report):
-                self.publish("pass", {"pass": report})
+                self.publish("pass", {"pass": thaw(report)})
             case HandSummary(hand):
-                self.publish("hand", {"hand": hand})
+                self.publish("hand", {"hand": thaw(hand)})
 
     def close(self) -> None:
         with self._wake:

@@ -73,10 +73,10 @@ from shuffler.faces.web_limits import (
 )
 from shuffler.logs import Burst, get_logger
 from shuffler.service.listening import STOP_POLL_SECONDS
+from shuffler.service.machine import PAGE, sent_by
 
 log = get_logger("shuffler.web")
 
-ACTIONS = ("clear", "pass", "score", "undo", "redo", "new_game", "stop")
 MAX_BODY = 4096
 KEEPALIVE_S = 15.0
 STREAM_SLICE_S = 1.0  # a closed stream notices within this
@@ -473,7 +473,9 @@ class Handler(BaseHTTPRequestHandler):
     # -- acting --------------------------------------------------------------------
     def do_POST(self) -> None:
         action = urlsplit(self.path).path.removeprefix("/api/")
-        if action != "pair" and action not in ACTIONS:
+        # the page's own actions, beside the commands it may send: pairing a phone, and
+        # Start pass, which is the dealer's touch (never a pass run for the page)
+        if action not in ("pair", "pass") and action not in sent_by(PAGE):
             self.refuse_unread(HTTPStatus.NOT_FOUND, "not_found", f"no action {action!r}")
             return
         why = self.cross_site()

@@ -28,13 +28,11 @@ from typing import Any
 
 from shuffler.constants import PROTOCOL
 from shuffler.errors import BadInputError, DeviceError, ShufflerError
-from shuffler.service.request import TRAITS
+from shuffler.service.machine import COMMANDS
 from shuffler.service.trust import peer_uid
 from shuffler.service.trust import trusted_uids as trusted_uids  # the CLI's name for it
 
 CONNECT_TIMEOUT = 2.0
-#: the schema of a request's result, where it is not the command's own name
-RESULT_SCHEMAS = {"undo": "score", "redo": "score", "new_game": "score"}
 NO_SERVICE_HINT = "or pass --no-service to drive the device from this command"
 
 
@@ -302,7 +300,7 @@ class ServiceClient:
                 if on_event:
                     on_event(msg)
         except ServiceClosedError as e:
-            if cmd in TRAITS and TRAITS[cmd].machine:
+            if cmd in COMMANDS and COMMANDS[cmd].machine:
                 raise ServiceStoppedError(
                     f"{self.path}: the service stopped in the middle of the {cmd} ({e}); "
                     "the machine's state is unknown: if the pass was running a latched "
@@ -324,7 +322,7 @@ class ServiceClient:
             if schemas_checked():
                 from shuffler.schemas import check
 
-                check(msg["result"], RESULT_SCHEMAS.get(cmd, cmd))
+                check(msg["result"], COMMANDS[cmd].schema if cmd in COMMANDS else cmd)
             return msg["result"]
         err = msg["error"]
         raise ServiceError(err["message"], err.get("exit", 1), err.get("kind", "error"))

@@ -7,7 +7,8 @@
 - :class:`PassStarted` (number, of) and :class:`CardCounted` (counted, expected);
 - :class:`PassReported`: a pass's report as ``shuffler pass --json`` gives it, as each
   pass (a lone one, or each of a hand) ends;
-- :class:`HandSummary`: the hand's summary as ``shuffler hand --json`` gives it;
+- :class:`HandSummary`: the hand's summary as ``shuffler hand --json`` gives it, and what
+  ``status`` says of it as the last hand;
 - :class:`TouchIgnored`: a touch that started nothing, and why;
 - :class:`ScoreChanged`: the game, after a change to the score;
 - :class:`StateChanged` (the status snapshot, after every job and every 2 s idle),
@@ -15,8 +16,10 @@
   too) and :class:`BatteryChanged` (the battery's figures changed).
 
 Every field is what a client of the socket may see: counts, piles, faults, volts,
-never a plan or the card order. Nothing on the bus is JSON: the faces make it at their
-edges (the page, MQTT), as the socket does. A callback runs on the service's threads and
+never a plan or the card order. Nothing on the bus is JSON, and nothing on it is a dict
+or a list: the objects it carries are frozen (:func:`shuffler.service.results.freeze`),
+and the faces make JSON at their edges (the page, MQTT; :func:`~shuffler.service.results.thaw`),
+as the socket does. A callback runs on the service's threads and
 must not block.
 """
 
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shuffler.device.contract import Status
+from shuffler.service.results import Frozen, freeze
 
 
 @dataclass(frozen=True)
@@ -47,12 +51,13 @@ class CardCounted:
 
 @dataclass(frozen=True)
 class PassReported:
-    report: dict[str, Any]
+    report: Frozen
 
 
 @dataclass(frozen=True)
 class HandSummary:
-    hand: dict[str, Any]
+    hand: Frozen
+    last: Frozen  # what the state keeps of it (control.reports.last_hand)
 
 
 @dataclass(frozen=True)
@@ -62,22 +67,22 @@ class TouchIgnored:
 
 @dataclass(frozen=True)
 class ScoreChanged:
-    score: dict[str, Any] | None  # the game; None: no game yet
+    score: Frozen | None  # the game; None: no game yet
 
 
 @dataclass(frozen=True)
 class StateChanged:
-    status: dict[str, Any]
+    status: Frozen
 
 
 @dataclass(frozen=True)
 class FaultChanged:
-    fault: dict[str, Any] | None  # None: cleared
+    fault: Frozen | None  # None: cleared
 
 
 @dataclass(frozen=True)
 class BatteryChanged:
-    battery: dict[str, Any]
+    battery: Frozen
 
 
 Event = (SignalShown | PassStarted | CardCounted | PassReported | HandSummary | TouchIgnored
@@ -94,7 +99,7 @@ def progress(message: dict[str, Any]) -> Event | None:
         case "card":
             return CardCounted(message["counted"], message["expected"])
         case "pass":  # a pass of a hand, as it ends
-            return PassReported(message["pass"])
+            return PassReported(freeze(message["pass"]))
         case "touch_ignored":
             return TouchIgnored(message["why"])
     return None

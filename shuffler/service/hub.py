@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
+# the port's own names for what a face is handed from below (the faces import nothing
+# under the service: the contract in pyproject.toml): the config the service runs on and
+# its [mqtt] section, and the panel the page draws (the dealer's words are the CLI's too)
+from shuffler.config import Config as Config
+from shuffler.config import MqttConfig as MqttConfig
+from shuffler.control.panel import Panel as Panel
 from shuffler.logs import get_logger
 from shuffler.service.events import Event
-
-if TYPE_CHECKING:
-    from shuffler.config import Config
 
 log = get_logger("shuffler.service")
 
@@ -39,7 +42,9 @@ class Hub(Protocol):
         """``callback(event)`` with each typed event the service publishes
         (:mod:`shuffler.service.events`)."""
 
-    def submit(self, request: dict[str, Any]) -> dict[str, Any]: ...
+    def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:
+        """Run ``request`` as a socket client's, sent by ``face`` (machine.PAGE,
+        machine.MQTT): a command the declaration does not list for it is refused."""
 
     def on_touch(self, claim: Callable[[], bool]) -> None:
         """Ask ``claim()`` first of every touch on the sensor between hands (not a face's

@@ -38,10 +38,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from shuffler import __version__
-from shuffler.control.scorebook import handle as score_request
+from shuffler.control.reports import last_hand
 from shuffler.control.session import Session
 from shuffler.control.signals import ENDINGS, SUSPEND, suspend_after
-from shuffler.control.touch import Clear, Ignore, Machine, Start, Wait
+from shuffler.control.touch import Clear, Ignore, Start, Wait
+from shuffler.control.touch import Machine as Seen  # what the touch policy sees
 from shuffler.device.clock import Clock, RealClock
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.errors import ShufflerError, error_kind
@@ -66,8 +67,10 @@ from shuffler.service.events import (
 )
 from shuffler.service.hub import Face, Hub, NoFaces, Publisher
 from shuffler.service.listening import Listener
+from shuffler.service.machine import COMMANDS, SOCKET, Command, Machine, admit, reads_score
 from shuffler.service.protocol import PROTOCOL, SCHEMA, error_reply, parse_request
-from shuffler.service.request import TRAITS, Command, RequestError
+from shuffler.service.request import RequestError
+from shuffler.service.results import Frozen, Result, freeze, thaw
 from shuffler.service.systemd import Watchdog, sd_notify, watchdog_interval
 from shuffler.store.lock import MachineLock
 
@@ -77,26 +80,21 @@ if TYPE_CHECKING:
 log = get_logger("shuffler.service")
 
 
-def score_read(req: dict[str, Any]) -> bool:
-    """A score request that only reads (no service loop needed)."""
-    return req["cmd"] == "score" and not req.get("delete") and all(
-        req.get(k) is None for k in ("makers", "target", "names"))
-
-
 @dataclass
 class Job:
     request: dict[str, Any]
     replies: queue.Queue = field(default_factory=queue.Queue)  # events, then the answer
+    face: str = SOCKET  # who sent it (machine.FACES)
 
 
-def outcome(cmd: Command, result: dict[str, Any]) -> Event | None:
+def outcome(cmd: Command, result: Result) -> Event | None:
     """A job's result as the faces hear it: a hand's summary (its passes were told as
     they ended), a lone pass's report, the score after a change; a clear is told by the
     state that follows it."""
     if cmd.score:
         return ScoreChanged(result["score"])
     if cmd.name == "hand":
-        return HandSummary(result["hand"])
+        return HandSummary(result["hand"], freeze(last_hand(result["hand"])))
     if cmd.name == "pass":
         return PassReported(result["pass"])
     return None
@@ -121,6 +119,8 @@ class Service(Publisher):
         #: between pings (half of systemd's WatchdogSec, its default); None: no watchdog
         self.watchdog = Watchdog(watchdog if watchdog is not None else watchdog_interval(),
                                  self.clock, session.device)
+        #: the commands (shuffler.service.machine), run on this session
+        self.machine = Machine(session, tick=self.watchdog.tick)
         # one owner of the machine: the CLI passes the lock it took before opening the device
         self.lock = lock or MachineLock(session.controller.store.folder)
         session.controller.guard = self.lock.verify  # checked again before every pass
@@ -128,7 +128,7 @@ class Service(Publisher):
         self.jobs: queue.Queue[Job] = queue.Queue()
         self.claim = threading.Lock()  # held while a pass, hand or clear runs
         self.stopping = threading.Event()
-        self.snapshot: dict[str, Any] = {}
+        self.snapshot: dict[str, Frozen] = {}  # "status" and "battery", as last taken
         converse = Conversation(Places(max_clients), idle_seconds, self.greeting, self._answer,
                                 self.stopping)
         #: the socket (bound by :meth:`run`), a thread per connection running ``converse``
@@ -141,8 +141,8 @@ class Service(Publisher):
         #: a touch waiting for a client's short job, and since when (``clock``)
         self._waiting: tuple[InputEvent, float] | None = None
         #: the fault and battery last told to the faces (empty: not yet)
-        self._told_fault: tuple[dict[str, Any] | None, ...] = ()
-        self._told_battery: dict[str, Any] | None = None
+        self._told_fault: tuple[Frozen | None, ...] = ()
+        self._told_battery: Frozen | None = None
         session.controller.on_show = self._shown_to_dealer
         #: faces that may take the dealer's touch on the sensor between hands for
         #: themselves (the page's pairing), and the touches made by a face (never theirs)
@@ -319,7 +319,7 @@ class Service(Publisher):
         busy = self.claim.locked()
         waited = (self.clock.now() - self._waiting[1]
                   if self._waiting is not None and self._waiting[0] is event else 0.0)
-        decision = controller.touch.decide(event, Machine(tray, latched, busy, waited))
+        decision = controller.touch.decide(event, Seen(tray, latched, busy, waited))
         if not isinstance(decision, Wait):
             self._waiting = None
         match decision:
@@ -339,7 +339,7 @@ class Service(Publisher):
         if not self.claim.acquire(blocking=False):
             return
         try:
-            result = self.session.do_clear()
+            result = self.machine.run({"cmd": "clear"})
             if result["cleared"]:
                 log.info("long press: fault cleared", kind=result["cleared_fault"]["kind"])
             else:
@@ -387,7 +387,7 @@ class Service(Publisher):
         try:
             final = self._execute(job)
         finally:  # free before answering: the client's next request must not find it busy
-            if TRAITS[cmd].claimed:
+            if COMMANDS[cmd].claimed:
                 self.claim.release()
             job.replies.put(final)
 
@@ -402,13 +402,13 @@ class Service(Publisher):
 
         self.notice = None
         try:
-            result = self._run(req, put)
+            result = self.machine.run(req, put, job.face)
             fault = (result.get("pass") or result.get("hand") or {}).get("fault")
             if fault:  # journald: faults at warning (the pass lines are info)
                 log.warning("fault", kind=fault["kind"], message=fault["message"])
-            if (told := outcome(TRAITS[req["cmd"]], result)) is not None:
+            if (told := outcome(COMMANDS[req["cmd"]], result)) is not None:
                 self.publish(told)
-            return {"ok": True, "result": result}
+            return {"ok": True, "result": result.to_json()}
         except ShufflerError as e:
             log.warning("refused", cmd=req["cmd"], kind=error_kind(e), message=str(e))
             return error_reply(e)
@@ -418,49 +418,37 @@ class Service(Publisher):
             return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}}
         finally:
             self.session.controller.end_job()
-            if TRAITS[req["cmd"]].moves:  # touches made while it ran start nothing
+            if COMMANDS[req["cmd"]].moves:  # touches made while it ran start nothing
                 self.session.controller.touch.pass_ended(self.session.device.now())
                 self._waiting = None
                 self.session.device.drain_events()
             self.refresh()
 
-    def _run(self, req: dict[str, Any], put: Callable[[dict[str, Any]], None]) -> dict:
-        """A claimed command's handler: its traits say which (request.TRAITS)."""
-        s, cmd = self.session, TRAITS[req["cmd"]]
-        if cmd.score:
-            return score_request(s.scores, req)
-        handlers: dict[str, Callable[[], dict]] = {
-            "pass": lambda: s.do_pass(req["cards"], req["mode"], on_event=put,
-                                      on_tick=self.watchdog.tick),
-            "hand": lambda: s.do_hand(req["passes"], req["cards"], req["mode"], on_event=put,
-                                      on_tick=self.watchdog.tick),
-            "clear": s.do_clear,
-        }
-        return handlers[cmd.name]()
-
-    def submit(self, request: dict[str, Any]) -> dict[str, Any]:
+    def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:
         """Run ``request`` (checked as a socket request would be) as a client would, and
-        return the final answer: for the page and remote commands."""
+        return the final answer: for the page and remote commands (``face``: which,
+        machine.FACES; a command it may not send is refused)."""
         try:
             req = parse_request(json.dumps(request).encode())
         except RequestError as e:
             return error_reply(e)
         replies: list[dict[str, Any]] = []
-        self._answer(req, replies.append)
+        self._answer(req, replies.append, face)
         return replies[-1]
 
     def refresh(self) -> None:
         """Status and battery for clients, taken between passes (never during one)."""
         try:
-            self.snapshot = {"status": {**self.session.status(), "notice": self.notice},
-                             "battery": self.session.battery()}
+            self.snapshot = {"status": freeze({**self.machine.run({"cmd": "status"}).body,
+                                               "notice": self.notice}),
+                             "battery": self.machine.run({"cmd": "battery"}).body}
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
         else:
             self._tell_state(self.snapshot["status"], self.snapshot["battery"])
         self._last_snapshot = self.clock.now()
 
-    def _tell_state(self, status: dict[str, Any], battery: dict[str, Any]) -> None:
+    def _tell_state(self, status: Frozen, battery: Frozen) -> None:
         """The state to the faces, and the fault and the battery when they changed (the
         one place a change is detected; the first snapshot tells both)."""
         self.publish(StateChanged(status))
@@ -476,31 +464,33 @@ class Service(Publisher):
         return {"shuffler": __version__, "protocol": PROTOCOL, "schema": SCHEMA,
                 "device": self.session.device.info.kind}
 
-    def _answer(self, req: dict[str, Any], send) -> None:
+    def _answer(self, req: dict[str, Any], send, face: str = SOCKET) -> None:
+        """Answer one checked request from ``face``: from the snapshot, at once (a stop, a
+        look at the score), or as a job of the deciding loop when its command is claimed
+        (one at a time: else ``busy``)."""
         cmd = req["cmd"]
         # `serve -v` (and the journal) shows every request answered; never its plan
         log.info("request", cmd=cmd, **{k: v for k, v in req.items()
                                          if k in ("cards", "passes", "mode", "id")})
-        if cmd == "status":
-            send({"ok": True, "result": self.snapshot.get("status")})
-        elif cmd == "battery":
-            send({"ok": True, "result": self.snapshot.get("battery")})
-        elif cmd == "stop":
-            # at once, from this thread (the contract allows it); the job keeps the stop, so
-            # a pass about to start never starts and a hand ends between its passes
-            send({"ok": True, "result": {"stopped": self.session.controller.request_stop()}})
-        elif score_read(req):  # reading: no need to wait
+        try:
+            command = admit(cmd, face)
+        except ShufflerError as e:
+            send(error_reply(e))
+            return
+        if command.cached:
+            send({"ok": True, "result": thaw(self.snapshot.get(cmd))})
+        elif not command.claimed or reads_score(req):  # no need to wait
             try:
-                send({"ok": True, "result": self.session.score()})
+                send({"ok": True, "result": self.machine.run(req, face=face).to_json()})
             except ShufflerError as e:
                 send(error_reply(e))
         elif not self.claim.acquire(blocking=False):
             send(error_reply(RequestError("busy: a pass is running; try again when it ends",
                                           "busy"), exit_code=3))
         else:
-            if TRAITS[cmd].moves:
+            if command.moves:
                 self.session.controller.begin_job()  # accepted: a stop from now on counts
-            job = Job(req)
+            job = Job(req, face=face)
             self.jobs.put(job)
             while True:
                 msg = job.replies.get()

@@ -25,27 +25,8 @@ from typing import Any
 
 from shuffler.constants import MAX_CARDS
 from shuffler.errors import BadInputError
+from shuffler.service.machine import COMMANDS
 
-
-@dataclass(frozen=True)
-class Command:
-    """One socket command and how the service treats it: the one table the loop's sets,
-    its handlers, the client's rule and the schema's enum are all read from."""
-
-    name: str
-    claimed: bool = False  # runs in the deciding loop, one at a time (else "busy")
-    moves: bool = False  # may turn the motor: a stop while it is accepted or runs stops it
-    machine: bool = False  # acts on the machine: a service gone mid-way leaves it unknown
-    score: bool = False  # the scorebook's
-
-
-_PASS = {"claimed": True, "moves": True, "machine": True}
-TRAITS: dict[str, Command] = {c.name: c for c in (
-    Command("status"), Command("battery"), Command("pass", **_PASS), Command("hand", **_PASS),
-    Command("clear", claimed=True, machine=True), Command("stop"),
-    *(Command(name, claimed=True, score=True) for name in ("score", "undo", "redo", "new_game")),
-)}
-COMMANDS = tuple(TRAITS)
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schemas" / "request.json"
 
 
