@@ -9,9 +9,12 @@ lock-out either: the same 20 taps over it are 20 touches (the two in step)."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
+import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -104,30 +107,78 @@ def test_a_press_and_a_release_that_chatter_are_one_touch(nano, bounces, apart_u
     assert touches_after(dev, 0.5) == [EventKind.TOUCH]
 
 
-@pytest.mark.parametrize("rate", RATES)
-def test_the_virtual_mcu_forwards_the_same_taps_as_the_firmware(rate):
-    # the firmware's link holds 4 INPUTs unacknowledged, and so does the virtual MCU: the
-    # taps come paced, as a finger makes them (at 4x, to keep the quick tier quick)
-    sim = SimDevice.for_cards(24, rng=random.Random(1), clock=ScaledClock(4))
+@contextlib.contextmanager
+def virtual_nano(speed: float) -> Iterator[tuple[VirtualMCU, SerialDevice]]:
+    """The virtual MCU (no simulated dealer freeing the throat) and its host."""
+    sim = SimDevice.for_cards(24, rng=random.Random(1), clock=ScaledClock(speed))
     mcu = VirtualMCU(sim, seed=1, silence=3.0, dealer=False)
     try:
         dev = SerialDevice(mcu.path)
-    except BaseException:
+        try:
+            yield mcu, dev
+        finally:
+            dev.close()
+    finally:
         mcu.close()
-        raise
-    try:
+
+
+def tap(sim: SimDevice, count: int, rate: float) -> list[float]:
+    """``count`` touches ``1 / rate`` apart in the chip's time, paced as a finger makes
+    them (the firmware's link holds 4 INPUTs unacknowledged, and so does the virtual
+    MCU's): their stamps."""
+    start, stamps = sim.now(), []
+    for i in range(count):
+        sim.clock.sleep(max(0.0, start + i / rate - sim.now()))
+        stamps.append(start + i / rate)
+        sim.events.put(InputEvent(EventKind.TOUCH, stamps[-1]))
+    return stamps
+
+
+@pytest.mark.parametrize("rate", RATES)
+def test_the_virtual_mcu_forwards_the_same_taps_as_the_firmware(rate):
+    with virtual_nano(speed=4) as (mcu, dev):  # 4x: the quick tier stays quick
         touches_after(dev, 0.2)
-        start = sim.now()
-        for i in range(20):  # stamped as the chip stamps them, a period apart
-            sim.clock.sleep(max(0.0, start + i / rate - sim.now()))
-            sim.events.put(InputEvent(EventKind.TOUCH, start + i / rate))
+        tap(mcu.sim, 20, rate)
         got, deadline = [], time.monotonic() + 10
         while len(got) < 20 and time.monotonic() < deadline:
             if (event := dev.wait_event(0.1)) is not None and event.kind is EventKind.TOUCH:
                 got.append(event.at)
         assert len(got) + len(touches_after(dev, 0.3)) == 20
         assert [b - a for a, b in itertools.pairwise(got)] == pytest.approx([1 / rate] * 19,
-                                                                     abs=0.002)
-    finally:
-        dev.close()
-        mcu.close()
+                                                                           abs=0.002)
+
+
+@pytest.mark.slow
+def test_taps_during_a_pass_over_serial_start_no_second_pass_and_each_is_told(tmp_path):
+    """The host is ready for every tap: 20 taps at 8 a second while pass 1 of a 2-pass
+    hand runs are each told "a pass was running"; the hand runs its 2 passes, no more,
+    and its own dealer's touches start pass 2 as before."""
+    from shuffler.config import Config
+    from shuffler.control.controller import PassController
+    from shuffler.control.session import Session
+    from shuffler.control.touch import PASS_RUNNING
+    from shuffler.store.state import StateStore
+
+    with virtual_nano(speed=1) as (mcu, dev):
+        session = Session(PassController(dev, StateStore(tmp_path)), Config(),
+                          random.Random(1))
+        events: list[dict] = []
+        stamps: list[float] = []
+
+        def finger() -> None:
+            while not mcu.sim.health().motor_on:
+                time.sleep(0.005)
+            stamps.extend(tap(mcu.sim, 20, 8))
+
+        tapping = threading.Thread(target=finger, daemon=True)
+        tapping.start()
+        result = session.do_hand(passes=2, on_event=events.append)
+        tapping.join(10)
+        hand = result["hand"]
+        assert hand["completed"] and hand["passes_done"] == 2
+        # each pass dealt the whole pack, pass 2 only after the stack was seen
+        assert [(p["number"], p["counted"]) for p in hand["pass_reports"]] == [(1, 24), (2, 24)]
+        assert hand["pass_reports"][0]["stacked"] == "followed"
+        assert len(stamps) == 20 and stamps[-1] - stamps[0] < hand["pass_reports"][0]["seconds"]
+        told = [e["why"] for e in events if e["event"] == "touch_ignored"]
+        assert told == [PASS_RUNNING.why] * 20
