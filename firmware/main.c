@@ -27,8 +27,17 @@
 #define FIRMWARE "shuffler-avr 0.3"
 #endif
 #define BLINK_MS 300
-#define TOUCH_LOCKOUT_MS 300
 #define DEBOUNCE_MS 3
+/* A touch is continuous contact (issue 46). Each press after a release of at least
+ * TOUCH_REARM_MS is one INPUT TOUCH, sent at its debounced press edge; a release shorter
+ * than that (a finger sliding on the pad's edge, a TTP223's flicker at its threshold)
+ * continues the same touch, as the Pi build's [gpio] touch_debounce_s (0.02 s) does.
+ * This replaces a 300 ms lock-out from the last touch, which was there against chatter
+ * (docs/firmware.md): it swallowed every other tap at 5 a second. Bounces shorter than
+ * DEBOUNCE_MS never reach it; a TTP223 debounces its pad itself, and what a second touch
+ * means (during a pass, just after one, a double tap) is the host's policy
+ * (shuffler/control/touch.py), never the chip's. */
+#define TOUCH_REARM_MS 20
 #define RX_PER_TURN 32           /* about 3 ms of bytes at 115200 baud */
 
 static uint16_t boot_id;
@@ -332,7 +341,7 @@ struct input {
 };
 
 static struct input in_touch, in_tray, in_pile[2];
-static uint32_t last_touch;
+static uint32_t touch_released;  /* when the touch line's debounced release began */
 
 static bool changed(struct input *in, bool level)
 {
@@ -357,10 +366,10 @@ static void event(uint8_t kind, uint8_t pile, uint32_t now)
 
 static void inputs(uint32_t now)
 {
-    if (changed(&in_touch, touched()) && in_touch.stable &&
-        (uint32_t)(now - last_touch) >= TOUCH_LOCKOUT_MS) {
-        last_touch = now;
-        event(INPUT_TOUCH, PILE_NONE, now);
+    if (changed(&in_touch, touched())) {
+        if (!in_touch.stable) touch_released = now;  /* the touch may yet go on */
+        else if ((uint32_t)(now - touch_released) >= TOUCH_REARM_MS)
+            event(INPUT_TOUCH, PILE_NONE, now);  /* a new contact, not the last one's bounce */
     }
     if (changed(&in_tray, tray_loaded()))
         event(in_tray.stable ? INPUT_TRAY_LOADED : INPUT_TRAY_EMPTY, PILE_NONE, now);
@@ -374,7 +383,8 @@ static void inputs_init(void)
     in_touch.level = in_touch.stable = touched();
     in_tray.level = in_tray.stable = tray_loaded();
     for (uint8_t i = 0; i < 2; i++) in_pile[i].level = in_pile[i].stable = pile_covered(i);
-    last_touch = hw_ms() - TOUCH_LOCKOUT_MS;  /* a time, not 0: the clock may be anywhere */
+    /* a time, not 0: the clock may be anywhere */
+    touch_released = hw_ms() - TOUCH_REARM_MS;
 }
 
 /* -- boot and the loop ------------------------------------------------------------------ */

@@ -44,7 +44,9 @@
  *
  * Commands on stdin, one a line: "state" (answers a "state ..." line), "touch" (held
  * 50 ms), "taps N MS" (N touches MS apart in the chip's time; "taps done" after the
- * last), "press" and "release" (held as long as between them), "avcc MV",
+ * last), "press" and "release" (held as long as between them), "chatter N US" (the
+ * touch line flips 2N+1 times, US µs apart: a press, or a release, that bounces N
+ * times; "chatter done" after the last), "avcc MV",
  * "gather" (every card back in the tray), "ram" (answers "ram HEX", the SRAM), "reset"
  * (reboot the chip), "freeze" (the chip hangs for good: nothing in or out, as if its
  * watchdog had failed), "quit". End of stdin also quits. Lines on stdout:
@@ -127,6 +129,8 @@ static struct {
     uint64_t touch_until;
     int taps_left;               /* "taps N MS": touches still to come, MS apart */
     uint64_t tap_period, next_tap;
+    int flips_left;              /* "chatter N US": flips of the touch line still to come */
+    uint64_t flip_period, next_flip;
     /* the battery */
     double drained;
 } m;
@@ -650,6 +654,14 @@ static void dealer(uint64_t t)
             fflush(stdout);
         }
     }
+    if (m.flips_left && t >= m.next_flip) {
+        drive('D', D_TOUCH, !(port_d & (1 << D_TOUCH)));  /* the line flips */
+        m.next_flip += m.flip_period;
+        if (!--m.flips_left) {
+            printf("chatter done t=%.1f\n", t / 1000.0);
+            fflush(stdout);
+        }
+    }
     if (m.touch_until && t >= m.touch_until) {
         drive('D', D_TOUCH, false);
         m.touch_until = 0;
@@ -767,6 +779,11 @@ static void command(const char *line, uint64_t t)
         m.taps_left = n;  /* paced in the chip's time, whatever the host's load */
         m.tap_period = (uint64_t)ms * 1000u;
         m.next_tap = t;
+    } else if (sscanf(line, "chatter %d %d", &n, &ms) == 2 && n >= 0 && ms > 0) {
+        m.touch_until = 0;  /* ms: here µs between flips */
+        m.flips_left = 2 * n + 1;
+        m.flip_period = (uint64_t)ms;
+        m.next_flip = t;
     } else if (!strcmp(line, "press")) {  /* a finger held on the sensor until "release" */
         m.touch_until = 0;
         drive('D', D_TOUCH, true);

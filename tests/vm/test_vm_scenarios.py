@@ -229,6 +229,21 @@ class Machine:
     def restarts(self) -> int:
         return int(self.show("NRestarts")["NRestarts"])
 
+    def finished(self, cursor: str, feeder: str) -> None:
+        """Until the hand is finished: its last stack lifted by the feeder as the light
+        asked (it lifts only what a blue or magenta light shows), then the light green.
+        A scenario that moved on before would leave the hand waiting at that stack, and
+        a restart would lose its plan (the next touch finishing it with no pass)."""
+        self.g.wait(lambda: any(line["event"] == "hand" for line in self.logs(cursor)), 120,
+                    "the hand finished once its last stack was seen")
+        hands = [line for line in self.logs(cursor) if line["event"] == "hand"]
+        assert hands[0]["completed"] is True, hands
+        fed = [e.get("MESSAGE") for e in self.g.journal(feeder, None)]
+        assert any(str(line).startswith("feeder: stacked, the ") for line in fed), fed
+        self.g.wait(lambda: self.g.line(GREEN) == 1 and self.g.line(BLUE) == 0, 30,
+                    "the light ready")
+        assert self.status()["hand_in_progress"] is None
+
 
 def went_low(changes: list[tuple[float, bool]]) -> float:
     """When the line last went low (it stays low after), having been high before."""
@@ -271,17 +286,9 @@ def test_2_a_touch_starts_a_pass_the_motor_runs_then_stops_and_it_is_audited(fre
     entry = m.audit()[-1]
     assert (entry["counted"], entry["expected"], entry["fault"]) == (CARDS, CARDS, None), entry
     assert entry["device"] == "gpio"
-    # the one-pass hand's last stack: the light asked for a pile (the feeder lifts only
-    # what a blue or magenta light shows), the dealer lifted it first, and only then was
-    # the hand finished, the light green
-    m.g.wait(lambda: any(line["event"] == "hand" for line in m.logs(cursor)), 120,
-             "the hand finished once its last stack was seen")
-    hands = [line for line in m.logs(cursor) if line["event"] == "hand"]
-    assert hands[0]["completed"] is True, hands
+    m.finished(cursor, feeder)  # the one-pass hand's last stack, as the light asked
     fed = [e.get("MESSAGE") for e in m.g.journal(feeder, None)]
     assert f"feeder: fed {CARDS} cards, tray empty" in fed, fed
-    assert any(str(line).startswith("feeder: stacked, the ") for line in fed), fed
-    m.g.wait(lambda: m.g.line(GREEN) == 1 and m.g.line(BLUE) == 0, 30, "the light ready")
     logs = m.logs(cursor)
     passes = [line for line in logs if line["event"] == "pass"]
     assert len(passes) == 1 and passes[0]["counted"] == CARDS and passes[0]["fault"] is None
@@ -393,11 +400,12 @@ def test_5_no_adc_on_the_lines_is_a_monitor_fault_and_a_build_without_one_runs(f
     # the installed config says adc_channel = false: a build without a monitor
     battery = m.status()["battery"]
     assert (battery["measured"], battery["state"]) == (False, "not_measured"), battery
-    before = len(m.audit())
-    out, _feeder = m.start_pass()
+    before, cursor = len(m.audit()), m.g.cursor()
+    out, feeder = m.start_pass()
     went_low(m.changes(out))
     m.g.wait(lambda: len(m.audit()) > before, 60, "the pass's audit line")
     assert m.audit()[-1]["counted"] == CARDS
+    m.finished(cursor, feeder)  # before the restart below, which would lose its plan
     m.restore()
     # the shipped adc_channel (0): an MCP3008 the lines do not have
     config = "/etc/shuffler/config.toml"
