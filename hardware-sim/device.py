@@ -282,8 +282,9 @@ class SimDevice(ShufflerDevice):
             began = self.now()
             self.clock.sleep(self.dealer.hold)
             self.events.put(InputEvent(EventKind.LONG_PRESS, began))
+        # made to correct when the machine shows its warning (``show``), not before: the
+        # warning stays up as long as the dealer takes to hear it, as at the table
         self._held = (status, lifts)
-        self._dealer_hears_the_warning()
 
     def _stacks(self, on_top: Pile, lifts: list[InputEvent], status: Status) -> None:
         """The lifts after the first (already made), the pack in the tray, the touch."""

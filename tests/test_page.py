@@ -520,11 +520,12 @@ def test_the_target_size_check_finds_a_control_too_small_to_tap(tmp_path):
 
 
 def test_the_other_pile_lifted_first_is_said_on_the_page(tmp_path):
-    """A dealer who lifts the other pile first and keeps it (the simulator's deaf dealer):
-    the page says so in the machine's words, in its own phase, while the machine waits."""
+    """A dealer who lifts the other pile first and tries to keep it (the simulator's deaf
+    dealer): the page says so in the machine's words, in its own phase, while the machine
+    waits, and says why the hold that tried to keep the stack was refused."""
     port = free_port()
     svc = Service(tmp_path, f"[web]\nenabled = true\nport = {port}\n[hand]\npasses = 2\n",
-                  speed=3.0, name="wrong")
+                  speed=1.0, name="wrong")
     svc.args += ["--sim-dealer", "other", "--sim-ignores"]
     svc.start()
     try:
@@ -546,8 +547,9 @@ new MutationObserver(() => window.phases.push(
                                     "pile first") for t in said), said
             phases = d.execute_script("return window.phases")
             assert ["wrong_pile", "the other pile first", "double"] in phases, phases
-            # the touch it refused meanwhile, said next to Start pass
-            assert any("the other pile first" in a
+            # the hold it refused meanwhile (no stack off the light is kept), said next to
+            # Start pass
+            assert any(a.startswith("hold ignored: a stack off the light cannot be kept")
                        for a in d.execute_script("return window.answers")), \
                 d.execute_script("return window.answers")
     finally:
