@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from shuffler.constants import EXIT_FAULT
+from shuffler.constants import EXIT_FAULT, EXIT_USAGE
 from shuffler.errors import ShufflerError
 from shuffler.logs import get_logger
 from shuffler.service.events import (
@@ -147,7 +147,7 @@ class Faces:
         versioned = action in COMMANDS and COMMANDS[action].score
         if versioned and type(body.get("version")) is not int:
             return {"ok": False, "error": {
-                "kind": "bad_request", "exit": 2,
+                "kind": "bad_request", "exit": EXIT_USAGE,
                 "message": "version: a score change from the page names the score's version"}}
         request = {**body, "cmd": action}  # a body's own cmd never wins
         reply = self.service.submit(request, PAGE)

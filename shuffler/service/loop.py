@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from shuffler import __version__
+from shuffler.constants import EXIT_BUG, EXIT_FAULT
 from shuffler.control.reports import last_hand
 from shuffler.control.session import Session
 from shuffler.control.signals import ENDINGS, SUSPEND, suspend_after
@@ -433,7 +434,7 @@ class Service(Publisher):
         cmd = job.request["cmd"]
         # what the client hears if the service stops (SIGTERM, a restart) in the middle
         final: dict[str, Any] = {"ok": False, "error": {
-            "kind": "service_stopped", "exit": 3,
+            "kind": "service_stopped", "exit": EXIT_FAULT,
             "message": f"the service stopped in the middle of the {cmd}; a pass it was "
                        "running is latched `interrupted`: put every card back in the tray, "
                        "then `shuffler status` and `shuffler clear`"}}
@@ -471,7 +472,7 @@ class Service(Publisher):
         except Exception as e:  # a bug: the machine stops, the service goes on
             self.session.device.stop()
             log.exception("request failed")
-            return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}}
+            return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": EXIT_BUG}}
         finally:
             self.session.controller.end_job()
             if COMMANDS[req["cmd"]].moves:  # touches made while it ran start nothing
@@ -545,7 +546,7 @@ class Service(Publisher):
                 send(error_reply(e))
         elif not self.claim.acquire(blocking=False):
             send(error_reply(RequestError("busy: a pass is running; try again when it ends",
-                                          "busy"), exit_code=3))
+                                          "busy"), exit_code=EXIT_FAULT))
         else:
             if command.moves:
                 self.session.controller.begin_job()  # accepted: a stop from now on counts
