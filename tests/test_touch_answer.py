@@ -15,10 +15,18 @@ from hardware_sim import SimDevice, parse_fault_specs
 from shuffler.config import Config
 from shuffler.control.controller import PassController
 from shuffler.control.session import Session
-from shuffler.control.touch import HELD, RESTACK_LOCKOUT, RESTACKING, RUNNING_NOW, STOPPING, Start
+from shuffler.control.touch import (
+    HELD,
+    PASS_RUNNING,
+    RESTACK_LOCKOUT,
+    RESTACKING,
+    RUNNING_NOW,
+    STOPPING,
+    Start,
+)
 from shuffler.device.clock import ScaledClock
 from shuffler.faces.router import Faces
-from shuffler.service.events import PassStarted
+from shuffler.service.events import PassStarted, TouchIgnored
 from shuffler.service.loop import Service
 from shuffler.store.state import StateStore
 
@@ -141,3 +149,26 @@ def test_the_service_stopping_answers_a_pending_touch_never_leaves_it_hanging(ta
     service.close()
     assert waiting.result(1) == STOPPING
     assert service.touch().result(0) == STOPPING  # after it stopped: at once
+
+
+def test_a_touch_between_a_hands_passes_is_answered_by_the_hands_decision(table):
+    """Between passes the hand decides the page's touch as the sensor's: its answer is
+    the next pass started, or the refusal the hand told (never left waiting)."""
+    _, service = table
+    answers, told = [], []
+    service.subscribe(lambda e: told.append(e.why) if isinstance(e, TouchIgnored) else None)
+
+    asked = []
+
+    def watch(msg):  # (seen before the loop takes it: the touch comes one message later)
+        if asked and asked.pop() == "stack":  # the light asks for the stack: a touch
+            answers.append(service.touch())
+        asked.append(msg.get("event"))
+
+    rested()
+    assert run(service, "hand", watch=watch)["ok"]
+    assert answers and all(a.done() for a in answers)
+    for answer in answers:
+        decision = answer.result(0)
+        assert decision == Start() or decision.why in told or decision == PASS_RUNNING
+    assert Start() in [a.result(0) for a in answers]

@@ -42,7 +42,16 @@ from shuffler.constants import EXIT_BUG, EXIT_FAULT
 from shuffler.control.reports import last_hand
 from shuffler.control.session import Session
 from shuffler.control.signals import ENDINGS, SUSPEND, suspend_after
-from shuffler.control.touch import RUNNING_NOW, STOPPING, Answer, Clear, Ignore, Start, Wait
+from shuffler.control.touch import (
+    PASS_RUNNING,
+    RUNNING_NOW,
+    STOPPING,
+    Answer,
+    Clear,
+    Ignore,
+    Start,
+    Wait,
+)
 from shuffler.control.touch import Machine as Seen  # what the touch policy sees
 from shuffler.control.touch import refused as machine_refused
 from shuffler.device.clock import Clock, RealClock
@@ -148,6 +157,11 @@ class Service(Publisher):
         self._moving = False
         #: the pass a face's touch started, answered once it starts (or is refused)
         self._starting: Future[Answer] | None = None
+        #: a pass's motor runs (not the wait between a hand's passes)
+        self._dealing = False
+        #: faces' touches between a hand's passes, decided by the hand: answered by the
+        #: next pass started or the next touch it told ignored
+        self._between: list[Future[Answer]] = []
         #: the fault and battery last told to the faces (empty: not yet)
         self._told_fault: tuple[Frozen | None, ...] = ()
         self._told_battery: Frozen | None = None
@@ -303,9 +317,12 @@ class Service(Publisher):
         with self._touches_lock:
             if self.stopping.is_set():
                 answer.set_result(STOPPING)
-            elif self._moving:
+            elif self._moving and self._dealing:
                 decided = self.session.controller.touch.decide(event, Seen(running=True))
                 answer.set_result(decided if isinstance(decided, Ignore) else RUNNING_NOW)
+            elif self._moving:  # between a hand's passes: the hand decides, as the sensor's
+                self._between.append(answer)
+                device.events.put(event)
             else:
                 self._face_touches.put((event, answer))
         return answer
@@ -320,7 +337,13 @@ class Service(Publisher):
             owed.append(self._waiting[2])
         if self._starting is not None:
             owed.append(self._starting)
-        return owed
+        return owed + self._between_told()
+
+    def _between_told(self) -> list[Future[Answer]]:
+        """The faces' touches the hand has decided since (taken off the list)."""
+        with self._touches_lock:
+            told, self._between = self._between, []
+        return told
 
     def on_touch(self, claim: Callable[[], bool]) -> None:
         """``claim()`` is asked first of every touch on the sensor between hands (never a
@@ -451,10 +474,18 @@ class Service(Publisher):
 
         def put(msg: dict[str, Any]) -> None:
             job.replies.put(msg)
+            if msg.get("event") in ("pass_start", "stack", "pass"):  # the motor, or not
+                self._dealing = msg["event"] == "pass_start"
             if (event := progress(msg)) is not None:
                 self.publish(event)
-                if isinstance(event, PassStarted):  # the face's touch that started it
+            match event:
+                case PassStarted():  # the face's touch that started it, or was between
                     _settle(self._starting, Start())
+                    for answer in self._between_told():
+                        _settle(answer, Start())
+                case TouchIgnored(why):  # the hand's words, from touch.py
+                    for answer in self._between_told():
+                        _settle(answer, Ignore(why))
 
         self.notice = None
         self._moving = COMMANDS[req["cmd"]].moves
@@ -481,7 +512,9 @@ class Service(Publisher):
                     _settle(self._waiting[2], RUNNING_NOW)
                 self._waiting = None
                 self.session.device.drain_events()
-                self._moving = False
+                self._moving = self._dealing = False
+                for answer in self._between_told():  # the hand ended before deciding it
+                    _settle(answer, PASS_RUNNING)
             self.refresh()
 
     def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:
