@@ -6,7 +6,8 @@ import click
 
 from shuffler.constants import EXIT_OK, MAX_CARDS
 
-from .app import App, Progress, read_config, run_guarded
+from .app import App, read_config
+from .output import Progress, run_guarded
 
 MODES = ["planned", "coin"]
 

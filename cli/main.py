@@ -127,7 +127,7 @@ class LazyGroup(click.Group):
         try:
             code = super().main(argv, prog_name, complete_var, False, **extra)
         except click.ClickException as e:
-            from .app import usage_failure
+            from .output import usage_failure
 
             usage_failure(e, argv)
         except click.Abort:
@@ -141,7 +141,7 @@ class LazyGroup(click.Group):
         except (click.ClickException, click.Abort):
             raise
         except Exception as e:  # every command: our errors and bad paths, never a traceback
-            from .app import command_failure
+            from .output import command_failure
 
             command_failure(ctx.obj, e)
 
@@ -216,7 +216,7 @@ def _print_version(ctx: click.Context, value: bool) -> None:
     if getattr(ctx.command, "json_wanted", False):
         import json
 
-        from .app import SCHEMA, check_json
+        from .output import SCHEMA, check_json
 
         out = {"schema": SCHEMA, **version.as_json()}
         check_json(out, "version")

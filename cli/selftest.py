@@ -10,7 +10,8 @@ import click
 from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.limits import TYPED_READING_MAX_VOLTS, TYPED_READING_MIN_VOLTS
 
-from .app import App, run_guarded
+from .app import App
+from .output import run_guarded
 
 STEPS = ("battery", "touch", "tray", "pile_left", "pile_right", "beam", "light", "buzzer",
          "motor", "flap")

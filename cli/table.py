@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from .app import App, run_guarded
+from .app import App
+from .output import run_guarded
 
 
 def _score_text(result: dict[str, Any]) -> str:

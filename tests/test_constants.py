@@ -49,15 +49,35 @@ def sources() -> list[Path]:
             if ".venv" not in p.parts and "build" not in p.parts]
 
 
+def bare_exits(tree: ast.Module) -> list[tuple[int, str]]:
+    """An exit code written as a number where a reply or an error is made: a dict's
+    ``"exit": 3`` (or ``0 if ok else 3``), a call's ``exit_code=3``."""
+    found = []
+    for node in ast.walk(tree):
+        values = []
+        if isinstance(node, ast.Dict):
+            values = [v for k, v in zip(node.keys, node.values, strict=True)
+                      if isinstance(k, ast.Constant) and k.value == "exit"]
+        elif isinstance(node, ast.Call):
+            values = [k.value for k in node.keywords if k.arg == "exit_code"]
+        for value in values:
+            if any(isinstance(c, ast.Constant) and type(c.value) is int
+                   for c in ast.walk(value)):
+                found.append((value.lineno, ast.unparse(value)))
+    return found
+
+
 def second_homes(paths: list[Path], root: Path = ROOT) -> list[str]:
-    """Every top-level assignment of a shared name outside the home, and every class
-    attribute ``exit_code = <number>``, as ``file:line name``."""
+    """Every top-level assignment of a shared name outside the home, every class
+    attribute ``exit_code = <number>`` and every bare exit code in a reply
+    (:func:`bare_exits`), as ``file:line name``."""
     found = []
     for path in paths:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         where = path.relative_to(root)
         if path != HOME:
             found += [f"{where}:{line} {name}" for name, line in assigned(tree) if shared(name)]
+        found += [f"{where}:{line} exit {text}" for line, text in bare_exits(tree)]
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):
                 for stmt in node.body:
@@ -77,10 +97,15 @@ def test_the_check_finds_a_second_definition(tmp_path):
     stray = tmp_path / "stray.py"
     stray.write_text("EXIT_FAULT = 3\nA, MAX_CARDS = 1, 104\nPROTOCOL: int = 1\n"
                      "class E(Exception):\n    exit_code = 2\n"
-                     "from shuffler.constants import SCHEMA\n", encoding="utf-8")
-    assert second_homes([stray], tmp_path) == [
+                     "from shuffler.constants import SCHEMA, EXIT_OK\n"
+                     "R = {'error': {'kind': 'x', 'exit': 2}}\n"
+                     "S = {'exit': EXIT_OK if R else 3}\n"
+                     "T = ShufflerError('x', exit_code=3)\n"
+                     "U = {'exit': EXIT_OK, 'kind': 'exit'}\n", encoding="utf-8")
+    assert sorted(second_homes([stray], tmp_path)) == [
         "stray.py:1 EXIT_FAULT", "stray.py:2 MAX_CARDS", "stray.py:3 PROTOCOL",
-        "stray.py:5 exit_code = 2"]
+        "stray.py:5 exit_code = 2", "stray.py:7 exit 2", "stray.py:8 exit EXIT_OK if R else 3",
+        "stray.py:9 exit 3"]
 
 
 def test_each_exit_code_is_written_once_in_its_home():

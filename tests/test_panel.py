@@ -55,57 +55,6 @@ def test_the_page_can_be_zoomed_and_has_its_heading():
     assert page.count("<h1>") == 1 and 'aria-label="Cards dealt this pass"' in page
 
 
-@pytest.mark.parametrize("then, ok", [
-    (lambda board: board.pass_started(1, 5), True),
-    (lambda board: board.touch_ignored("touch ignored: the tray is empty"), False),
-    (None, False),  # nothing happened: never a false ok
-])
-def test_start_pass_answers_ok_only_once_a_pass_has_started(then, ok):
-    import queue
-    import threading
-    from types import SimpleNamespace
-
-    from shuffler.faces.router import Faces
-
-    board, touches = Panel(5), queue.Queue()
-    # the service's touch() (stamped in device time there) queues it for the loop
-    faces = SimpleNamespace(board=board, service=SimpleNamespace(
-        touch=lambda: touches.put("touch")))
-
-    def machine():  # the deciding loop takes the touch and does what it does
-        touches.get(timeout=5)
-        if then:
-            then(board)
-
-    threading.Thread(target=machine, daemon=True).start()
-    reply = Faces.touch(faces, answer_within=1.0)  # type: ignore[arg-type]
-    assert reply["ok"] is ok, reply
-    if not ok:
-        assert reply["error"]["kind"] == "touch_ignored"
-        assert reply["error"]["message"].startswith(
-            "touch ignored: the tray is empty" if then else "the touch started no pass")
-
-
-def test_with_a_jam_latched_start_pass_says_so_at_once_and_how_to_clear_it():
-    import time
-    from types import SimpleNamespace
-
-    from shuffler.faces.router import Faces
-
-    board, touched = Panel(5), []
-    board.status({"fault": {"kind": "jam", "message": "Jam at card 12. Open the throat."},
-                  "dealer": "North"})
-    faces = SimpleNamespace(board=board, service=SimpleNamespace(
-        touch=lambda: touched.append("touch")))
-    sent = time.monotonic()
-    reply = Faces.touch(faces, answer_within=6.0)  # type: ignore[arg-type]
-    assert time.monotonic() - sent < 0.5  # not after 6 s of "busy or restacking"
-    assert not reply["ok"] and reply["error"]["kind"] == "fault_latched"
-    message = reply["error"]["message"]
-    assert message.startswith("Jam at card 12: it is latched") and "press Clear" in message
-    assert touched == []  # nothing for the machine to decide
-
-
 LOW = {"measured": True, "state": "low", "volts": 7.0, "percent": 8.0, "passes_left": 3,
        "hands_left": 0}
 

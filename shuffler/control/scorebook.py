@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shuffler.config import Config
+from shuffler.constants import EXIT_OK
 from shuffler.core.score import (
     Game,
     Result,
@@ -54,7 +55,7 @@ class ScoreBook:
         score = game.to_dict()
         score["undo"] = undo[-1]["label"] if undo else None
         score["redo"] = redo[-1]["label"] if redo else None
-        return {"score": score, "done": done, "exit": 0}
+        return {"score": score, "done": done, "exit": EXIT_OK}
 
     def _save(self, game: Game, undo: list[dict[str, Any]], redo: list[dict[str, Any]],
               dealer: int | None = None) -> None:

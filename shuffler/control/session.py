@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from shuffler.config import Config
+from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.control.controller import PassController
 from shuffler.control.hand import HandTerms, hand_terms, play_hand
 from shuffler.control.panel import stack_prompt, wrong_pile_prompt
 from shuffler.control.reports import (
-    EXIT_OK,
     battery_dict,
     exit_code,
     hand_dict,
@@ -151,7 +151,7 @@ class Session:
         still = None if cleared else self.device.health().fault
         return {"cleared": cleared, "cleared_fault": had.to_dict() if had else None,
                 **({"still": still.to_dict()} if still is not None else {}),
-                "exit": 0 if cleared else 3}
+                "exit": EXIT_OK if cleared else EXIT_FAULT}
 
     # -- the score (no device needed) -----------------------------------------------
     @property

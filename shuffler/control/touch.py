@@ -49,6 +49,8 @@ class Ignore:
     light: Status | None = None
     #: what the machine waits for the dealer (or a client) to change: the status says it
     notice: bool = False
+    #: the error kind a face answers it with (docs/json.md, "Error kinds")
+    kind: str = "touch_ignored"
 
 
 @dataclass(frozen=True)
@@ -62,11 +64,18 @@ class Wait:
 
 
 Decision = Start | Ignore | Clear | Wait
+#: what a face's touch (the page's Start pass) is answered: it started, or why not
+Answer = Start | Ignore
 
 # -- every sentence a touch not taken is told, and its light ---------------------------
 RESTACKING = Ignore("touch ignored: the last pass has only just ended and the dealer is "
                     "still restacking; stack the piles, then touch again")
 PASS_RUNNING = Ignore("touch ignored: a pass was running")
+#: a face's touch (the page's Start pass) while a pass runs: answered at once
+RUNNING_NOW = Ignore("a pass is running: wait for it to end")
+#: a face's touch still undecided when the service stops
+STOPPING = Ignore("touch ignored: the service is stopping; touch again once it is back",
+                  kind="service_stopped")
 TRAY_EMPTY = Ignore("touch ignored: the tray is empty; load the cards, then touch",
                     notice=True)
 HELD = Ignore("touch ignored: a client's request held the machine; touch again", notice=True)
@@ -87,6 +96,14 @@ NOTHING_TO_KEEP = Ignore("nothing to keep: the stack follows the light; touch fo
                          "pass")
 
 
+
+
+def refused(why: str, kind: str) -> Ignore:
+    """A touch the policy started whose pass the machine then refused (a latched fault,
+    the battery): the machine's own sentence and error kind."""
+    return Ignore(why, kind=kind)
+
+
 @dataclass(frozen=True)
 class Machine:
     """What the caller knows of the machine as it decides."""
@@ -102,6 +119,8 @@ class Machine:
     #: between passes: the sensors saw the stack the light asks for (both piles lifted,
     #: the light's first)
     stacked: bool = True
+    #: a pass runs now (a face's touch, decided as it comes: the page answers at once)
+    running: bool = False
 
 
 class TouchPolicy:
@@ -130,6 +149,8 @@ class TouchPolicy:
             return NOTHING_TO_KEEP if machine.restacking else NOTHING_TO_CLEAR
         if event.kind is not EventKind.TOUCH:
             raise ValueError(f"not a touch: {event.kind.value}")
+        if machine.running:
+            return RUNNING_NOW
         if machine.warned is not None:  # what the dealer must do first, said first
             return WRONG_PILE
         if machine.restacking and not machine.stacked:

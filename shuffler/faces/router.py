@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from shuffler.constants import EXIT_FAULT, EXIT_USAGE
 from shuffler.errors import ShufflerError
 from shuffler.logs import get_logger
 from shuffler.service.events import (
@@ -23,7 +24,7 @@ from shuffler.service.events import (
     StateChanged,
     TouchIgnored,
 )
-from shuffler.service.hub import Panel
+from shuffler.service.hub import Ignore, Panel, Start
 from shuffler.service.machine import COMMANDS, MQTT, PAGE
 from shuffler.service.results import thaw
 
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 log = get_logger("shuffler.faces")
 
 SCORE_WAIT_S = 3.0  # a score change waits this long for another phone's to finish
-TOUCH_ANSWER_S = 6.0  # the page's Start pass waits this long (past service.TOUCH_WAIT_S)
 
 
 class Faces:
@@ -147,7 +147,7 @@ class Faces:
         versioned = action in COMMANDS and COMMANDS[action].score
         if versioned and type(body.get("version")) is not int:
             return {"ok": False, "error": {
-                "kind": "bad_request", "exit": 2,
+                "kind": "bad_request", "exit": EXIT_USAGE,
                 "message": "version: a score change from the page names the score's version"}}
         request = {**body, "cmd": action}  # a body's own cmd never wins
         reply = self.service.submit(request, PAGE)
@@ -161,32 +161,16 @@ class Faces:
             reply = self.service.submit(request, PAGE)
         return reply
 
-    def touch(self, answer_within: float = TOUCH_ANSWER_S) -> dict[str, Any]:
-        """The page's Start pass: a touch, answered ok only once a pass has started; a
-        touch that started nothing is refused with the reason the machine gave."""
-        version, before = self.board.snapshot()
-        if before["phase"] == "dealing":
-            return _touch_refused("a pass is running: wait for it to end")
-        if before["phase"] == "fault" and before.get("fault"):  # no pass can start: say so now
-            steps = " ".join(before.get("clear_steps") or [])
-            return _touch_refused(f"{before['prompt']}: it is latched, and no pass starts "
-                                  f"until it is cleared. {steps}".strip(),
-                                  kind="fault_latched")
-        self.service.touch()  # stamped in device time, decided as the sensor's touch is
-        deadline = time.monotonic() + answer_within
-        while (left := deadline - time.monotonic()) > 0:
-            version, now = self.board.wait(version, left)
-            if now["phase"] == "dealing":
+    def touch(self) -> dict[str, Any]:
+        """The page's Start pass: a touch, answered by the policy's decision (ok once its
+        pass has started; else the sentence and error kind of why not, all of them in
+        shuffler.control.touch or the machine's refusal)."""
+        match self.service.touch().result():
+            case Start():
                 return {"ok": True, "result": {"touch": True, "started": True}}
-            if now["ignored"] != before["ignored"]:
-                return _touch_refused(now["notice"])
-            # a fault latched by the touch, or the battery's refusal (the panel may have said
-            # low battery before the touch: the refusal shows it again, in its own words)
-            if (now["phase"] == "fault" and before["phase"] != "fault") or \
-                    now["phase"] == "low_battery":
-                return _touch_refused(now["prompt"])
-        return _touch_refused("the touch started no pass: the machine is busy or the dealer "
-                              "is restacking; touch again")
+            case Ignore(why=why, kind=kind):
+                return {"ok": False, "error": {"kind": kind, "message": why,
+                                               "exit": EXIT_FAULT}}
 
     # -- MQTT ---------------------------------------------------------------------------
     def remote_command(self, command: dict[str, Any]) -> dict[str, Any]:
@@ -208,8 +192,4 @@ class Faces:
 
 def _busy(reply: dict[str, Any]) -> bool:
     return not reply.get("ok") and (reply.get("error") or {}).get("kind") == "busy"
-
-
-def _touch_refused(why: str, kind: str = "touch_ignored") -> dict[str, Any]:
-    return {"ok": False, "error": {"kind": kind, "message": why, "exit": 3}}
 

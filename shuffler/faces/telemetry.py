@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from shuffler import __version__
-from shuffler.constants import SCHEMA
+from shuffler.constants import EXIT_BUG, EXIT_USAGE, SCHEMA
 from shuffler.errors import ConfigError
 from shuffler.logs import Burst, get_logger
 from shuffler.service.events import (
@@ -304,7 +304,7 @@ class Telemetry:
         self.refused += 1
         self._refusals.note(kind=kind, last=message)
         self.publish("command_reply", {"request": request, "ok": False, "error": {
-            "kind": kind, "message": message, "exit": 2}})
+            "kind": kind, "message": message, "exit": EXIT_USAGE}})
 
     # -- the command worker -------------------------------------------------------------
     def _serve_commands(self) -> None:
@@ -312,11 +312,11 @@ class Telemetry:
             try:
                 reply = (self.on_command(command) if self.on_command
                          else {"ok": False, "error": {"kind": "unsupported",
-                                                      "message": "no handler", "exit": 2}})
+                                                      "message": "no handler", "exit": EXIT_USAGE}})
             except Exception as e:
                 log.exception("remote command failed")
                 reply = {"ok": False, "error": {"kind": "internal", "message": str(e),
-                                                "exit": 1}}
+                                                "exit": EXIT_BUG}}
             log.info("remote command", cmd=command["cmd"], ok=bool(reply.get("ok")))
             self.publish("command_reply", {"request": command["id"], **reply})
 

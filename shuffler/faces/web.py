@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from shuffler.constants import EXIT_USAGE
 from shuffler.faces import web_limits
 from shuffler.faces.pairing import TOUCH_WINDOW_S, Pairing, Throttle, TouchPairing
 from shuffler.faces.web_limits import (
@@ -233,7 +234,7 @@ class WebServer:
 
 
 def _error(kind: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"kind": kind, "message": message, "exit": 2}}
+    return {"ok": False, "error": {"kind": kind, "message": message, "exit": EXIT_USAGE}}
 
 
 class _Server(ThreadingHTTPServer):

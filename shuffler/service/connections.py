@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from shuffler.constants import EXIT_FAULT
 from shuffler.service.protocol import MAX_LINE, error_reply, parse_request
 from shuffler.service.request import RequestError
 
@@ -113,7 +114,7 @@ class Conversation:
         if place is None:
             with contextlib.suppress(OSError):
                 send({"ok": False, "error": {
-                    "kind": "too_many_clients", "exit": 3,
+                    "kind": "too_many_clients", "exit": EXIT_FAULT,
                     "message": f"too many clients: all {limit} places are busy "
                                "answering; try again"}})
             return

@@ -7,6 +7,7 @@ answers requests, as it does a socket client."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -16,6 +17,9 @@ from typing import Any, Protocol
 from shuffler.config import Config as Config
 from shuffler.config import MqttConfig as MqttConfig
 from shuffler.control.panel import Panel as Panel
+from shuffler.control.touch import Answer as Answer
+from shuffler.control.touch import Ignore as Ignore
+from shuffler.control.touch import Start as Start
 from shuffler.logs import get_logger
 from shuffler.service.events import Event
 
@@ -50,9 +54,11 @@ class Hub(Protocol):
         """Ask ``claim()`` first of every touch on the sensor between hands (not a face's
         own touch); True takes it for the face (pairing a phone) and starts nothing."""
 
-    def touch(self) -> None:
+    def touch(self) -> Future[Answer]:
         """The dealer's touch from a face (the page's Start pass), stamped in device time
-        by the service that owns the device and decided by the same touch policy."""
+        by the service that owns the device and decided by the same touch policy: the
+        answer is its decision (:class:`Start` once the pass started, or the
+        :class:`Ignore` saying why not), and it always resolves."""
 
 
 class Publisher:

@@ -26,23 +26,34 @@ when it is a socket nobody answers on.
 from __future__ import annotations
 
 import atexit
-import collections
 import contextlib
 import json
 import queue
 import signal
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from shuffler import __version__
+from shuffler.constants import EXIT_BUG, EXIT_FAULT
 from shuffler.control.reports import last_hand
 from shuffler.control.session import Session
 from shuffler.control.signals import ENDINGS, SUSPEND, suspend_after
-from shuffler.control.touch import Clear, Ignore, Start, Wait
+from shuffler.control.touch import (
+    PASS_RUNNING,
+    RUNNING_NOW,
+    STOPPING,
+    Answer,
+    Clear,
+    Ignore,
+    Start,
+    Wait,
+)
 from shuffler.control.touch import Machine as Seen  # what the touch policy sees
+from shuffler.control.touch import refused as machine_refused
 from shuffler.device.clock import Clock, RealClock
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.errors import ShufflerError, error_kind
@@ -59,6 +70,7 @@ from shuffler.service.events import (
     FaultChanged,
     HandSummary,
     PassReported,
+    PassStarted,
     ScoreChanged,
     SignalShown,
     StateChanged,
@@ -138,16 +150,29 @@ class Service(Publisher):
         self._last_snapshot = -1e9
         self._shown = Status(Signal.READY)  # the light the device shows (told again)
         self.notice: str | None = None  # why the last touch started nothing
-        #: a touch waiting for a client's short job, and since when (``clock``)
-        self._waiting: tuple[InputEvent, float] | None = None
+        #: a touch waiting for a client's short job, since when (``clock``), and the
+        #: face's answer it owes (None: the sensor's touch)
+        self._waiting: tuple[InputEvent, float, Future[Answer] | None] | None = None
+        #: a pass (or a job that moves the machine) runs: a face's touch is answered at once
+        self._moving = False
+        #: the pass a face's touch started, answered once it starts (or is refused)
+        self._starting: Future[Answer] | None = None
+        #: a pass's motor runs (not the wait between a hand's passes)
+        self._dealing = False
+        #: faces' touches between a hand's passes, decided by the hand: answered by the
+        #: next pass started or the next touch it told ignored
+        self._between: list[Future[Answer]] = []
         #: the fault and battery last told to the faces (empty: not yet)
         self._told_fault: tuple[Frozen | None, ...] = ()
         self._told_battery: Frozen | None = None
         session.controller.on_show = self._shown_to_dealer
         #: faces that may take the dealer's touch on the sensor between hands for
-        #: themselves (the page's pairing), and the touches made by a face (never theirs)
+        #: themselves (the page's pairing), and the touches made by a face (never theirs:
+        #: they come on their own queue, each with the answer it is owed)
         self._touch_claims: list[Callable[[], bool]] = []
-        self._face_touches: collections.deque[InputEvent] = collections.deque(maxlen=16)
+        self._face_touches: queue.SimpleQueue[tuple[InputEvent, Future[Answer]]] = \
+            queue.SimpleQueue()
+        self._touches_lock = threading.Lock()  # stopping and a face's touch, one at a time
         #: the page and telemetry (shuffler.faces.router, built by the CLI), subscribed to us
         self.faces = faces(self)
         #: called once listening with :meth:`where` (the CLI prints it on a terminal)
@@ -265,19 +290,60 @@ class Service(Publisher):
                 continue
             if ev.kind in (EventKind.TOUCH, EventKind.LONG_PRESS):
                 self._decide(ev)
-        if self._waiting is not None and not any(e.kind is EventKind.TOUCH for e in events):
-            self._decide(self._waiting[0])
+        faced = False
+        while not self._face_touches.empty():
+            event, answer = self._face_touches.get()
+            faced = True
+            self._decide(event, answer)
+        if self._waiting is not None and not faced and \
+                not any(e.kind is EventKind.TOUCH for e in events):
+            self._decide(self._waiting[0], self._waiting[2])
         if self.clock.now() - self._last_snapshot >= self.SNAPSHOT_EVERY:
             self.refresh()
 
-    def touch(self) -> None:
+    def touch(self) -> Future[Answer]:
         """A touch from a face (the page's Start pass): stamped now in device time and
         decided by the same rules as the sensor's (:mod:`shuffler.control.touch`), on the
-        deciding loop's next turn. Safe from any thread."""
+        deciding loop's next turn (while a pass runs, at once). Safe from any thread.
+
+        The answer is the policy's decision: :class:`~shuffler.control.touch.Start` once
+        the pass has started, else the :class:`~shuffler.control.touch.Ignore` that says
+        why not (a pass it started that the machine refused: the machine's words). It
+        always resolves: a service stopping answers
+        :data:`~shuffler.control.touch.STOPPING`."""
         device = self.session.device
         event = InputEvent(EventKind.TOUCH, device.now())
-        self._face_touches.append(event)
-        device.events.put(event)
+        answer: Future[Answer] = Future()
+        with self._touches_lock:
+            if self.stopping.is_set():
+                answer.set_result(STOPPING)
+            elif self._moving and self._dealing:
+                decided = self.session.controller.touch.decide(event, Seen(running=True))
+                answer.set_result(decided if isinstance(decided, Ignore) else RUNNING_NOW)
+            elif self._moving:  # between a hand's passes: the hand decides, as the sensor's
+                self._between.append(answer)
+                device.events.put(event)
+            else:
+                self._face_touches.put((event, answer))
+        return answer
+
+    def _owe(self) -> list[Future[Answer]]:
+        """The answers still owed to faces' touches (the service stops)."""
+        owed = []
+        with self._touches_lock:
+            while not self._face_touches.empty():
+                owed.append(self._face_touches.get()[1])
+        if self._waiting is not None and self._waiting[2] is not None:
+            owed.append(self._waiting[2])
+        if self._starting is not None:
+            owed.append(self._starting)
+        return owed + self._between_told()
+
+    def _between_told(self) -> list[Future[Answer]]:
+        """The faces' touches the hand has decided since (taken off the list)."""
+        with self._touches_lock:
+            told, self._between = self._between, []
+        return told
 
     def on_touch(self, claim: Callable[[], bool]) -> None:
         """``claim()`` is asked first of every touch on the sensor between hands (never a
@@ -286,9 +352,6 @@ class Service(Publisher):
         self._touch_claims.append(claim)
 
     def _claimed(self, event: InputEvent) -> bool:
-        if any(e is event for e in self._face_touches):
-            self._face_touches.remove(event)
-            return False
         for claim in self._touch_claims:
             try:
                 taken = claim()
@@ -301,13 +364,14 @@ class Service(Publisher):
                 return True
         return False
 
-    def _decide(self, event: InputEvent) -> None:
+    def _decide(self, event: InputEvent, answer: Future[Answer] | None = None) -> None:
         """The dealer's touch or long press between hands, through the one policy
         (:mod:`shuffler.control.touch`): a touch starts the next pass of the hand unless
         the dealer is still restacking or the tray is empty; while a client's short job
         (a clear, a score, a remote command) holds the machine it waits for it, up to
         :data:`~shuffler.control.touch.TOUCH_WAIT_S`, and then says why it started
-        nothing. A long press is the dealer's clear."""
+        nothing. A long press is the dealer's clear. ``answer``: a face's touch's,
+        resolved with the decision (a start: once the pass has started)."""
         controller = self.session.controller
         try:
             latched = (controller.latched_fault() is not None
@@ -321,17 +385,23 @@ class Service(Publisher):
                   if self._waiting is not None and self._waiting[0] is event else 0.0)
         decision = controller.touch.decide(event, Seen(tray, latched, busy, waited))
         if not isinstance(decision, Wait):
+            if self._waiting is not None and self._waiting[0] is not event:
+                # another touch decided meanwhile: the waiting one's answer is its
+                answer = _also(answer, self._waiting[2])
             self._waiting = None
         match decision:
             case Ignore():
                 self._touch_ignored(decision)
+                _settle(answer, decision)
             case Wait():
                 if self._waiting is None:
-                    self._waiting = (event, self.clock.now())
+                    self._waiting = (event, self.clock.now(), answer)
+                elif self._waiting[0] is not event:  # one waits already: this one with it
+                    self._waiting = (*self._waiting[:2], _also(self._waiting[2], answer))
             case Clear():
                 self._clear()
             case Start():
-                self._start_hand(event)
+                self._start_hand(event, answer)
 
     def _clear(self) -> None:
         """The dealer's clear: a latched fault goes once the machine sees itself clear;
@@ -349,16 +419,23 @@ class Service(Publisher):
             self.claim.release()
             self.refresh()
 
-    def _start_hand(self, touch: InputEvent) -> None:
+    def _start_hand(self, touch: InputEvent, answer: Future[Answer] | None) -> None:
         if not self.claim.acquire(blocking=False):  # taken since: the touch waits again
-            self._waiting = (touch, self.clock.now())
+            self._waiting = (touch, self.clock.now(), answer)
             return
         log.info("touch: starting a pass of the hand")
         self.session.controller.begin_job()
+        self._starting = answer
         try:
-            self._execute(Job({"cmd": "hand", "cards": None, "passes": None, "mode": None}))
+            final = self._execute(Job({"cmd": "hand", "cards": None, "passes": None,
+                                       "mode": None}))
         finally:
             self.claim.release()
+            self._starting = None
+        if final["ok"]:
+            _settle(answer, Start())
+        else:  # refused before its pass started (a latched fault, the battery)
+            _settle(answer, machine_refused(final["error"]["message"], final["error"]["kind"]))
 
     def _touch_ignored(self, ignored: Ignore) -> None:
         """Tell the dealer and the faces that a touch started nothing, and why: the event
@@ -380,7 +457,7 @@ class Service(Publisher):
         cmd = job.request["cmd"]
         # what the client hears if the service stops (SIGTERM, a restart) in the middle
         final: dict[str, Any] = {"ok": False, "error": {
-            "kind": "service_stopped", "exit": 3,
+            "kind": "service_stopped", "exit": EXIT_FAULT,
             "message": f"the service stopped in the middle of the {cmd}; a pass it was "
                        "running is latched `interrupted`: put every card back in the tray, "
                        "then `shuffler status` and `shuffler clear`"}}
@@ -397,10 +474,21 @@ class Service(Publisher):
 
         def put(msg: dict[str, Any]) -> None:
             job.replies.put(msg)
+            if msg.get("event") in ("pass_start", "stack", "pass"):  # the motor, or not
+                self._dealing = msg["event"] == "pass_start"
             if (event := progress(msg)) is not None:
                 self.publish(event)
+            match event:
+                case PassStarted():  # the face's touch that started it, or was between
+                    _settle(self._starting, Start())
+                    for answer in self._between_told():
+                        _settle(answer, Start())
+                case TouchIgnored(why):  # the hand's words, from touch.py
+                    for answer in self._between_told():
+                        _settle(answer, Ignore(why))
 
         self.notice = None
+        self._moving = COMMANDS[req["cmd"]].moves
         try:
             result = self.machine.run(req, put, job.face)
             fault = (result.get("pass") or result.get("hand") or {}).get("fault")
@@ -415,13 +503,18 @@ class Service(Publisher):
         except Exception as e:  # a bug: the machine stops, the service goes on
             self.session.device.stop()
             log.exception("request failed")
-            return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": 1}}
+            return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": EXIT_BUG}}
         finally:
             self.session.controller.end_job()
             if COMMANDS[req["cmd"]].moves:  # touches made while it ran start nothing
                 self.session.controller.touch.pass_ended(self.session.device.now())
+                if self._waiting is not None:
+                    _settle(self._waiting[2], RUNNING_NOW)
                 self._waiting = None
                 self.session.device.drain_events()
+                self._moving = self._dealing = False
+                for answer in self._between_told():  # the hand ended before deciding it
+                    _settle(answer, PASS_RUNNING)
             self.refresh()
 
     def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:
@@ -486,7 +579,7 @@ class Service(Publisher):
                 send(error_reply(e))
         elif not self.claim.acquire(blocking=False):
             send(error_reply(RequestError("busy: a pass is running; try again when it ends",
-                                          "busy"), exit_code=3))
+                                          "busy"), exit_code=EXIT_FAULT))
         else:
             if command.moves:
                 self.session.controller.begin_job()  # accepted: a stop from now on counts
@@ -500,12 +593,31 @@ class Service(Publisher):
                     return
 
     def close(self) -> None:
-        self.stopping.set()
+        with self._touches_lock:
+            self.stopping.set()
+        for answer in self._owe():  # a face's touch never waits on a stopped service
+            _settle(answer, STOPPING)
         sd_notify("STOPPING=1")
         self.session.device.stop()
         self.faces.close()
         self.listener.close()
         self.lock.release()
+
+
+def _settle(answer: Future[Answer] | None, decision: Answer) -> None:
+    """Answer a face's touch (once: the first answer stands)."""
+    if answer is not None and not answer.done():
+        with contextlib.suppress(Exception):  # answered meanwhile (stopping): it stands
+            answer.set_result(decision)
+
+
+def _also(first: Future[Answer] | None,
+          second: Future[Answer] | None) -> Future[Answer] | None:
+    """Two faces' touches owed one decision: the second answered as the first is."""
+    if first is None or second is None:
+        return first or second
+    first.add_done_callback(lambda done: _settle(second, done.result()))
+    return first
 
 
 def install_signal_handlers(service: Service) -> None:
