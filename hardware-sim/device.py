@@ -396,6 +396,8 @@ class _SimPass:
         # a misfeed, a stall or an empty tray: nothing reaches the beam
 
     def apply(self, commands: list[Command]) -> None:
+        if not commands:  # most ticks: nothing to do (and no import to look up)
+            return
         from shuffler.device.engine import Card as Counted
         from shuffler.device.engine import Divert, Done, Motor, Tick
 
