@@ -33,10 +33,11 @@ DEALERS: list[tuple[DealerHabit, Answer | None]] = [
     (DealerHabit.FIRST_CARD, ANSWERS[0])]
 
 
-def uniform_p(counts: Counter[int], n: int = 24) -> float:
+def uniform_p(counts: Counter[int], n: int = 24) -> float | None:
+    """None for no hands (JSON has no NaN)."""
     total = sum(counts.values())
     if not total:
-        return float("nan")
+        return None
     stat = sum((counts.get(c, 0) - total / n) ** 2 / (total / n) for c in range(n))
     return chi2_sf(stat, n - 1)
 
@@ -71,7 +72,8 @@ def table(rows: list[dict]) -> str:
             "bottom p, all", "stops", "s a hand"]
     lines = [head, ["---"] * len(head)] + [
         [r["dealer"], r["answer"], str(r["hands"]), f"{r['exact_share']:.1%}",
-         *(f"{r[k]:.3g}" for k in ("top_p", "bottom_p", "top_all_p", "bottom_all_p")),
+         *("–" if r[k] is None else f"{r[k]:.3g}"
+           for k in ("top_p", "bottom_p", "top_all_p", "bottom_all_p")),
          str(r["stops"]), f"{r['seconds_a_hand']:.2f}"]
         for r in rows]
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
