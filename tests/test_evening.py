@@ -81,15 +81,19 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_the_benchmark_keeps_each_dealer_as_it_finishes_and_prints_it_again(tmp_path):
+def test_the_benchmark_keeps_each_dealer_after_each_turn_and_prints_it_again(tmp_path):
+    """Dealers take turns (3 hands, 2 a turn): a run cut short leaves every dealer's
+    row as far as it got; the table is the last row of each."""
     out = tmp_path / "rows.jsonl"
-    run = _bench("--hands", "4", "--dealers", "6,0", "--out", str(out))
+    run = _bench("--hands", "3", "--every", "2", "--dealers", "6,0", "--out", str(out))
     assert run.returncode == 0, run.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["dealer"], r["answer"]) for r in rows] == [
-        ("last-card", "corrects 1/2, stops-high"), ("instructed", "corrects")]
-    assert all(r["hands"] == 4 and r["exact"] == 4 and r["seed"] == 47 for r in rows)
-    assert rows[0]["stops"] > 0 and rows[1]["stops"] == 0
+    assert [(r["dealer"], r["answer"], r["hands"]) for r in rows] == [
+        ("last-card", "corrects 1/2, stops-high", 2), ("instructed", "corrects", 2),
+        ("last-card", "corrects 1/2, stops-high", 3), ("instructed", "corrects", 3)]
+    assert all(r["exact"] == r["hands"] and r["seed"] == 47 for r in rows)
+    assert rows[2]["stops"] > 0 and rows[3]["stops"] == 0
+    assert json.loads(run.stdout.splitlines()[-1]) == rows[2:]
     again = _bench("--table", str(out))
     assert again.returncode == 0 and again.stdout == run.stdout  # the table, then the JSON
     assert again.stdout.startswith("| dealer | answer | hands | exact | top p | bottom p |")
@@ -100,3 +104,9 @@ def test_the_benchmark_refuses_a_dealer_it_does_not_have(dealers):
     run = _bench("--hands", "1", "--dealers", dealers)
     assert run.returncode == 2 and f"--dealers {dealers}" in run.stderr
     assert "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("args", [("--hands", "0"), ("--every", "0")])
+def test_the_benchmark_refuses_no_hands(args):
+    run = _bench("--hands", "1", *args)
+    assert run.returncode == 2 and "at least 1" in run.stderr and not run.stdout
