@@ -20,6 +20,8 @@ import itertools
 import json
 import logging
 import random
+import signal
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -137,6 +139,8 @@ def main() -> None:
     if args.hands < 1 or args.every < 1:
         parser.error("--hands and --every: at least 1")
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    # a kill ends the run as Ctrl-C would: each evening's scratch folder goes with it
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     rows: list[dict] = []
     for rows in rounds(which, args.hands, args.seed, args.every):
         if args.out:
