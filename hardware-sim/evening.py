@@ -7,7 +7,7 @@ For the studies of docs/mixing.md ("The last stack"): each hand's final order (s
 positions of that hand, top first), its label, and the machine's seconds. The battery
 gauge is left out, the state kept in memory and the audit log (in /dev/shm) kept to the
 hand in progress: none bears on a label, and with them a hand costs about 0.4 s of the
-host's time instead of about 10 ms (the log kept all evening adds about 4 ms a hand for
+host's time instead of about 10 ms (the log kept all evening adds about 5 ms a hand for
 every 1,000 hands before it).
 
     >>> import random

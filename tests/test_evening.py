@@ -110,3 +110,30 @@ def test_the_benchmark_refuses_a_dealer_it_does_not_have(dealers):
 def test_the_benchmark_refuses_no_hands(args):
     run = _bench("--hands", "1", *args)
     assert run.returncode == 2 and "at least 1" in run.stderr and not run.stdout
+
+
+def _benchmark_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("last_stack", ROOT / "benchmarks" /
+                                                  "last_stack.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_mixing_page_carries_the_acceptance_run_as_the_benchmark_printed_it():
+    """docs/mixing.md ("The last stack") shows the rows of benchmarks/last_stack_rows.jsonl
+    as `last_stack.py --table` prints them; the run is the acceptance's (24 cards, seed
+    47) and every hand of it was labelled exact, top and bottom card within noise."""
+    bench = _benchmark_module()
+    rows = bench._last_rows(ROOT / "benchmarks" / "last_stack_rows.jsonl")
+    page = (ROOT / "docs" / "mixing.md").read_text(encoding="utf-8")
+    assert bench.table(rows) in page
+    assert {(r["dealer"], r["answer"]) for r in rows} >= {
+        ("last-card", a.name) for a in ANSWERS}
+    for row in rows:
+        assert row["seed"] == 47 and row["exact"] == row["hands"] >= 1000
+        assert min(row[k] for k in ("top_p", "bottom_p", "top_all_p", "bottom_all_p")) > 1e-3
+        assert (row["stops"] > 0) is row["answer"].endswith("stops-high")
