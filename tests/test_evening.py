@@ -42,15 +42,21 @@ def test_forgetting_finished_hands_changes_no_hand(monkeypatch, answer):
     assert (sum(h[3] for h in kept) > 0) is answer.stops_high
 
 
-def test_the_audit_log_holds_the_hand_in_progress_every_pass_once(monkeypatch):
-    folders: list[Path] = []
+@pytest.fixture
+def folders(monkeypatch) -> list[Path]:
+    """The scratch folders the evenings make, as they make them."""
+    made: list[Path] = []
     mkdtemp = evening_mod.tempfile.mkdtemp
 
     def remembered(**kwargs):
-        folders.append(Path(mkdtemp(**kwargs)))
-        return str(folders[-1])
+        made.append(Path(mkdtemp(**kwargs)))
+        return str(made[-1])
 
     monkeypatch.setattr(evening_mod.tempfile, "mkdtemp", remembered)
+    return made
+
+
+def test_the_audit_log_holds_the_hand_in_progress_every_pass_once(folders):
     hands = evening(DealerHabit.LAST_CARD, STOPS_HIGH, 40, random.Random(9))
     records = []
     for i, hand in enumerate(hands):
@@ -64,11 +70,7 @@ def test_the_audit_log_holds_the_hand_in_progress_every_pass_once(monkeypatch):
     assert not folders[0].exists()  # the evening over, its folder went with it
 
 
-def test_an_evening_left_early_removes_its_folder(monkeypatch):
-    folders: list[Path] = []
-    mkdtemp = evening_mod.tempfile.mkdtemp
-    monkeypatch.setattr(evening_mod.tempfile, "mkdtemp",
-                        lambda **kw: folders.append(Path(mkdtemp(**kw))) or str(folders[-1]))
+def test_an_evening_left_early_removes_its_folder(folders):
     hands = evening(DealerHabit.INSTRUCTED, None, 10, random.Random(1))
     next(hands)
     assert folders[0].is_dir()
