@@ -82,11 +82,6 @@ class Tally:
                 "host_ms_a_hand": round(1000 * self.host / n, 1)}
 
 
-def study(habit: DealerHabit, answer: Answer | None, hands: int, seed: int) -> dict:
-    """One dealer's row after ``hands`` hands."""
-    return next(rounds([(habit, answer)], hands, seed, every=hands))[0]
-
-
 def rounds(dealers: list[tuple[DealerHabit, Answer | None]], hands: int, seed: int,
            every: int) -> Iterator[list[dict]]:
     """Every dealer's rows after each round of ``every`` more hands each, until each has
