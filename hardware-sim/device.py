@@ -348,15 +348,18 @@ class _SimPass:
         clock, engine = self.dev.clock, self.engine
         if self.dev._halt is None:
             self.apply(engine.start(clock.now(), bool(self.mech.tray)))
+        pending = self.pending
         while not engine.done:
             if self.dev._halt is not None:
                 self.apply(engine.stop(clock.now(), self.dev._halt))
                 break
-            due = min(engine.deadline, self.pending[0][0] if self.pending else engine.deadline)
+            due = engine.deadline  # a property that computes: read once a round
+            if pending and pending[0][0] < due:
+                due = pending[0][0]
             clock.sleep(due - clock.now())
             now = max(clock.now(), due)  # asleep until ``due``, whatever rounding says
-            while self.pending and self.pending[0][0] <= now + self.EPS and not engine.done:
-                at, what, transit = self.pending.pop(0)
+            while pending and pending[0][0] <= now + self.EPS and not engine.done:
+                at, what, transit = pending.pop(0)
                 self.physics(what, transit, at)
             self.apply(engine.tick(now))
         assert engine.report is not None
@@ -394,6 +397,8 @@ class _SimPass:
         # a misfeed, a stall or an empty tray: nothing reaches the beam
 
     def apply(self, commands: list[Command]) -> None:
+        if not commands:  # most ticks: nothing to do (and no import to look up)
+            return
         from shuffler.device.engine import Card as Counted
         from shuffler.device.engine import Divert, Done, Motor, Tick
 

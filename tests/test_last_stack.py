@@ -3,8 +3,8 @@ simulated machine, 24 cards, the default hand, for each dealer of the acceptance
 that looks at the cards, answering the warning by correcting at once, only when made to,
 with chance 1/4, 1/2 or 3/4, trying to keep the stack when the card shown is high, or
 stopping the hand at such a stack and starting it again): every hand finished exact, and
-the top and bottom card of those hands uniform. 40,000 hands a dealer take about 35
-minutes a dealer here (benchmarks/last_stack.py runs them); the suite runs 300 a dealer,
+the top and bottom card of those hands uniform. 40,000 hands take about 7 minutes of
+the host's processor a dealer (benchmarks/last_stack.py runs them); the suite runs 300 a dealer,
 the heavy part marked slow."""
 
 from __future__ import annotations
