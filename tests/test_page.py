@@ -527,7 +527,7 @@ def test_the_other_pile_lifted_first_is_said_on_the_page(tmp_path):
     waits, and says why the hold that tried to keep the stack was refused."""
     port = free_port()
     svc = Service(tmp_path, f"[web]\nenabled = true\nport = {port}\n[hand]\npasses = 2\n",
-                  speed=1.0, name="wrong")
+                  speed=3.0, name="wrong")
     svc.args += ["--sim-dealer", "other", "--sim-ignores"]
     svc.start()
     try:
