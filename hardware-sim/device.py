@@ -105,6 +105,8 @@ class SimDevice(ShufflerDevice):
         #: stacked against the light, deaf to the warning: the stack lights (the warning,
         #: the touch refused) still to come before the dealer keeps the stack (0: never)
         self._corrected = False  # put the pile back and stacked as the light asks
+        #: the light asks for a stack: the simulated dealer's time, none of it idle (now)
+        self._restacking = False
 
     @classmethod
     def for_cards(
@@ -138,10 +140,19 @@ class SimDevice(ShufflerDevice):
         moved: a paced simulator's clock moves only while the simulation sleeps, but a
         dealer's touch a second after a pass is a second after it at every speed
         (``ScaledClock.idle``: real time × the speed). A test's virtual clock moves only
-        as the test says. The physics (the battery's rest) keeps its own time."""
+        as the test says. The physics (the battery's rest) keeps its own time.
+
+        Nor does it stand idle while the light asks for a stack: the restack is the
+        simulated dealer's, who reacts to each light after its own delays in machine time
+        (``SimDealer``: the pause, the lifts, putting a pile back, the touch), so the
+        host's own work meanwhile (at a million times real time a millisecond is 1,000 s)
+        never pushes the dealer's touch past the hand's wait for it, however busy the
+        host is."""
         with self._idle_lock:
             if self._run is None and isinstance(self.clock, ScaledClock):
-                self._idle += self.clock.idle()
+                idle = self.clock.idle()  # taken either way: a restack's time is not idle
+                if not self._restacking:
+                    self._idle += idle
             return self.clock.now() + self._idle
 
     def run_pass(self, plan: PassPlan, on_card: CardCallback | None = None, *,
@@ -222,6 +233,8 @@ class SimDevice(ShufflerDevice):
         self._closed = True
 
     def show(self, status: Status) -> None:
+        self.now()  # the time idle before the light counts; none while a stack is asked
+        self._restacking = status.signal is Signal.STACK
         self.shown.append(status)
         if len(self.shown) > 2000:  # an evening's hands keep no unbounded history
             del self.shown[:-1000]

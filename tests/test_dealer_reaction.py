@@ -67,3 +67,45 @@ def test_no_backend_decides_the_reaction_again(backend):
                                      "answer", "both_gap", "lift_gap"}
                    and isinstance(node.value, ast.Attribute) and node.value.attr == "dealer"})
     assert read == []
+
+
+# -- the dealer's time is the machine's, however busy the host -----------------------------
+
+@pytest.mark.parametrize("listens", [True, False], ids=["listens", "deaf"])
+def test_a_busy_host_never_ages_the_dealers_restack(listens):
+    """At a million times real time, a host that spends 2 ms over each event (2,000 s of
+    the machine's time: the hand waits 300 s for a touch) still finds the dealer's touch,
+    and the machine's clock, within the dealer's own seconds of the light that asked for
+    the stack: the simulator's dealer reacts in machine time, not in the host's. Once the
+    light is back to ready, the idle machine's clock moves with real time again."""
+    import time
+
+    from hardware_sim import SimDevice
+    from shuffler.core.planning import PassPlan
+    from shuffler.device.clock import ScaledClock
+    from shuffler.device.contract import Signal, Status
+
+    device = SimDevice.for_cards(12, clock=ScaledClock(1_000_000), habit=DealerHabit.OTHER,
+                                 listens=listens)
+    try:
+        assert device.run_pass(PassPlan((0, 1) * 6)).fault is None
+        device.show(Status(Signal.STACK, Pile.LEFT, 2, 2))  # the dealer lifts (and, deaf,
+        asked, seen, warned = device.now(), [], False  # stacks by its habit and touches)
+        while [ev.kind for ev in seen[-2:]] != [EventKind.TRAY_LOADED, EventKind.TOUCH]:
+            time.sleep(0.002)  # the host's own work
+            ev = device.wait_event(1.0)
+            assert ev is not None, seen
+            seen.append(ev)
+            if ev.kind is EventKind.PILE_LIFTED and ev.pile is Pile.RIGHT and not warned:
+                warned = True  # the other pile first: the machine warns at once
+                device.show(Status(Signal.STACK, Pile.LEFT, 2, 2, warn=True))
+        took = device.now() - asked
+        assert 0 < seen[-1].at - asked <= took < 10, (took, seen)
+        assert [ev.pile for ev in seen if ev.kind is EventKind.PILE_LIFTED][-2:] == [
+            Pile.LEFT, Pile.RIGHT]  # corrected: the pile the light shows lifted first
+        device.show(Status(Signal.READY))
+        before = device.now()
+        time.sleep(0.001)  # a thousand seconds at this speed, a look moves at most 60
+        assert device.now() - before >= ScaledClock.IDLE_STEP
+    finally:
+        device.close()

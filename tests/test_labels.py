@@ -274,10 +274,7 @@ def test_simulate_with_too_few_hands_never_reports_a_pass(mode, trials):
 
 
 @pytest.mark.parametrize(("extra", "exact"), [([], True),
-                                              # 10,000 times real time: see
-                                              # test_cli's piles-lifted-together test
-                                              (["--sim-speed", "10000", "--sim-ignores",
-                                                "--sim-dealer", "other"], True),
+                                              (["--sim-ignores", "--sim-dealer", "other"], True),
                                               (["--sim-fault", "double:3"], False)])
 def test_status_says_of_the_last_hand_what_the_hand_said(run, extra, exact):
     hand = run(*extra, "hand")

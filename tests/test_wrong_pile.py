@@ -235,9 +235,8 @@ def test_a_deaf_dealer_over_a_serial_link_is_made_to_stack_as_the_light_asks(run
     """The virtual MCU's dealer holds the sensor at each warning: the chip sends no long
     press (it sent its touch at the press), every stack is refused until it matches the
     light, the last one too, and the hand ends exact."""
-    # 10,000 times real time: see test_cli's piles-lifted-together test
-    result = run("--sim-speed", "10000", "--device", "sim-serial", "--sim-dealer", "other",
-                 "--sim-ignores", "--json", "hand", "--passes", "2")
+    result = run("--device", "sim-serial", "--sim-dealer", "other", "--sim-ignores",
+                 "--json", "hand", "--passes", "2")
     assert result.exit_code == 0, result.stderr
     hand = json.loads(result.stdout)["hand"]
     assert hand["completed"] and hand["distance_exact"], hand
