@@ -550,7 +550,7 @@ def test_a_hasty_touch_on_the_microcontrollers_clock_is_still_refused(machine, t
     from hardware_sim.dealer import SimDealer
     from hardware_sim.device import SimTiming
 
-    mcu, dev = machine(cards=12, speed=1)
+    mcu, dev = machine(cards=4, speed=1)
     mcu.sim.timing = SimTiming(restack_pause=0.0)
     mcu.sim.dealer = SimDealer(rng=random.Random(4), lift_gap=0.2, settle=0.05)
     told = hand_told(dev, tmp_path, passes=2)  # one restack between, a short pack at speed 1

@@ -38,8 +38,10 @@ def test_a_quick_test_that_starts_a_real_part_fails_naming_it(tmp_path):
     program.chmod(0o755)
     (tmp_path / "test_fake.py").write_text(FAKE_BROKER.format(program=str(program)))
     done = subprocess.run(
+        # without hypothesis's plugin (a second of imports): the guard is the conftest's
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
-         "-p", "tests.conftest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path),
+         "-p", "no:hypothesispytest", "-p", "tests.conftest", "-c", str(ROOT / "pyproject.toml"),
+         "--rootdir", str(tmp_path),
          str(tmp_path / "test_fake.py")],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     out = done.stdout
