@@ -364,7 +364,7 @@ def test_4_the_sockets_stop_mid_pass_stops_the_motor_within_a_card_interval(fres
     m.g.wait(lambda: not m.in_flight(), 60, "the pass settled in state.json")
     entry = m.audit()[-1]
     assert entry["fault"]["kind"] == "stopped" and 0 < entry["counted"] < CARDS, entry
-    m.g.wait(lambda: m.status().counters.passes == before["passes"] + 1, 60,
+    m.g.wait(lambda: m.status()["counters"]["passes"] == before["passes"] + 1, 60,
              "the stopped pass counted in the state")
     assert m.status()["fault"] is None  # a stop latches nothing
     # the CLI's stop is that request: with nothing running it says so, exit 0
