@@ -6,6 +6,7 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping
+from fractions import Fraction
 
 import pytest
 
@@ -121,7 +122,7 @@ def changeable(value, where: str) -> list[str]:
     if isinstance(value, dict | list | set | bytearray):
         return [f"{where}: {type(value).__name__}"]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        hints = typing.get_type_hints(type(value))
+        hints = typing.get_type_hints(type(value), localns={"Fraction": Fraction})
         found = []
         for f in dataclasses.fields(value):
             v, at = getattr(value, f.name), f"{where}.{f.name}"

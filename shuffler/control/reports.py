@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,8 @@ from shuffler.core.record import OMIT_NONE, SPREAD, Record
 from shuffler.device.contract import DeviceInfo, Fault, FaultKind, Health
 
 if TYPE_CHECKING:
+    from fractions import Fraction
+
     from shuffler.config import Config
     from shuffler.control.controller import PassController
     from shuffler.control.hand import HandReport, PassRecord

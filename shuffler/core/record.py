@@ -3,7 +3,7 @@
 One name for one thing: a field is called what the JSON calls it (a keyword takes a
 trailing underscore: ``pass_`` is ``"pass"``). :meth:`Record.to_json` is the one way to
 JSON: nested records become objects, tuples arrays, enums their values, a
-:class:`~fractions.Fraction` a float. A field whose metadata is :data:`OMIT_NONE` is left
+fraction a float. A field whose metadata is :data:`OMIT_NONE` is left
 out while None; one marked :data:`SPREAD` (a mapping) spreads its keys where it stands.
 
     >>> from dataclasses import dataclass, field
@@ -21,7 +21,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from fractions import Fraction
+from numbers import Rational
 from typing import Any
 
 #: a field's metadata: left out of the JSON while None
@@ -56,7 +56,7 @@ def to_json(value: Any) -> Any:
         return value.to_json()
     if isinstance(value, enum.Enum):
         return value.value
-    if isinstance(value, Fraction):
+    if isinstance(value, Rational) and not isinstance(value, int):  # a Fraction
         return float(value)
     if isinstance(value, tuple | list):
         return [to_json(v) for v in value]
