@@ -44,7 +44,6 @@ from shuffler.control.reports import (
 from shuffler.control.scorebook import ScoreBook
 from shuffler.control.signals import ENDINGS, ending
 from shuffler.core.planning import Mode, PackTracker, RandomSource, make_planner
-from shuffler.core.score import Game
 from shuffler.device.contract import PassReport, ShufflerDevice, Signal, Status
 
 Tick = Callable[[], None]
@@ -151,9 +150,6 @@ class Session:
     @property
     def scores(self) -> ScoreBook:
         return ScoreBook(self.controller.store, self.config)
-
-    def game(self) -> Game:
-        return self.scores.game()
 
     def score(self) -> dict[str, Any]:
         return self.scores.show()

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from shuffler import __version__
 from shuffler.constants import EXIT_BUG, EXIT_FAULT
-from shuffler.control.events import Progress, Resumed, StackAsked
+from shuffler.control.events import Progress
 from shuffler.control.reports import (
     BatteryReport,
     Cleared,
@@ -75,6 +75,7 @@ from shuffler.service.connections import (
 )
 from shuffler.service.events import (
     BatteryChanged,
+    CardCounted,
     Event,
     FaultChanged,
     HandSummary,
@@ -488,10 +489,10 @@ class Service(Publisher):
             job.replies.put(event.to_json())
             if event.event in ("pass_start", "stack", "pass"):  # the motor, or not
                 self._dealing = isinstance(event, PassStarted)
-            # a pile to stack is its SignalShown; a resumed hand is told only to the
-            # client that asked
-            if not isinstance(event, StackAsked | Resumed):
-                self.publish(event)  # type: ignore[arg-type]
+            # not a pile to stack (the faces see its light), nor a resumed hand (told only
+            # to the client that asked)
+            if isinstance(event, PassStarted | CardCounted | PassReported | TouchIgnored):
+                self.publish(event)
             match event:
                 case PassStarted():  # the face's touch that started it, or was between
                     _settle(self._starting, Start())
