@@ -170,3 +170,22 @@ def test_an_older_state_files_last_hand_reads_whole():
     assert last.to_json()["fault"] == {"kind": "jam", "message": "the last hand stopped: jam",
                                        "card": None}
     assert reports.LastHand.kept(last.to_json()) == last  # as the state file keeps it
+
+
+def test_the_last_hand_reads_the_same_from_memory_and_from_the_file(session, tmp_path):
+    """The status a second process gives (its state read back from the file, whose keys
+    are sorted) is the same JSON, key for key in the schema's order, as the one the
+    process that dealt the hand gives: one order for every face."""
+    session.do_hand(2)
+    here = json.dumps(session.status().to_json())
+    config = Config()
+    device = SimDevice.for_cards(24, rng=random.Random(5))
+    try:
+        other = Session(PassController(device, StateStore(tmp_path / "state"), config.battery,
+                                       config.hand.passes), config, random.Random(1))
+        there = other.status().to_json()
+    finally:
+        device.close()
+    assert json.loads(here)["last_hand"] == there["last_hand"]
+    assert list(there["last_hand"]) == keys(reports.LastHand)
+    assert json.dumps(there["last_hand"]) == json.dumps(json.loads(here)["last_hand"])
