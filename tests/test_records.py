@@ -160,16 +160,21 @@ def test_the_omitted_and_spread_fields_are_left_out_or_spread():
         health.detail["cards_in_machine"] = 3  # type: ignore[index]
 
 
-def test_an_older_state_files_last_hand_reads_whole():
+def test_an_older_state_files_last_hand_reads_whole(session):
     """A last hand kept by an older release (its fault the kind alone, no dealer or
-    note) is a whole record, its fault a fault object."""
+    note) is a whole record, its fault a fault object, and the status that shows it
+    keeps its schema."""
     old = {"number": 3, "passes_done": 1, "passes": 4, "completed": False,
            "tracking": False, "distance": None, "fault": "jam"}
     last = reports.LastHand.kept(old)
     assert last is not None and last.fault is not None
     assert last.to_json()["fault"] == {"kind": "jam", "message": "the last hand stopped: jam",
                                        "card": None}
+    assert "dealer" not in last.to_json()  # not a null the schema refuses: left out
     assert reports.LastHand.kept(last.to_json()) == last  # as the state file keeps it
+    session.controller.update(lambda s: setattr(s, "last_hand", old))
+    shown = validate(session.status().to_json(), "status")["last_hand"]
+    assert shown["fault"]["kind"] == "jam" and "dealer" not in shown
 
 
 def test_the_last_hand_reads_the_same_from_memory_and_from_the_file(session, tmp_path):

@@ -202,7 +202,7 @@ class LastHand(Record):
     ``last_hand``)."""
 
     number: int
-    dealer: str | None
+    dealer: str | None = field(metadata=OMIT_NONE)  # None: kept by an older release
     passes_done: int
     passes: int
     completed: bool
