@@ -261,7 +261,8 @@ class App(Output):
         request = check({"cmd": cmd, **args})
         admit(cmd, CLI)
         session = self.session(load or self.config.hand.cards)
-        return Machine(session).run(request, on_event, CLI).to_json()
+        emit = None if on_event is None else (lambda event: on_event(event.to_json()))
+        return Machine(session).run(request, emit, CLI).to_json()
 
     def read(self, cmd: str, local: Callable[[PassController, Config], dict[str, Any]], *,
              load: int | None = None, **args: Any) -> dict[str, Any]:

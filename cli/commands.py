@@ -87,12 +87,12 @@ def status(app: App) -> None:
       shuffler status
       shuffler status --json        for a script (docs/json.md)
     """
-    from shuffler.control.reports import status_dict
+    from shuffler.control.reports import StatusReport
 
     from . import render
 
     def body() -> int:
-        result = app.read("status", status_dict)
+        result = app.read("status", lambda c, config: StatusReport.of(c, config).to_json())
         app.emit(result, render.status_text(result, app.color))
         return EXIT_OK
 
@@ -110,13 +110,13 @@ def battery(app: App, cards: int | None) -> None:
       shuffler battery
       shuffler battery --cards 32
     """
-    from shuffler.control.reports import battery_dict
+    from shuffler.control.reports import BatteryReport
 
     from . import render
 
     def body() -> int:
-        result = app.read("battery", lambda c, config: battery_dict(
-            c, config, cards or config.hand.cards), load=cards, cards=cards)
+        result = app.read("battery", lambda c, config: BatteryReport.of(
+            c, config, cards or config.hand.cards).to_json(), load=cards, cards=cards)
         app.emit(result, render.battery_text(result))
         return EXIT_OK
 

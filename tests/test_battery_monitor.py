@@ -20,7 +20,7 @@ from hardware_sim.bench import miswire
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler.config import Config, GpioConfig
 from shuffler.control.controller import PassController
-from shuffler.control.reports import battery_dict
+from shuffler.control.reports import BatteryReport
 from shuffler.core import battery as batt
 from shuffler.core.planning import coin_plan
 from shuffler.device.contract import FaultKind, FaultLimits
@@ -59,7 +59,7 @@ def flicker(dev, every: int = 2):
 
 
 def battery_json(ctl) -> dict:
-    return validate({"schema": 1} | battery_dict(ctl, Config(), 24), "battery")
+    return validate({"schema": 1} | BatteryReport.of(ctl, Config(), 24).to_json(), "battery")
 
 
 @pytest.mark.parametrize(("wrong", "problem", "words"), [

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 import typing
 from collections.abc import Mapping
+from fractions import Fraction
 
 import pytest
 
@@ -39,8 +41,8 @@ def test_a_hand_is_told_in_typed_events_in_order(tmp_path, monkeypatch):
     kinds = [type(e) for e in heard]
     starts = [e for e in heard if isinstance(e, PassStarted)]
     assert [(e.number, e.of) for e in starts] == [(1, 3), (2, 3), (3, 3)]
-    reports = [e.report for e in heard if isinstance(e, PassReported)]
-    assert [r["counted"] for r in reports] == [24, 24, 24]
+    reports = [e.pass_ for e in heard if isinstance(e, PassReported)]
+    assert [r.counted for r in reports] == [24, 24, 24]
     cards = [e for e in heard if isinstance(e, CardCounted)]
     assert len(cards) == 72 and cards[-1] == CardCounted(24, 24)
     # each pass: started, its cards, its report; then the summary and the new state
@@ -49,7 +51,7 @@ def test_a_hand_is_told_in_typed_events_in_order(tmp_path, monkeypatch):
     assert summary > max(i for i, k in enumerate(kinds) if k is PassReported)
     assert StateChanged in kinds[summary:] and BatteryChanged in kinds
     state = [e.status for e in heard if isinstance(e, StateChanged)][-1]
-    assert state["counters"]["passes"] == 3
+    assert state.counters.passes == 3
     assert "labels" not in repr(heard) and "order" not in repr(heard)  # never a plan
 
 
@@ -71,7 +73,7 @@ def test_a_jam_and_its_clearing_are_fault_changes(tmp_path, monkeypatch):
     service.refresh()
     service.refresh()  # the state again, the fault unchanged: not told again
     faults = [e.fault for e in heard if isinstance(e, FaultChanged)]
-    assert [f["kind"] if f else None for f in faults] == ["jam", None]
+    assert [f.kind.value if f else None for f in faults] == ["jam", None]
     assert sum(isinstance(e, StateChanged) for e in heard) == 4  # after each job, and twice
 
 
@@ -115,12 +117,21 @@ def test_the_first_state_tells_the_fault_and_the_battery(tmp_path, monkeypatch):
 
 
 def changeable(value, where: str) -> list[str]:
-    """Where in ``value`` (an event) a dict, a list or a set is: a face could change it."""
+    """Where in ``value`` (an event) a dict, a list or a set is (a face could change it),
+    or a bare mapping where a field's type names a record (a result passed untyped)."""
     if isinstance(value, dict | list | set | bytearray):
         return [f"{where}: {type(value).__name__}"]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return [w for f in dataclasses.fields(value)
-                for w in changeable(getattr(value, f.name), f"{where}.{f.name}")]
+        hints = typing.get_type_hints(type(value), localns={"Fraction": Fraction})
+        found = []
+        for f in dataclasses.fields(value):
+            v, at = getattr(value, f.name), f"{where}.{f.name}"
+            if isinstance(v, Mapping) and not isinstance(v, dict) \
+                    and not mapping_typed(hints[f.name]):
+                found.append(f"{at}: {type(v).__name__} for {hints[f.name]}")
+            else:
+                found += changeable(v, at)
+        return found
     if isinstance(value, Mapping):
         return [w for k, v in value.items() for w in changeable(v, f"{where}[{k!r}]")]
     if isinstance(value, tuple):
@@ -128,18 +139,32 @@ def changeable(value, where: str) -> list[str]:
     return []
 
 
-def test_the_bus_check_finds_a_dict_inside_an_event():
+def mapping_typed(hint) -> bool:
+    """A field typed a mapping (the score's frozen object, a health's detail keys)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(mapping_typed(h) for h in typing.get_args(hint))
+    return hint is Mapping or typing.get_origin(hint) is Mapping
+
+
+def test_the_bus_check_finds_a_dict_or_an_untyped_result_inside_an_event():
+    from shuffler.device.contract import Fault, FaultKind
     from shuffler.service.results import freeze
 
     assert changeable(StateChanged({"counters": {"passes": 1}}), "e") == ["e.status: dict"]
-    assert changeable(PassReported(freeze({"a": [1]})), "e") == []
-    assert changeable(HandSummary(freeze({}), freeze({"x": ({"y": 1},)})), "e") == []
     assert changeable(ScoreChanged(freeze({"hands": ({"p": [0, 1]},)})), "e") == []
     # a frozen object merged into a new one is a dict again: caught
     assert changeable(ScoreChanged(freeze({"hands": ()}) | {}), "e") == ["e.score: dict"]
-    assert changeable(HandSummary(freeze({}), {"fault": None}), "e") == ["e.last: dict"]
-    assert changeable(BatteryChanged(freeze({"volts": [1.0]})), "e") == []
     assert changeable(FaultChanged({"kind": "jam", "pile": [1]}), "e") == ["e.fault: dict"]
+    # where a record belongs, a frozen mapping is refused too: the bus carries the types
+    jam = Fault(FaultKind.JAM, "a jam", 5)
+    assert changeable(FaultChanged(jam), "e") == []
+    assert changeable(FaultChanged(freeze(jam.to_json())), "e") == [
+        "e.fault: mappingproxy for shuffler.device.contract.Fault | None"]
+    assert changeable(BatteryChanged(freeze({"volts": [1.0]})), "e")[0].startswith(
+        "e.battery: mappingproxy for")
+    assert changeable(PassStarted(1, 2), "e") == []
+    assert changeable(PassReported(freeze({"a": [1]})), "e") == [  # type: ignore[arg-type]
+        "e.pass_: mappingproxy for <class 'shuffler.control.reports.PassResult'>"]
 
 
 def test_everything_the_service_says_is_a_typed_event(tmp_path, monkeypatch):
@@ -156,8 +181,8 @@ def test_everything_the_service_says_is_a_typed_event(tmp_path, monkeypatch):
     assert not any(isinstance(e, dict) for e in heard)
     # nor anywhere inside one: a report, a status, a game are frozen, for every face alike
     assert [where for e in heard for where in changeable(e, type(e).__name__)] == []
-    with pytest.raises(TypeError):
-        [e for e in heard if isinstance(e, StateChanged)][-1].status["notice"] = "x"  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        [e for e in heard if isinstance(e, StateChanged)][-1].status.notice = "x"  # type: ignore[misc]
     scores = [e.score for e in heard if isinstance(e, ScoreChanged)]
     assert len(scores) == 1 and scores[0]["hands"][0]["points"] != [0, 0]
     assert [e.why for e in heard if isinstance(e, TouchIgnored)] == ["touch ignored: a test"]

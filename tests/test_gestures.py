@@ -24,7 +24,7 @@ def jammed_service(tmp_path) -> Service:
                                  rng=random.Random(5), clock=VirtualClock())
     session = Session(PassController(device, StateStore(tmp_path)), Config(),
                       plan_source(device, 1))
-    assert session.do_pass()["pass"]["fault"]["kind"] == "jam"
+    assert session.do_pass().pass_.fault.kind.value == "jam"
     return Service(session, tmp_path / "s.sock", faces=Faces)
 
 
@@ -64,7 +64,7 @@ def test_a_long_press_with_nothing_latched_starts_nothing(tmp_path):
     service = Service(session, tmp_path / "s.sock", faces=Faces)
     try:
         press(service)
-        assert session.status()["counters"]["passes"] == 0
+        assert session.status().counters.passes == 0
     finally:
         device.close()
 
@@ -149,7 +149,7 @@ def test_a_long_press_with_nothing_latched_starts_nothing_and_says_so(tmp_path):
         rig.long_press(2.5)
         rig.clock.sleep(3.5)
         service._idle()
-        assert service.session.status()["counters"]["passes"] == 0
+        assert service.session.status().counters.passes == 0
         assert rig.motor_off_at == [] and not rig.forward()
         assert any(isinstance(e, TouchIgnored) and "nothing to clear" in e.why
                    for e in seen)
@@ -247,7 +247,7 @@ def test_a_hand_waiting_for_a_touch_on_the_rig_times_out(tmp_path):
 def test_the_light_is_ready_again_after_a_single_pass(tmp_path):
     rig, device, service = rigged(tmp_path)
     try:
-        assert service.session.do_pass()["pass"]["fault"] is None
+        assert service.session.do_pass().pass_.fault is None
         assert rig.led() == (0.0, 1.0, 0.0)  # green, not left white
     finally:
         device.close()
@@ -299,9 +299,9 @@ def test_taps_between_passes_start_each_pass_of_a_hand(tmp_path):
     worker.join(120)
     try:
         assert not worker.is_alive(), "the hand never finished"
-        hand = out[0]["hand"]
-        assert hand["completed"] and hand["passes_done"] == 3 and hand["fault"] is None
-        assert hand["departures"] == []  # no long press kept a stack
+        hand = out[0].hand
+        assert hand.completed and hand.passes_done == 3 and hand.fault is None
+        assert hand.departures == ()  # no long press kept a stack
         assert rig.clock.now() - start < 60  # no touch waited out (300 s)
     finally:
         device.close()
@@ -373,7 +373,7 @@ def test_a_press_held_across_a_pass_is_one_long_press_that_starts_nothing(tmp_pa
         service._idle()
         rig.clock.sleep(2.0)
         service._idle()
-        assert service.session.status()["counters"]["passes"] == 1  # no second pass
+        assert service.session.status().counters.passes == 1  # no second pass
         told = [e.why for e in seen if isinstance(e, TouchIgnored)]
         assert told == ["nothing to clear: no fault is latched"]  # one long press, no touch
     finally:

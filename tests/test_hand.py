@@ -141,14 +141,14 @@ def test_a_dealer_who_always_stacks_the_other_way_is_made_to_follow_the_light(
     """The dealer who ignores the warning, touches and holds the sensor to keep its stack
     is refused every time, the last stack included: it corrects, and the hand is the
     plan's (issue 47: a kept stack was a departure the dealer could choose by the cards)."""
-    from shuffler.control.reports import hand_dict
+    from shuffler.control.reports import HandResult
     from shuffler.core.mixing import tv_planned
 
     hand, *_ = run_hand(sim, tmp_path, habit="other:ignores", planned=True, passes=passes)
     assert hand.completed and [r.stacking for r in hand.records] == [Pile.LEFT] * passes
     assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * passes
     assert hand.distance == tv_planned(24, passes) and hand.distance_exact is True
-    assert hand.departures == [] and hand_dict(hand)["distance_note"] is None
+    assert hand.departures == [] and HandResult.of(hand).to_json()["distance_note"] is None
 
 
 def test_a_dealer_who_puts_the_taller_pile_on_top_follows_the_light(sim, tmp_path):
@@ -171,16 +171,16 @@ def test_a_hand_resumed_at_its_first_pass_says_so(sim, tmp_path):
     assert again.completed and again.resumed_at == 1 and len(again.records) == 5
     # cut off in a pass, its plan lost: the bound that holds against any dealer
     assert again.distance == tv_any(24) and again.distance_exact is False and again.plan_lost
-    from shuffler.control.reports import hand_dict
+    from shuffler.control.reports import HandResult
 
-    assert "resumed at pass 1 on a new plan" in hand_dict(again)["distance_note"]
+    assert "resumed at pass 1 on a new plan" in HandResult.of(again).to_json()["distance_note"]
     # notes that name only what happened: the jam is no departure and no unseen stacking,
     # the resume no wrong count
-    said = hand_dict(first)
+    said = HandResult.of(first).to_json()
     assert first.departures == [] and said["departures"] == []
     assert "pile sensors" not in (said["distance_note"] or "")
     assert "pass 1 stopped (jam)" in said["distance_note"]
-    assert "count came out wrong" not in hand_dict(again)["distance_note"]
+    assert "count came out wrong" not in HandResult.of(again).to_json()["distance_note"]
 
 
 def test_coin_mode_after_a_double_feed_reports_a_bound(sim, tmp_path):

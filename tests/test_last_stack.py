@@ -94,7 +94,7 @@ def test_a_hand_whose_plan_was_lost_is_bound_against_any_dealer(sim, tmp_path):
     from shuffler.config import Config
     from shuffler.control.controller import PassController
     from shuffler.control.hand import HandRunner
-    from shuffler.control.reports import hand_dict
+    from shuffler.control.reports import HandResult
     from shuffler.core.mechanics import Pile
     from shuffler.core.mixing import tv_any
     from shuffler.core.planning import PlannedPlanner
@@ -122,7 +122,7 @@ def test_a_hand_whose_plan_was_lost_is_bound_against_any_dealer(sim, tmp_path):
     again = HandRunner(fresh, PlannedPlanner(5, random.Random(2)), Config()).run(5, 24)
     assert again.completed and again.plan_lost and again.resumed_at == 3
     assert again.distance == tv_any(24) and not again.distance_exact
-    assert "on a new plan" in hand_dict(again)["distance_note"]
+    assert "on a new plan" in HandResult.of(again).to_json()["distance_note"]
 
 
 @pytest.mark.parametrize("start", [1e7 + 0.3, 3.3e8 + 0.7, 1e10 + 0.1, 1e14 + 0.3])

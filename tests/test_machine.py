@@ -17,6 +17,8 @@ import pytest
 from hardware_sim import SimDevice
 from shuffler.config import Config
 from shuffler.control.controller import PassController
+from shuffler.control.events import CardCounted
+from shuffler.control.reports import Stopped
 from shuffler.control.session import Session
 from shuffler.faces.router import Faces
 from shuffler.faces.telemetry import parse_command
@@ -30,10 +32,10 @@ from tests.mqtt_broker import free_port
 from tests.waiting import wait_for
 
 
-def toy_handler(m: machine.Machine, req: dict, emit) -> dict:
+def toy_handler(m: machine.Machine, req: dict, emit) -> Stopped:
     """The toy's handler: tells one card, and answers with the device it ran on."""
-    emit({"event": "card", "counted": 1, "expected": 1})
-    return {"stopped": m.session.device.info.kind == "sim"}
+    emit(CardCounted(1, 1))
+    return Stopped(m.session.device.info.kind == "sim")
 
 
 def declare_toy(faces: frozenset[str]) -> Command:

@@ -67,7 +67,7 @@ def test_the_score_and_the_dealer_survive_a_restart(tmp_path):
     assert s.scores.undo()["score"]["totals"] == [4, 0]
     result = s.scores.new_game("West")
     assert result["score"]["number"] == 2 and result["score"]["totals"] == [0, 0]
-    assert s.status()["dealer"] == "West"
+    assert s.status().dealer == "West"
     undone = s.scores.undo()  # a new game can be taken back: game 1 as it stood
     assert undone["score"]["number"] == 1 and undone["score"]["totals"] == [4, 0]
     assert undone["done"] == "undid the new game (game 1 stood 4 to 0)"
@@ -96,11 +96,11 @@ def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
     device = SimDevice.for_cards(24, faults=parse_fault_specs(["jam:13"]),
                                  rng=random.Random(3), clock=VirtualClock())
     s = Session(PassController(device, StateStore(tmp_path)), config, plan_source(device, 1))
-    hand = s.do_hand(passes=3)["hand"]
+    hand = s.do_hand(passes=3).hand
     status = s.status()
-    assert hand["passes_done"] == 0 and not hand["completed"]
-    assert status["last_hand"]["passes_done"] == status["hand_in_progress"]["passes_done"] == 0
-    assert status["last_hand"]["fault"]["kind"] == "jam"
+    assert hand.passes_done == 0 and not hand.completed
+    assert status.last_hand.passes_done == status.hand_in_progress.passes_done == 0
+    assert status.last_hand.fault.kind.value == "jam"
     device.close()
 
 

@@ -76,10 +76,10 @@ def test_after_a_lone_pass_the_sim_dealer_reloads_the_tray_whatever_its_habit(
                       plan_source(device, 1))
     try:
         device.drain_events()
-        assert session.do_pass()["pass"]["fault"] is None
+        assert session.do_pass().pass_.fault is None
         assert device.health().tray_loaded and device.mechanism.piles == ([], [])
         assert [e.kind for e in device.drain_events()][-1] is EventKind.TRAY_LOADED
-        assert session.do_pass()["pass"]["counted"] == 24  # not refused: the tray is full
+        assert session.do_pass().pass_.counted == 24  # not refused: the tray is full
     finally:
         device.close()
 
@@ -96,9 +96,9 @@ def test_after_a_lone_pass_the_rigs_dealer_reloads_the_tray_whatever_its_habit(
     session = Session(PassController(device, StateStore(tmp_path)), Config(),
                       plan_source(device, 1))
     try:
-        assert session.do_pass()["pass"]["fault"] is None
+        assert session.do_pass().pass_.fault is None
         rig.clock.sleep(5.0)  # the dealer's lifts
         assert device.health().tray_loaded and len(rig.mechanism.tray) == 24
-        assert session.do_pass()["pass"]["counted"] == 24
+        assert session.do_pass().pass_.counted == 24
     finally:
         device.close()

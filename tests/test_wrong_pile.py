@@ -13,7 +13,7 @@ from shuffler.config import Config
 from shuffler.control.controller import PassController
 from shuffler.control.hand import HandRunner, Lifts
 from shuffler.control.panel import Panel, wrong_pile_prompt
-from shuffler.control.reports import hand_dict
+from shuffler.control.reports import HandResult
 from shuffler.control.session import stack_event
 from shuffler.control.touch import (
     BEFORE_FAULT,
@@ -136,9 +136,9 @@ def test_the_first_lift_as_the_light_asks_follows_and_never_warns():
 def test_the_page_and_the_prompt_say_the_other_pile_first():
     warn = Status(Signal.STACK, Pile.LEFT, 2, 5, warn=True)
     event = stack_event(warn)
-    assert event["warning"] is True and event["prompt"] == wrong_pile_prompt(Pile.LEFT)
-    assert event["prompt"].startswith("The other pile first: put it back")
-    assert "warning" not in stack_event(ASK)
+    assert event.warning is True and event.prompt == wrong_pile_prompt(Pile.LEFT)
+    assert event.prompt.startswith("The other pile first: put it back")
+    assert "warning" not in stack_event(ASK).to_json()
     panel = Panel(5)
     panel.signal(warn)
     data = panel.snapshot()[1]
@@ -174,7 +174,7 @@ def test_a_dealer_of_any_habit_who_listens_gets_the_plan_exactly(sim, tmp_path, 
     assert not [e for e in events if e[0] == "ignored"]  # the dealer waited for the light
     if habit == "other":
         assert stacked == [Stacked.CORRECTED] * 5
-        assert [r["stacked"] for r in hand_dict(hand)["pass_reports"]] == ["corrected"] * 5
+        assert [r.stacked for r in HandResult.of(hand).pass_reports] == ["corrected"] * 5
 
 
 def test_a_dealer_who_ignores_the_warning_is_refused_until_it_corrects(sim, tmp_path):
@@ -185,7 +185,7 @@ def test_a_dealer_who_ignores_the_warning_is_refused_until_it_corrects(sim, tmp_
     assert hand.completed and hand.departures == [] and hand.distance_exact
     refused = [why for kind, why in events if kind == "ignored"]
     assert refused == [WRONG_PILE.why, KEEP_REFUSED.why] * 5
-    report = hand_dict(hand)
+    report = HandResult.of(hand).to_json()
     assert [r["stacked"] for r in report["pass_reports"]] == ["corrected"] * 5
     assert report["distance_note"] is None
 

@@ -67,8 +67,9 @@ class Table:
         self.worker = threading.Thread(target=self._hand, daemon=True)
 
     def _hand(self) -> None:
-        self.result.update(self.service.session.do_hand(passes=3, cards=8, mode="planned",
-                                                        on_event=self.events.append))
+        self.result.update(self.service.session.do_hand(
+            passes=3, cards=8, mode="planned",
+            on_event=lambda e: self.events.append(e.to_json())).to_json())
 
     def stacks(self) -> list[dict]:
         return [e for e in self.events if e["event"] == "stack"]

@@ -321,7 +321,7 @@ class PassController:
             def change(s: State) -> None:
                 s.interrupted += 1
                 s.in_flight = None
-                s.fault = s.fault or interrupted_fault(entry).to_dict()
+                s.fault = s.fault or interrupted_fault(entry).to_json()
             self.update(change)
         except Exception as e:  # the original error matters more than this one
             log.warning("could not record the interrupted pass", error=str(e))
@@ -349,7 +349,7 @@ class PassController:
                          device=self.device.info.kind, **context)
             s.next_pass_id += 1
             s.in_flight = dict(entry)
-            s.fault = interrupted_fault(entry).to_dict()  # until the pass ends well
+            s.fault = interrupted_fault(entry).to_json()  # until the pass ends well
         self.update(change)
         return entry
 
@@ -358,7 +358,7 @@ class PassController:
                 "expected": report.expected, "piles": list(report.piles),
                 "seconds": round(report.seconds, 3),
                 "volts": None if report.min_volts is None else round(report.min_volts, 3),
-                "fault": report.fault.to_dict() if report.fault else None,
+                "fault": report.fault.to_json() if report.fault else None,
                 "version": __version__}
 
     def recover(self) -> dict[str, Any] | None:
@@ -382,10 +382,10 @@ class PassController:
         def change(s: State) -> None:
             if done.get("interrupted"):
                 s.interrupted += 1
-                s.fault = s.fault or interrupted_fault(flight).to_dict()
+                s.fault = s.fault or interrupted_fault(flight).to_json()
             else:  # finished, but the crash came before the counters and latch were saved
                 counted = done.get("counted")
-                if s.fault == interrupted_fault(flight).to_dict():
+                if s.fault == interrupted_fault(flight).to_json():
                     s.fault = None  # the pass ended: its own result replaces the latch
                 self._count(s, counted if type(counted) is int and counted >= 0 else 0,
                             self._logged_fault(done))
@@ -415,7 +415,7 @@ class PassController:
             s.faults += 1
             s.jams += fault.kind is FaultKind.JAM
             if fault.kind.latches:
-                s.fault = fault.to_dict()
+                s.fault = fault.to_json()
 
     def _record(self, report: PassReport) -> None:
         curve = batt.CURVES[self.battery_config.chemistry]

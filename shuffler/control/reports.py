@@ -1,8 +1,19 @@
-"""Results as plain dicts: what ``--json`` prints and the service sends. Never a plan."""
+"""Results as frozen records (:class:`~shuffler.core.record.Record`): what ``--json``
+prints and the service sends, each field a key of its schema (shuffler/schemas), in its
+order; JSON is made from them only at the edges. Never a plan."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+from shuffler.constants import EXIT_BATTERY, EXIT_FAULT, EXIT_OK
+from shuffler.core.battery import Figures
+from shuffler.core.planning import Mode
+from shuffler.core.record import OMIT_NONE, SPREAD, Record
+from shuffler.device.contract import DeviceInfo, Fault, FaultKind, Health
 
 if TYPE_CHECKING:
     from fractions import Fraction
@@ -10,36 +21,58 @@ if TYPE_CHECKING:
     from shuffler.config import Config
     from shuffler.control.controller import PassController
     from shuffler.control.hand import HandReport, PassRecord
+    from shuffler.core.mechanics import Pile, Stacked
     from shuffler.device.contract import PassReport
+    from shuffler.store.state import State
 
-from shuffler.constants import EXIT_BATTERY, EXIT_FAULT, EXIT_OK
 
-
-def exit_code(fault: dict[str, Any] | None) -> int:
+def exit_code(fault: Fault | None) -> int:
     """0 for no fault, 4 for low battery, 3 for any other fault."""
     if fault is None:
         return EXIT_OK
-    return EXIT_BATTERY if fault["kind"] == "low_battery" else EXIT_FAULT
+    return EXIT_BATTERY if fault.kind is FaultKind.LOW_BATTERY else EXIT_FAULT
 
 
-def pass_dict(report: PassReport, number: int = 1, stacking=None,
-              stacked=None) -> dict[str, Any]:
-    return {
-        "number": number,
-        "counted": report.counted,
-        "expected": report.expected,
-        "piles": list(report.piles),
-        "seconds": round(report.seconds, 3),
-        "fault": report.fault.to_dict() if report.fault else None,
-        "min_volts": None if report.min_volts is None else round(report.min_volts, 3),
-        "retries": report.retries,
-        "stacking": stacking.name.lower() if stacking is not None else None,
-        "stacked": stacked.value if stacked is not None else None,
-    }
+@dataclass(frozen=True)
+class PassResult(Record):
+    """A pass's report (``defs.json#/$defs/pass_report``)."""
+
+    number: int
+    counted: int
+    expected: int
+    piles: tuple[int, int]
+    seconds: float
+    fault: Fault | None
+    min_volts: float | None
+    retries: int
+    stacking: str | None  # "left" or "right": the pile the sensors saw go on top
+    stacked: str | None  # how that came about (core.mechanics.Stacked)
+
+    @classmethod
+    def of(cls, report: PassReport, number: int = 1, stacking: Pile | None = None,
+           stacked: Stacked | None = None) -> PassResult:
+        return cls(number, report.counted, report.expected, (report.piles[0], report.piles[1]),
+                   round(report.seconds, 3), report.fault,
+                   None if report.min_volts is None else round(report.min_volts, 3),
+                   report.retries, stacking.name.lower() if stacking is not None else None,
+                   stacked.value if stacked is not None else None)
+
+    @classmethod
+    def of_record(cls, record: PassRecord) -> PassResult:
+        return cls.of(record.report, record.number, record.stacking, record.stacked)
+
+
+@dataclass(frozen=True)
+class PassAnswer(Record):
+    """``shuffler pass`` (shuffler/schemas/pass.json)."""
+
+    device: DeviceInfo
+    pass_: PassResult
+    exit: int
 
 
 def pass_log(p: dict[str, Any]) -> dict[str, Any]:
-    """A pass's log line (``-v``), from its report as :func:`pass_dict` makes it: the
+    """A pass's log line (``-v``), from its report's JSON (:class:`PassResult`): the
     volts as the text rounds them, the retries said; the same in-process or through the
     service (the CLI logs the service's pass events so)."""
     fault = p["fault"]
@@ -47,10 +80,6 @@ def pass_log(p: dict[str, Any]) -> dict[str, Any]:
             "seconds": p["seconds"], "fault": fault["kind"] if fault else None,
             "retries": p["retries"],
             "min_volts": None if p["min_volts"] is None else round(p["min_volts"], 2)}
-
-
-def record_dict(record: PassRecord) -> dict[str, Any]:
-    return pass_dict(record.report, record.number, record.stacking, record.stacked)
 
 
 def passes_done(hand: HandReport) -> int:
@@ -62,34 +91,6 @@ def passes_done(hand: HandReport) -> int:
     before = (hand.resumed_at or 1) - 1
     return before + sum(1 for r in hand.records
                         if r.report.fault is None or r.report.fault.kind in CONTINUABLE)
-
-
-def last_hand(hand: dict[str, Any]) -> dict[str, Any]:
-    """What the state keeps of the last hand, for ``status`` and the page."""
-    return {k: hand[k] for k in ("number", "dealer", "passes_done", "passes",
-                                 "completed", "tracking", "distance")} | {
-        "distance_note": hand.get("distance_note"),
-        "distance_exact": hand.get("distance_exact"),
-        "fault": hand["fault"]}
-
-
-def whole_fault(last: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``last_hand`` with its fault a fault object, also as an older state file kept it
-    (the kind alone)."""
-    if last is None or not isinstance(last.get("fault"), str):
-        return last
-    kind = last["fault"]
-    return {**last, "fault": {"kind": kind, "message": f"the last hand stopped: {kind}",
-                              "card": None}}
-
-
-def hand_in_progress(pending: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The hand left unfinished, with the names ``hand`` and ``last_hand`` use
-    (``passes_done``; the state file keeps ``done``)."""
-    if pending is None:
-        return None
-    return {"number": pending["number"], "passes": pending["passes"],
-            "passes_done": pending["done"], "cards": pending["cards"], "mode": pending["mode"]}
 
 
 def _passes(numbers: list[int]) -> str:
@@ -155,63 +156,208 @@ def _limit_words(distance: Fraction) -> str:
     return ">0.9999" if distance < 1 and float(x) >= 1 else x
 
 
-def hand_dict(hand: HandReport) -> dict[str, Any]:
-    fault = hand.fault
-    return {
-        "number": hand.number,
-        "dealer": hand.dealer,
-        "next_dealer": hand.next_dealer,
-        "mode": hand.mode.value,
-        "passes": hand.passes_planned,
-        "passes_done": passes_done(hand),
-        "completed": hand.completed,
-        "tracking": hand.tracking,
-        "distance": None if hand.distance is None else float(hand.distance),
-        "distance_exact": hand.distance_exact,
-        "resumed_at": hand.resumed_at,
-        "departures": list(hand.departures),
-        "paused": hand.paused,
-        "distance_note": distance_note(hand),
-        "deck": hand.deck,
-        "fault": fault.to_dict() if fault else None,
-        "pass_reports": [record_dict(r) for r in hand.records],
-    }
+@dataclass(frozen=True)
+class HandResult(Record):
+    """A hand's summary (shuffler/schemas/hand.json's ``hand``)."""
+
+    number: int
+    dealer: str
+    next_dealer: str
+    mode: Mode
+    passes: int
+    passes_done: int
+    completed: bool
+    tracking: bool
+    distance: Fraction | None
+    distance_exact: bool
+    resumed_at: int | None
+    departures: tuple[int, ...]
+    paused: bool
+    distance_note: str | None
+    deck: str | None
+    fault: Fault | None
+    pass_reports: tuple[PassResult, ...]
+
+    @classmethod
+    def of(cls, hand: HandReport) -> HandResult:
+        return cls(hand.number, hand.dealer, hand.next_dealer, hand.mode, hand.passes_planned,
+                   passes_done(hand), hand.completed, hand.tracking, hand.distance,
+                   hand.distance_exact, hand.resumed_at, tuple(hand.departures), hand.paused,
+                   distance_note(hand), hand.deck, hand.fault,
+                   tuple(PassResult.of_record(r) for r in hand.records))
 
 
-def _health_dict(health: Any) -> dict[str, Any]:
-    d = health.to_dict()
-    d["device_fault"] = d.pop("fault", None)
-    return d
+@dataclass(frozen=True)
+class HandAnswer(Record):
+    """``shuffler hand`` (shuffler/schemas/hand.json)."""
+
+    device: DeviceInfo
+    hand: HandResult
+    exit: int
 
 
-def status_dict(controller: PassController, config: Config) -> dict[str, Any]:
-    from shuffler.control.hand import dealer_index
+@dataclass(frozen=True)
+class LastHand(Record):
+    """What the state keeps of the last hand, for ``status`` and the page (status.json's
+    ``last_hand``)."""
 
-    device = controller.device
-    state = controller.store.load()
-    fault = controller.latched_fault()
-    health = device.health()
-    seats = config.table.seats
-    dealer = dealer_index(state, config)
-    return {
-        "device": device.info.to_dict(),
-        # "fault" is the latched fault (what blocks the next pass); what the machine
-        # itself reports now is the health's "device_fault"
-        "health": _health_dict(health) | {"ok": health.ok and fault is None},
-        "fault": fault.to_dict() if fault else None,
-        "battery": controller.battery_estimate(config.hand.cards).to_dict(),
-        "counters": {"hands": state.hands_completed, "passes": state.passes,
-                     "cards": state.cards, "jams": state.jams, "faults": state.faults,
-                     "interrupted": state.interrupted},
-        "hand_in_progress": hand_in_progress(state.hand),
-        "last_hand": whole_fault(state.last_hand),
-        "dealer": seats[dealer],
-        "next_dealer": seats[(dealer + 1) % len(seats)],
-        "deck": "AB"[state.deck % 2] if config.table.decks == 2 else None,
-    }
+    number: int
+    dealer: str | None = field(metadata=OMIT_NONE)  # None: kept by an older release
+    passes_done: int
+    passes: int
+    completed: bool
+    tracking: bool
+    distance: float | None
+    distance_note: str | None
+    distance_exact: bool | None
+    fault: Fault | None
+
+    @classmethod
+    def of(cls, hand: HandResult) -> LastHand:
+        return cls(hand.number, hand.dealer, hand.passes_done, hand.passes, hand.completed,
+                   hand.tracking, None if hand.distance is None else float(hand.distance),
+                   hand.distance_note, hand.distance_exact, hand.fault)
+
+    @classmethod
+    def kept(cls, last: Mapping[str, Any] | None) -> LastHand | None:
+        """The state file's last hand (store.state.LAST_HAND), also as an older file kept
+        it: no dealer or note, its fault the kind alone."""
+        if last is None:
+            return None
+        fault = last.get("fault")
+        if isinstance(fault, str):
+            fault = {"kind": fault, "message": f"the last hand stopped: {fault}", "card": None}
+        return cls(last["number"], last.get("dealer"), last["passes_done"], last["passes"],
+                   last["completed"], last["tracking"], last.get("distance"),
+                   last.get("distance_note"), last.get("distance_exact"),
+                   None if fault is None else Fault.from_dict(fault))
 
 
-def battery_dict(controller: PassController, config: Config, cards: int) -> dict[str, Any]:
-    est = controller.battery_estimate(cards)
-    return est.to_dict() | {"chemistry": config.battery.chemistry, "cards": cards,
-                            "passes_per_hand": config.hand.passes_for(cards)}
+@dataclass(frozen=True)
+class HandInProgress(Record):
+    """The hand left unfinished, with the names ``hand`` and ``last_hand`` use
+    (``passes_done``; the state file keeps ``done``)."""
+
+    number: int
+    passes: int
+    passes_done: int
+    cards: int
+    mode: str
+
+    @classmethod
+    def kept(cls, pending: Mapping[str, Any] | None) -> HandInProgress | None:
+        if pending is None:
+            return None
+        return cls(pending["number"], pending["passes"], pending["done"], pending["cards"],
+                   pending["mode"])
+
+
+@dataclass(frozen=True)
+class Counters(Record):
+    hands: int
+    passes: int
+    cards: int
+    jams: int
+    faults: int
+    interrupted: int
+
+    @classmethod
+    def kept(cls, state: State) -> Counters:
+        return cls(state.hands_completed, state.passes, state.cards, state.jams,
+                   state.faults, state.interrupted)
+
+
+@dataclass(frozen=True)
+class HealthReport(Record):
+    """The device's own health as ``status`` shows it: a backend's detail keys spread
+    before ``device_fault``, what the machine itself reports now."""
+
+    ok: bool
+    motor_on: bool
+    tray_loaded: bool
+    detail: Mapping[str, Any] = field(metadata=SPREAD)
+    device_fault: Fault | None
+
+    @classmethod
+    def of(cls, health: Health, latched: Fault | None) -> HealthReport:
+        return cls(health.ok and latched is None, health.motor_on, health.tray_loaded,
+                   MappingProxyType(dict(health.detail)), health.fault)
+
+
+@dataclass(frozen=True)
+class StatusReport(Record):
+    """``shuffler status`` (shuffler/schemas/status.json; :class:`ServiceStatus` adds the
+    service's ``notice``)."""
+
+    device: DeviceInfo
+    health: HealthReport
+    #: the latched fault (what blocks the next pass); what the machine itself reports
+    #: now is the health's ``device_fault``
+    fault: Fault | None
+    battery: Figures
+    counters: Counters
+    hand_in_progress: HandInProgress | None
+    last_hand: LastHand | None
+    dealer: str
+    next_dealer: str
+    deck: str | None
+
+    @classmethod
+    def of(cls, controller: PassController, config: Config) -> StatusReport:
+        from shuffler.control.hand import dealer_index
+
+        device = controller.device
+        state = controller.store.load()
+        fault = controller.latched_fault()
+        seats = config.table.seats
+        dealer = dealer_index(state, config)
+        return cls(device.info, HealthReport.of(device.health(), fault), fault,
+                   controller.battery_estimate(config.hand.cards).figures(),
+                   Counters.kept(state), HandInProgress.kept(state.hand),
+                   LastHand.kept(state.last_hand), seats[dealer],
+                   seats[(dealer + 1) % len(seats)],
+                   "AB"[state.deck % 2] if config.table.decks == 2 else None)
+
+
+@dataclass(frozen=True)
+class ServiceStatus(StatusReport):
+    """The status as the service answers it: why the dealer's last touch started
+    nothing (None: a pass or hand has run since)."""
+
+    notice: str | None = None
+
+    @classmethod
+    def told(cls, status: StatusReport, notice: str | None) -> ServiceStatus:
+        return cls(**vars(status), notice=notice)
+
+
+@dataclass(frozen=True)
+class BatteryReport(Figures):
+    """``shuffler battery`` (shuffler/schemas/battery.json): the figures for a load."""
+
+    chemistry: str
+    cards: int
+    passes_per_hand: int
+
+    @classmethod
+    def of(cls, controller: PassController, config: Config, cards: int) -> BatteryReport:
+        figures = controller.battery_estimate(cards).figures()
+        return cls(**vars(figures), chemistry=config.battery.chemistry, cards=cards,
+                   passes_per_hand=config.hand.passes_for(cards))
+
+
+@dataclass(frozen=True)
+class Cleared(Record):
+    """``shuffler clear`` (shuffler/schemas/clear.json)."""
+
+    cleared: bool
+    cleared_fault: Fault | None
+    still: Fault | None = field(metadata=OMIT_NONE)  # the fault the machine still sees
+    exit: int
+
+
+@dataclass(frozen=True)
+class Stopped(Record):
+    """``shuffler stop`` (shuffler/schemas/stop.json)."""
+
+    stopped: bool

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shuffler.core.planning import default_passes
+from shuffler.core.record import Record
 from shuffler.limits import ADC_FULL_SCALE_VOLTS
 
 Points = tuple[tuple[float, float], ...]
@@ -173,7 +174,7 @@ NEW = 0.1  # this much more charge than the last pass left means a new battery
 
 
 @dataclass(frozen=True)
-class MonitorFault:
+class MonitorFault(Record):
     """The battery monitor gives no reading a 9 V block could give.
 
     ``no_reading``: at the floor (the mechanism switched off at SW1, F1 tripped, or the
@@ -190,9 +191,6 @@ class MonitorFault:
     def blocks(self) -> bool:
         """Nothing is known of the battery: no pass starts."""
         return self.problem != "unsteady"
-
-    def to_dict(self) -> dict[str, str]:
-        return {"problem": self.problem, "message": self.message}
 
 
 def monitor_problem(pin_volts: float, vref: float = 3.3) -> str | None:
@@ -300,21 +298,35 @@ class Estimate:
     #: ``monitor_fault`` and the figures above meaningless
     monitor: MonitorFault | None = None
     #: how far below the block ``volts`` may be (BatteryReading.reads_low_by): the
-    #: over-voltage check's worst case; not in to_dict (the reading is what it is)
+    #: over-voltage check's worst case; not in its figures (the reading is what it is)
     reads_low_by: float = 1.0
 
-    def to_dict(self) -> dict:
+    def figures(self) -> Figures:
+        """The estimate as a result shows it: rounded, and no figures where nothing is
+        known (no monitor, or one that reads nothing a block could give)."""
         if not self.measured or self.state == "monitor_fault":
-            return {"volts": None, "under_load": False, "percent": None, "passes_left": None,
-                    "passes_left_range": None, "hands_left": None, "state": self.state,
-                    "learned": False, "measured": self.measured, "swapped": False,
-                    "monitor": self.monitor.to_dict() if self.monitor else None}
-        return {"volts": round(self.volts, 3), "under_load": self.under_load,
-                "percent": round(self.percent, 1), "passes_left": self.passes_left,
-                "passes_left_range": list(self.passes_left_range),
-                "hands_left": self.hands_left, "state": self.state, "learned": self.learned,
-                "measured": True, "swapped": self.swapped,
-                "monitor": self.monitor.to_dict() if self.monitor else None}
+            return Figures(None, False, None, None, None, None, self.state, False,
+                           self.measured, False, self.monitor)
+        return Figures(round(self.volts, 3), self.under_load, round(self.percent, 1),
+                       self.passes_left, self.passes_left_range, self.hands_left, self.state,
+                       self.learned, True, self.swapped, self.monitor)
+
+
+@dataclass(frozen=True)
+class Figures(Record):
+    """The battery as ``status`` shows it (``defs.json#/$defs/battery``)."""
+
+    volts: float | None
+    under_load: bool
+    percent: float | None
+    passes_left: int | None
+    passes_left_range: tuple[int, int] | None
+    hands_left: int | None
+    state: str
+    learned: bool
+    measured: bool
+    swapped: bool
+    monitor: MonitorFault | None
 
 
 #: a machine built without a battery monitor ([gpio] adc_channel = false)

@@ -19,11 +19,12 @@ import queue
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from shuffler.core.battery import MonitorFault
 from shuffler.core.mechanics import Feed, Pile
+from shuffler.core.record import Record
 
 if TYPE_CHECKING:
     from shuffler.core.planning import PassPlan
@@ -51,15 +52,13 @@ class FaultKind(enum.Enum):
 
 
 @dataclass(frozen=True)
-class Fault:
-    """A fault with the card count at the moment it happened and what to do."""
+class Fault(Record):
+    """A fault with the card count at the moment it happened and what to do; its JSON
+    (``defs.json#/$defs/fault``) is the one the state file, the socket and ``--json`` keep."""
 
     kind: FaultKind
     message: str
     card: int | None = None  # the card (1-based) the machine was feeding
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "message": self.message, "card": self.card}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Fault:
@@ -98,18 +97,15 @@ class BatteryReading:
 
 
 @dataclass(frozen=True)
-class DeviceInfo:
+class DeviceInfo(Record):
+    """The machine a result came from (``defs.json#/$defs/device``)."""
+
     kind: str  # "sim", "gpio", "serial", ...
     name: str
     feed: Feed
     max_cards: int = 104
     firmware: str | None = None
     accepts_seed: bool = False  # only the simulator accepts a random seed
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["feed"] = self.feed.value
-        return d
 
 
 @dataclass(frozen=True)
@@ -119,15 +115,6 @@ class Health:
     tray_loaded: bool
     fault: Fault | None = None
     detail: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "ok": self.ok,
-            "motor_on": self.motor_on,
-            "tray_loaded": self.tray_loaded,
-            "fault": self.fault.to_dict() if self.fault else None,
-            **self.detail,
-        }
 
 
 class EventKind(enum.Enum):

@@ -112,12 +112,12 @@ class Faces:
                 self.board.counted(counted, expected)
             case TouchIgnored(why):
                 self.board.touch_ignored(why)
-            case StateChanged(status):  # the panel is the page's JSON: thawed here
-                self.board.status(thaw(status))
+            case StateChanged(status):  # the panel is the page's JSON: made here
+                self.board.status(status.to_json())
             case ScoreChanged(score):
                 self.board.score(thaw(score))
             case HandSummary(_, last):
-                self.board.hand_done(thaw(last))
+                self.board.hand_done(last.to_json())
 
     # -- the page (web.PanelSource) -----------------------------------------------------
     def panel(self) -> tuple[int, dict[str, Any]]:

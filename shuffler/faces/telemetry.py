@@ -206,15 +206,15 @@ class Telemetry:
         fault and the score retained; each pass as it ends and each hand."""
         match event:
             case StateChanged(status):
-                self.state(thaw(status))
+                self.state(status.to_json())
             case FaultChanged(fault):
-                self.publish("fault", {"fault": thaw(fault)}, retain=True)
+                self.publish("fault", {"fault": fault and fault.to_json()}, retain=True)
             case ScoreChanged(score):
                 self.publish("score", {"score": thaw(score)}, retain=True)
             case PassReported(report):
-                self.publish("pass", {"pass": thaw(report)})
+                self.publish("pass", {"pass": report.to_json()})
             case HandSummary(hand):
-                self.publish("hand", {"hand": thaw(hand)})
+                self.publish("hand", {"hand": hand.to_json()})
 
     def close(self) -> None:
         with self._wake:

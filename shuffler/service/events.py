@@ -5,10 +5,11 @@
 - :class:`SignalShown`: each light and beep the dealer is shown (a
   :class:`~shuffler.device.contract.Status`), before the device shows it;
 - :class:`PassStarted` (number, of) and :class:`CardCounted` (counted, expected);
-- :class:`PassReported`: a pass's report as ``shuffler pass --json`` gives it, as each
-  pass (a lone one, or each of a hand) ends;
-- :class:`HandSummary`: the hand's summary as ``shuffler hand --json`` gives it, and what
-  ``status`` says of it as the last hand;
+- :class:`PassReported`: a pass's report (a
+  :class:`~shuffler.control.reports.PassResult`), as each pass (a lone one, or each of a
+  hand) ends;
+- :class:`HandSummary`: the hand's summary (a :class:`~shuffler.control.reports.HandResult`)
+  and what ``status`` says of it as the last hand;
 - :class:`TouchIgnored`: a touch that started nothing, and why;
 - :class:`ScoreChanged`: the game, after a change to the score;
 - :class:`StateChanged` (the status snapshot, after every job and every 2 s idle),
@@ -17,19 +18,25 @@
 
 Every field is what a client of the socket may see: counts, piles, faults, volts,
 never a plan or the card order. Nothing on the bus is JSON, and nothing on it is a dict
-or a list: the objects it carries are frozen (:func:`shuffler.service.results.freeze`),
-and the faces make JSON at their edges (the page, MQTT; :func:`~shuffler.service.results.thaw`),
-as the socket does. A callback runs on the service's threads and
-must not block.
+or a list: it carries the frozen records of :mod:`shuffler.control.reports` (the score:
+frozen by :func:`shuffler.service.results.freeze`), and the faces make JSON at their edges
+(the page, MQTT: a record's ``to_json``), as the socket does. A callback runs on the
+service's threads and must not block.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from shuffler.device.contract import Status
-from shuffler.service.results import Frozen, freeze
+# a pass's progress is the session's own records (the socket's events), re-exported for
+# the faces, which import nothing below the service
+from shuffler.control.events import CardCounted as CardCounted
+from shuffler.control.events import PassReported as PassReported
+from shuffler.control.events import PassStarted as PassStarted
+from shuffler.control.events import TouchIgnored as TouchIgnored
+from shuffler.control.reports import BatteryReport, HandResult, LastHand, ServiceStatus
+from shuffler.device.contract import Fault, Status
+from shuffler.service.results import Frozen
 
 
 @dataclass(frozen=True)
@@ -38,31 +45,9 @@ class SignalShown:
 
 
 @dataclass(frozen=True)
-class PassStarted:
-    number: int
-    of: int
-
-
-@dataclass(frozen=True)
-class CardCounted:
-    counted: int
-    expected: int
-
-
-@dataclass(frozen=True)
-class PassReported:
-    report: Frozen
-
-
-@dataclass(frozen=True)
 class HandSummary:
-    hand: Frozen
-    last: Frozen  # what the state keeps of it (control.reports.last_hand)
-
-
-@dataclass(frozen=True)
-class TouchIgnored:
-    why: str
+    hand: HandResult
+    last: LastHand  # what the state keeps of it, and status shows
 
 
 @dataclass(frozen=True)
@@ -72,35 +57,18 @@ class ScoreChanged:
 
 @dataclass(frozen=True)
 class StateChanged:
-    status: Frozen
+    status: ServiceStatus
 
 
 @dataclass(frozen=True)
 class FaultChanged:
-    fault: Frozen | None  # None: cleared
+    fault: Fault | None  # None: cleared
 
 
 @dataclass(frozen=True)
 class BatteryChanged:
-    battery: Frozen
+    battery: BatteryReport
 
 
 Event = (SignalShown | PassStarted | CardCounted | PassReported | HandSummary | TouchIgnored
          | ScoreChanged | StateChanged | FaultChanged | BatteryChanged)
-
-
-def progress(message: dict[str, Any]) -> Event | None:
-    """A socket client's progress event (``shuffler/schemas/event.json``) as the faces hear
-    it, or None for one they do not (a pile to stack is its :class:`SignalShown`; a
-    resumed hand is told only to the client that asked)."""
-    match message.get("event"):
-        case "pass_start":
-            return PassStarted(message["number"], message["of"])
-        case "card":
-            return CardCounted(message["counted"], message["expected"])
-        case "pass":  # a pass of a hand, as it ends
-            return PassReported(freeze(message["pass"]))
-        case "touch_ignored":
-            return TouchIgnored(message["why"])
-    return None
-

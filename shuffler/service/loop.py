@@ -39,7 +39,16 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from shuffler import __version__
 from shuffler.constants import EXIT_BUG, EXIT_FAULT
-from shuffler.control.reports import last_hand
+from shuffler.control.events import Progress
+from shuffler.control.reports import (
+    BatteryReport,
+    Cleared,
+    HandAnswer,
+    LastHand,
+    PassAnswer,
+    ServiceStatus,
+    StatusReport,
+)
 from shuffler.control.session import Session
 from shuffler.control.signals import ENDINGS, SUSPEND, suspend_after
 from shuffler.control.touch import (
@@ -55,7 +64,7 @@ from shuffler.control.touch import (
 from shuffler.control.touch import Machine as Seen  # what the touch policy sees
 from shuffler.control.touch import refused as machine_refused
 from shuffler.device.clock import Clock, RealClock
-from shuffler.device.contract import EventKind, InputEvent, Signal, Status
+from shuffler.device.contract import EventKind, Fault, InputEvent, Signal, Status
 from shuffler.errors import ShufflerError, error_kind
 from shuffler.logs import get_logger
 from shuffler.service.connections import (
@@ -66,6 +75,7 @@ from shuffler.service.connections import (
 )
 from shuffler.service.events import (
     BatteryChanged,
+    CardCounted,
     Event,
     FaultChanged,
     HandSummary,
@@ -75,14 +85,13 @@ from shuffler.service.events import (
     SignalShown,
     StateChanged,
     TouchIgnored,
-    progress,
 )
 from shuffler.service.hub import Face, Hub, NoFaces, Publisher
 from shuffler.service.listening import Listener
 from shuffler.service.machine import COMMANDS, SOCKET, Command, Machine, admit, reads_score
 from shuffler.service.protocol import PROTOCOL, SCHEMA, error_reply, parse_request
 from shuffler.service.request import RequestError
-from shuffler.service.results import Frozen, Result, freeze, thaw
+from shuffler.service.results import Result
 from shuffler.service.systemd import Watchdog, sd_notify, watchdog_interval
 from shuffler.store.lock import MachineLock
 
@@ -103,12 +112,13 @@ def outcome(cmd: Command, result: Result) -> Event | None:
     """A job's result as the faces hear it: a hand's summary (its passes were told as
     they ended), a lone pass's report, the score after a change; a clear is told by the
     state that follows it."""
+    body = result.body
     if cmd.score:
-        return ScoreChanged(result["score"])
-    if cmd.name == "hand":
-        return HandSummary(result["hand"], freeze(last_hand(result["hand"])))
-    if cmd.name == "pass":
-        return PassReported(result["pass"])
+        return ScoreChanged(body["score"])  # type: ignore[index]
+    if isinstance(body, HandAnswer):
+        return HandSummary(body.hand, LastHand.of(body.hand))
+    if isinstance(body, PassAnswer):
+        return PassReported(body.pass_)
     return None
 
 
@@ -140,7 +150,8 @@ class Service(Publisher):
         self.jobs: queue.Queue[Job] = queue.Queue()
         self.claim = threading.Lock()  # held while a pass, hand or clear runs
         self.stopping = threading.Event()
-        self.snapshot: dict[str, Frozen] = {}  # "status" and "battery", as last taken
+        #: "status" and "battery", as last taken
+        self.snapshot: dict[str, ServiceStatus | BatteryReport] = {}
         converse = Conversation(Places(max_clients), idle_seconds, self.greeting, self._answer,
                                 self.stopping)
         #: the socket (bound by :meth:`run`), a thread per connection running ``converse``
@@ -163,8 +174,8 @@ class Service(Publisher):
         #: next pass started or the next touch it told ignored
         self._between: list[Future[Answer]] = []
         #: the fault and battery last told to the faces (empty: not yet)
-        self._told_fault: tuple[Frozen | None, ...] = ()
-        self._told_battery: Frozen | None = None
+        self._told_fault: tuple[Fault | None, ...] = ()
+        self._told_battery: BatteryReport | None = None
         session.controller.on_show = self._shown_to_dealer
         #: faces that may take the dealer's touch on the sensor between hands for
         #: themselves (the page's pairing), and the touches made by a face (never theirs:
@@ -409,9 +420,11 @@ class Service(Publisher):
         if not self.claim.acquire(blocking=False):
             return
         try:
-            result = self.machine.run({"cmd": "clear"})
-            if result["cleared"]:
-                log.info("long press: fault cleared", kind=result["cleared_fault"]["kind"])
+            result = self.machine.run({"cmd": "clear"}).body
+            assert isinstance(result, Cleared)
+            if result.cleared:
+                log.info("long press: fault cleared", kind=result.cleared_fault.kind.value
+                         if result.cleared_fault else None)
             else:
                 log.warning("long press: the machine still sees a fault; not cleared")
                 self.session.controller.show(Status(Signal.FAULT))
@@ -472,11 +485,13 @@ class Service(Publisher):
         """Run the job, its progress events to its client; returns the final answer."""
         req = job.request
 
-        def put(msg: dict[str, Any]) -> None:
-            job.replies.put(msg)
-            if msg.get("event") in ("pass_start", "stack", "pass"):  # the motor, or not
-                self._dealing = msg["event"] == "pass_start"
-            if (event := progress(msg)) is not None:
+        def put(event: Progress) -> None:
+            job.replies.put(event.to_json())
+            if event.event in ("pass_start", "stack", "pass"):  # the motor, or not
+                self._dealing = isinstance(event, PassStarted)
+            # not a pile to stack (the faces see its light), nor a resumed hand (told only
+            # to the client that asked)
+            if isinstance(event, PassStarted | CardCounted | PassReported | TouchIgnored):
                 self.publish(event)
             match event:
                 case PassStarted():  # the face's touch that started it, or was between
@@ -491,9 +506,11 @@ class Service(Publisher):
         self._moving = COMMANDS[req["cmd"]].moves
         try:
             result = self.machine.run(req, put, job.face)
-            fault = (result.get("pass") or result.get("hand") or {}).get("fault")
+            body = result.body
+            fault = (body.pass_.fault if isinstance(body, PassAnswer) else
+                     body.hand.fault if isinstance(body, HandAnswer) else None)
             if fault:  # journald: faults at warning (the pass lines are info)
-                log.warning("fault", kind=fault["kind"], message=fault["message"])
+                log.warning("fault", kind=fault.kind.value, message=fault.message)
             if (told := outcome(COMMANDS[req["cmd"]], result)) is not None:
                 self.publish(told)
             return {"ok": True, "result": result.to_json()}
@@ -532,22 +549,24 @@ class Service(Publisher):
     def refresh(self) -> None:
         """Status and battery for clients, taken between passes (never during one)."""
         try:
-            self.snapshot = {"status": freeze({**self.machine.run({"cmd": "status"}).body,
-                                               "notice": self.notice}),
-                             "battery": self.machine.run({"cmd": "battery"}).body}
+            status = self.machine.run({"cmd": "status"}).body
+            battery = self.machine.run({"cmd": "battery"}).body
+            assert isinstance(status, StatusReport) and isinstance(battery, BatteryReport)
+            told = ServiceStatus.told(status, self.notice)
+            self.snapshot = {"status": told, "battery": battery}
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
         else:
-            self._tell_state(self.snapshot["status"], self.snapshot["battery"])
+            self._tell_state(told, battery)
         self._last_snapshot = self.clock.now()
 
-    def _tell_state(self, status: Frozen, battery: Frozen) -> None:
+    def _tell_state(self, status: ServiceStatus, battery: BatteryReport) -> None:
         """The state to the faces, and the fault and the battery when they changed (the
         one place a change is detected; the first snapshot tells both)."""
         self.publish(StateChanged(status))
-        if (status.get("fault"),) != self._told_fault:
-            self._told_fault = (status.get("fault"),)
-            self.publish(FaultChanged(status.get("fault")))
+        if (status.fault,) != self._told_fault:
+            self._told_fault = (status.fault,)
+            self.publish(FaultChanged(status.fault))
         if battery != self._told_battery:
             self._told_battery = battery
             self.publish(BatteryChanged(battery))
@@ -571,7 +590,8 @@ class Service(Publisher):
             send(error_reply(e))
             return
         if command.cached:
-            send({"ok": True, "result": thaw(self.snapshot.get(cmd))})
+            cached = self.snapshot.get(cmd)
+            send({"ok": True, "result": None if cached is None else cached.to_json()})
         elif not command.claimed or reads_score(req):  # no need to wait
             try:
                 send({"ok": True, "result": self.machine.run(req, face=face).to_json()})

@@ -28,16 +28,22 @@ from shuffler.errors import BadInputError
 from shuffler.service.results import Result
 
 if TYPE_CHECKING:
+    from shuffler.control.events import Emit
     from shuffler.control.scorebook import ScoreBook
     from shuffler.control.session import Session
+    from shuffler.core.record import Record
 
 #: the faces a command may come from: the control socket, the CLI running the machine
 #: itself (no service), the dealer's page, MQTT's remote commands
 SOCKET, CLI, PAGE, MQTT = "socket", "cli", "page", "mqtt"
 FACES = (SOCKET, CLI, PAGE, MQTT)
 
-Emit = Callable[[dict[str, Any]], None]
-Handler = Callable[["Machine", dict[str, Any], Emit], dict[str, Any]]
+def _quiet(event: object) -> None:
+    pass
+
+
+#: a command's handler: its record (the score's commands: the scorebook's object)
+Handler = Callable[["Machine", dict[str, Any], "Emit"], "Record | dict[str, Any]"]
 
 
 class NotAllowedError(BadInputError):
@@ -89,10 +95,6 @@ def admit(cmd: str, face: str) -> Command:
     return command
 
 
-def _quiet(message: dict[str, Any]) -> None:
-    pass
-
-
 class Machine:
     """The commands run on one session (the service's, or the CLI's own in-process): or,
     for the score alone, on a scorebook with no device (the CLI's ``score``)."""
@@ -124,11 +126,11 @@ class Machine:
 
 # -- the handlers ----------------------------------------------------------------------
 
-def _pass(m: Machine, req: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _pass(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
     return m.session.do_pass(req["cards"], req["mode"], on_event=emit, on_tick=m.tick)
 
 
-def _hand(m: Machine, req: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _hand(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
     return m.session.do_hand(req["passes"], req["cards"], req["mode"], on_event=emit,
                              on_tick=m.tick)
 
@@ -151,6 +153,12 @@ def _new_game(m: Machine, req: dict[str, Any], emit: Emit) -> dict[str, Any]:
     return m.scores.new_game(req.get("first_dealer"), target=req.get("target"),
                              names=req.get("names"), version=req.get("version"),
                              replace_in_progress=req.get("replace", True))
+
+
+def _stop(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
+    from shuffler.control.reports import Stopped
+
+    return Stopped(m.session.controller.request_stop())
 
 
 def reads_score(req: dict[str, Any]) -> bool:
@@ -178,7 +186,7 @@ for _command in (
             claimed=True, machine=True),
     # at once, from the connection's thread: the job keeps the stop, so a pass about to
     # start never starts and a hand ends between its passes (a service's only)
-    Command("stop", lambda m, req, emit: {"stopped": m.session.controller.request_stop()},
+    Command("stop", _stop,
             frozenset({SOCKET, PAGE})),
     _scorer("score", _score, _PAGE_TOO),
     _scorer("undo", lambda m, req, emit: m.scores.undo(req.get("version")), _PAGE_TOO),

@@ -1,12 +1,13 @@
-"""What a command answers, frozen: the dispatcher's return (:class:`Result`) and every
-JSON object the bus carries (:func:`freeze`). Nothing handed from the machine to a face
-can be changed by it under another face's feet; JSON is made only at the edges (the
-socket, the CLI's output, the page, MQTT) with :meth:`Result.to_json` or :func:`thaw`.
+"""What a command answers, frozen: the dispatcher's return (:class:`Result`), its body a
+record of :mod:`shuffler.control.reports` (the score's, a JSON object made read-only by
+:func:`freeze`). Nothing handed from the machine to a face can be changed by it under
+another face's feet; JSON is made only at the edges (the socket, the CLI's output, the
+page, MQTT) with :meth:`Result.to_json`, a record's ``to_json`` or :func:`thaw`.
 
-    >>> r = Result("stop", {"stopped": True})
-    >>> r["stopped"], r.to_json()
-    (True, {'stopped': True})
-    >>> r.body["stopped"] = False
+    >>> r = Result("score", {"score": None})
+    >>> r.to_json()
+    {'score': None}
+    >>> r.body["score"] = 1
     Traceback (most recent call last):
     ...
     TypeError: 'mappingproxy' object does not support item assignment
@@ -19,7 +20,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from shuffler.core.record import Record
+
 #: a JSON object that cannot change: its objects read-only mappings, its arrays tuples
+#: (the score's, which has no record)
 Frozen = Mapping[str, Any]
 
 
@@ -44,25 +48,16 @@ def thaw(value: Any) -> Any:
 @dataclass(frozen=True, eq=True)
 class Result:
     """One command's answer: the schema it keeps (``shuffler/schemas/<schema>.json``, the
-    command's ``Command.schema``) and its object, frozen."""
+    command's ``Command.schema``) and its record (the score's object, frozen)."""
 
     schema: str
-    body: Frozen
+    body: Record | Frozen
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "body", freeze(self.body))
-
-    def __getitem__(self, key: str) -> Any:
-        return self.body[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.body.get(key, default)
-
-    @property
-    def exit(self) -> int:
-        """The exit code it means for the CLI (0 when it names none)."""
-        return int(self.body.get("exit", 0))
+        if not isinstance(self.body, Record):
+            object.__setattr__(self, "body", freeze(self.body))
 
     def to_json(self) -> dict[str, Any]:
         """The object as the socket sends it and ``--json`` prints it."""
-        return thaw(self.body)
+        body = self.body
+        return body.to_json() if isinstance(body, Record) else thaw(body)

@@ -426,7 +426,7 @@ class StateStore:
                    f"as {aside.name}. Check the machine: no card in the throat, the pack in "
                    "the tray; then run `shuffler clear`.")
         fresh = self._rebuilt()
-        fresh.fault = Fault(FaultKind.STATE_DAMAGED, message).to_dict()
+        fresh.fault = Fault(FaultKind.STATE_DAMAGED, message).to_json()
         try:
             self.save(fresh)
         except FileAccessError as e:
