@@ -247,31 +247,35 @@ class App(Output):
             self.warn(f"no service answers at {self.socket}: running the simulator here, "
                       f"state in {self.state_dir}")
 
-    def ask(self, cmd: str, *, load: int | None,
-            on_event: Callable[[dict[str, Any]], None] | None = None,
+    def ask(self, cmd: str, on_event: Callable[[dict[str, Any]], None] | None = None,
             **args: Any) -> dict[str, Any]:
         """The running service's answer to ``cmd``, or the same command run in-process
-        (shuffler.service.machine, as the CLI may send it) on a device loaded with
-        ``load`` cards (the configured load if None)."""
+        (shuffler.service.machine, as the CLI may send it). A look (a command the service
+        answers from its snapshot: status, battery) opens the device to read, with no
+        session, so a quick look imports only what it needs."""
         if client := self.service():
             return client.request(cmd, on_event, **args)
         from shuffler.service.machine import CLI, Machine, admit
         from shuffler.service.request import check
 
         request = check({"cmd": cmd, **args})
-        admit(cmd, CLI)
-        session = self.session(load or self.config.hand.cards)
-        return Machine(session).run(request, on_event, CLI).to_json()
+        if admit(cmd, CLI).cached:
+            device = self.open(request["cards"] or self.config.hand.cards, reading=True)
+            machine = Machine(look=(self.controller(device), self.config))
+        else:
+            machine = Machine(self.session(self.load(request)))
+        return machine.run(request, on_event, CLI).to_json()
 
-    def read(self, cmd: str, local: Callable[[PassController, Config], dict[str, Any]], *,
-             load: int | None = None, **args: Any) -> dict[str, Any]:
-        """A query that moves nothing (status, battery): the service's answer, or
-        ``local(controller, config)`` on the device opened here without a whole session,
-        so a quick look imports only what it needs."""
-        if client := self.service():
-            return client.request(cmd, None, **args)
-        device = self.open(load or self.config.hand.cards, reading=True)
-        return local(self.controller(device), self.config)
+    def load(self, request: dict[str, Any]) -> int:
+        """The cards the device opened here starts with: a hand's terms (a pending hand's
+        own load), else the cards asked for, else the config's."""
+        if request["cmd"] == "hand":
+            from shuffler.control.hand import hand_terms
+            from shuffler.store.state import StateStore
+
+            return hand_terms(StateStore(self.state_dir).load(), self.config, request["passes"],
+                              request["cards"], request["mode"]).cards
+        return request["cards"] or self.config.hand.cards
 
     def session(self, cards: int) -> Session:
         from shuffler.control.session import Session

@@ -40,15 +40,10 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
       shuffler hand                 the configured passes, the configured load
       shuffler hand --passes 7      seven passes this time
     """
-    from shuffler.store.state import StateStore
-
     from . import render
 
     def body() -> int:
-        progress = Progress(app)
-        pending = StateStore(app.state_dir).load().hand  # its load goes in the tray
-        result = app.ask("hand", load=pending["cards"] if pending else cards, on_event=progress,
-                         passes=passes, cards=cards, mode=mode)
+        result = app.ask("hand", Progress(app), passes=passes, cards=cards, mode=mode)
         return app.emit_result(result, "hand", render.hand_summary(result["hand"]))
 
     run_guarded(app, body)
@@ -70,7 +65,7 @@ def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
 
     def body() -> int:
         progress = Progress(app)
-        result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode)
+        result = app.ask("pass", progress, cards=cards, mode=mode)
         progress.bar.end()
         return app.emit_result(result, "pass", render.pass_line(result["pass"]))
 
@@ -87,12 +82,10 @@ def status(app: App) -> None:
       shuffler status
       shuffler status --json        for a script (docs/json.md)
     """
-    from shuffler.control.reports import status_dict
-
     from . import render
 
     def body() -> int:
-        result = app.read("status", status_dict)
+        result = app.ask("status")
         app.emit(result, render.status_text(result, app.color))
         return EXIT_OK
 
@@ -110,13 +103,10 @@ def battery(app: App, cards: int | None) -> None:
       shuffler battery
       shuffler battery --cards 32
     """
-    from shuffler.control.reports import battery_dict
-
     from . import render
 
     def body() -> int:
-        result = app.read("battery", lambda c, config: battery_dict(
-            c, config, cards or config.hand.cards), load=cards, cards=cards)
+        result = app.ask("battery", cards=cards)
         app.emit(result, render.battery_text(result))
         return EXIT_OK
 
@@ -170,7 +160,7 @@ def clear(app: App) -> None:
     """
 
     def body() -> int:
-        result = app.ask("clear", load=None)
+        result = app.ask("clear")
         code = result.pop("exit")
         if not result["cleared"]:
             text = ("not cleared: " + result["still"]["message"] if result.get("still")
