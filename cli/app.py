@@ -15,7 +15,7 @@ import click
 from . import options
 from .options import GlobalOptions
 from .output import Output, command_path, fail, use_color
-from .quickstop import service_keys
+from .quickstop import default_socket, service_keys
 
 if TYPE_CHECKING:
     from shuffler.config import Config
@@ -252,14 +252,22 @@ class App(Output):
         """The running service's answer to ``cmd``, or the same command run in-process
         (shuffler.service.machine, as the CLI may send it). A look (a command the service
         answers from its snapshot: status, battery) opens the device to read, with no
-        session, so a quick look imports only what it needs."""
+        session, so a quick look imports only what it needs; the score's commands need no
+        device at all."""
         if client := self.service():
             return client.request(cmd, on_event, **args)
         from shuffler.service.machine import CLI, Machine, admit
         from shuffler.service.request import check
 
         request = check({"cmd": cmd, **args})
-        if admit(cmd, CLI).cached:
+        command = admit(cmd, CLI)
+        if command.score:  # the scorebook's: the state file under the lock, no device
+            from shuffler.control.scorebook import ScoreBook
+            from shuffler.store.state import StateStore
+
+            self.lock()
+            machine = Machine(scores=ScoreBook(StateStore(self.state_dir), self.config))
+        elif command.cached:
             device = self.open(request["cards"] or self.config.hand.cards, reading=True)
             machine = Machine(look=(self.controller(device), self.config))
         else:
@@ -285,18 +293,11 @@ class App(Output):
         return Session(self.controller(device), self.config, plan_source(device, self.sim.seed))
 
     def close(self) -> None:
-        for client in self.clients:
-            client.close()
-        for device in self.devices:
-            device.close()
-        for lock in self.locks:
-            lock.release()
-        for device_lock in self.device_locks:
-            device_lock.release()
-        self.clients.clear()
-        self.devices.clear()
-        self.locks.clear()
-        self.device_locks.clear()
+        for let_go in [*(c.close for c in self.clients), *(d.close for d in self.devices),
+                       *(k.release for k in self.locks), *(k.release for k in self.device_locks)]:
+            let_go()
+        for held in (self.clients, self.devices, self.locks, self.device_locks):
+            held.clear()
 
 def something_at(path: Path) -> bool:
     """Whether anything is at ``path``, without loading the client: a folder on the way
@@ -395,18 +396,8 @@ def socket_named(ctx: click.Context, o: GlobalOptions, config: Config | None,
 
 def client_socket(config: Config | None, written: str | None = None) -> Path:
     """Where a command asks the service, given no --socket: the config's ``[service]
-    socket`` (``written``: as a config that does not load writes it), else the deployed
-    service's (/run/shuffler/shuffler.sock) when it is there or a service is installed,
-    else the user's own service's."""
-    from shuffler.paths import default_socket_path, service_installed, service_socket_path
-
+    socket`` (``written``: as a config that does not load writes it), else as the fast
+    stop finds it (:func:`~shuffler_cli.quickstop.default_socket`)."""
     if config is not None and config.service.socket is not None:
         return config.service.socket
-    if written is not None:
-        return Path(written)
-    deployed = service_socket_path()
-    if os.path.lexists(deployed) or service_installed():
-        return deployed
-    return default_socket_path()
-
-
+    return default_socket(written)

@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from shuffler.constants import EXIT_OK, EXIT_USAGE, SCHEMA
+from shuffler.constants import EXIT_USAGE, SCHEMA
 
 from .options import GlobalOptions, wants_json
 
@@ -167,15 +166,6 @@ def command_failure(app: Output | None, error: Exception) -> NoReturn:
         where = f"{error.filename}: " if error.filename else ""
         fail(app, BadInputError(f"{where}{error.strerror or error}"))
     raise error
-
-
-def run_guarded(app: Output, body: Callable[[], int | None]) -> NoReturn:
-    """Run a command's body and exit with its code."""
-    try:
-        code = body()
-    except Exception as e:
-        command_failure(app, e)
-    sys.exit(code or EXIT_OK)
 
 
 def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:

@@ -177,23 +177,27 @@ def find_socket(opts: dict[str, Any]) -> tuple[Path, str | None]:
     finds them (``client_socket``)."""
     from pathlib import Path
 
-    from shuffler.paths import (
-        default_socket_path,
-        discovered_config_paths,
-        service_installed,
-        service_socket_path,
-    )
+    from shuffler.paths import discovered_config_paths
 
-    paths = [Path(opts["config"])] if opts["config"] else discovered_config_paths()
-    keys = service_keys(paths)
-    if opts["socket"]:
-        return Path(opts["socket"]), keys.get("user")
-    if "socket" in keys:
-        return Path(keys["socket"]), keys.get("user")
+    keys = service_keys([Path(opts["config"])] if opts["config"] else discovered_config_paths())
+    socket = Path(opts["socket"]) if opts["socket"] else default_socket(keys.get("socket"))
+    return socket, keys.get("user")
+
+
+def default_socket(written: str | None) -> Path:
+    """Where a command asks the service, given no --socket: ``[service] socket`` as
+    written, else the deployed service's (/run/shuffler/shuffler.sock) when it is there
+    or a service is installed, else the user's own service's."""
+    from pathlib import Path
+
+    from shuffler.paths import default_socket_path, service_installed, service_socket_path
+
+    if written is not None:
+        return Path(written)
     deployed = service_socket_path()
     if os.path.lexists(deployed) or service_installed():
-        return deployed, keys.get("user")
-    return default_socket_path(), keys.get("user")
+        return deployed
+    return default_socket_path()
 
 
 def ask(path: Path, uids: frozenset[int]) -> list[dict[str, Any]] | None:
