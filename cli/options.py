@@ -211,7 +211,8 @@ def given(ctx: click.Context, names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(spelled)
 
 
-def _names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
+def option_names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
+    """The options among ``params``: (those taking a value, flags)."""
     takes_value: set[str] = set()
     flags: set[str] = set()
     for p in params:
@@ -243,21 +244,9 @@ def follow_the_envvar_rule(command: str, param: click.Option) -> None:
         click.echo(f"shuffler: {old} is deprecated: set {rule} instead", err=True)
 
 
-def global_option_names(group: click.Command) -> tuple[set[str], set[str]]:
-    """The group's own options: (those taking a value, flags), plus ``-vv`` style."""
-    takes_value, flags = _names(group.params)
-    flags -= {"-h", "--help"}  # after the command, --help is the command's own
-    return takes_value, flags
-
-
 def is_verbose_flag(token: str) -> bool:
     """``-v``, ``-vv``, ``-vvvvv``: any count of -v is one global option."""
     return len(token) > 1 and token[0] == "-" and set(token[1:]) == {"v"}
-
-
-def value_option_names(command: click.Command) -> set[str]:
-    """A command's options that take a value (their value is never a global option)."""
-    return _names(command.params)[0]
 
 
 def wants_json(argv: list[str]) -> bool:
