@@ -38,7 +38,6 @@ class Output:
     json: bool
     color: bool
     clients: list[ServiceClient]
-    #: the passes a command has seen end, kept for the report if it fails half-way
     pass_reports: list[dict[str, Any]]
     device_name: str
 
