@@ -6,6 +6,7 @@ import click
 
 from shuffler.constants import EXIT_OK, MAX_CARDS
 
+from . import render
 from .app import App, read_config
 from .output import Progress
 
@@ -40,8 +41,6 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> i
       shuffler hand                 the configured passes, the configured load
       shuffler hand --passes 7      seven passes this time
     """
-    from . import render
-
     result = app.ask("hand", Progress(app), passes=passes, cards=cards, mode=mode)
     return app.emit_result(result, "hand", render.hand_summary(result["hand"]))
 
@@ -58,8 +57,6 @@ def pass_cmd(app: App, cards: int | None, mode: str | None) -> int:
       shuffler pass                 one pass of the configured load
       shuffler pass --cards 32      one pass of a 32-card load
     """
-    from . import render
-
     progress = Progress(app)
     result = app.ask("pass", progress, cards=cards, mode=mode)
     progress.bar.end()
@@ -76,8 +73,6 @@ def status(app: App) -> int:
       shuffler status
       shuffler status --json        for a script (docs/json.md)
     """
-    from . import render
-
     result = app.ask("status")
     app.emit(result, render.status_text(result, app.color))
     return EXIT_OK
@@ -94,8 +89,6 @@ def battery(app: App, cards: int | None) -> int:
       shuffler battery
       shuffler battery --cards 32
     """
-    from . import render
-
     result = app.ask("battery", cards=cards)
     app.emit(result, render.battery_text(result))
     return EXIT_OK

@@ -60,10 +60,8 @@ class Output:
         from its fault, the passes that ran as ``pass_reports``, its report beside them."""
         code = int(result.pop("exit"))
         report = result[key]
-        if key == "pass" and self.clients:  # as a hand's pass events are (Progress)
-            from shuffler.control.reports import pass_log
-
-            log_line("pass", "info", **pass_log(report))
+        if key == "pass":  # as a hand's pass events are (Progress)
+            self.log_pass(report)
         if code and self.json and report["fault"]:
             fault = report["fault"]
             passes = report["pass_reports"] if key == "hand" else [report]
@@ -74,6 +72,13 @@ class Output:
             if report["fault"] and not self.json:
                 self.warn(report["fault"]["message"])
         return code
+
+    def log_pass(self, report: dict[str, Any]) -> None:
+        """A pass the service ran and logged in its own journal: logged here too (-v)."""
+        if self.clients:
+            from shuffler.control.reports import pass_log
+
+            log_line("pass", "info", **pass_log(report))
 
     def warn(self, message: str) -> None:
         """A line for the dealer on stderr, ``shuffler:`` in red when colour is on (with
@@ -198,10 +203,7 @@ class Progress:
         elif kind == "pass":
             self.bar.end()
             self.app.pass_reports.append(event["pass"])
-            if self.app.clients:  # the service logged it in its own journal: -v here too
-                from shuffler.control.reports import pass_log
-
-                log_line("pass", "info", **pass_log(event["pass"]))
+            self.app.log_pass(event["pass"])
             if not self.app.json and event["pass"]["number"] not in self.said:
                 click.echo(self.render.pass_line(event["pass"], event["of"]))
         elif kind == "stack" and not self.app.json:

@@ -2,20 +2,14 @@
 interval of the command, whatever the config on disk holds.
 
 The console script (:mod:`.start`) hands a plain ``stop`` here before it imports click,
-structlog or the config's model: the options it takes are ``--json``, ``--socket``,
-``--config``, ``--state-dir`` and ``--color/--no-color`` (before or after ``stop``),
-and their ``SHUFFLER_*`` variables. It finds the socket as the full CLI does
-(:func:`shuffler_cli.app.client_socket`): ``--socket``, else ``[service] socket`` (and
-``user``) from the config files read as :func:`service_keys` reads them (a file that is
-not TOML is scanned line by line for the two keys; nothing else of it is read), else
-the deployed service's, else the user's own. It checks the socket's owner and its
-listener as :mod:`shuffler.service.client` does (root, this user or ``[service]
-user``), sends ``stop``, and prints what the full ``stop`` prints, exit 0.
-
-Anything else (another option, a simulator's or ``--no-service`` variable, no socket,
-a socket it does not trust, a service that does not answer as the protocol says) is
-a fall-back: the full command line runs and says what it says, as before. The
-stop is idempotent, so a fall-back after the service answered oddly only asks again.
+structlog or the config's model. It takes ``--json``, ``--socket``, ``--config``,
+``--state-dir`` and ``--color/--no-color`` (before or after ``stop``) and their
+``SHUFFLER_*`` variables (:func:`parse`), finds the socket as the full CLI does
+(:func:`find_socket`; a config that is not TOML is scanned for the two keys it needs,
+:func:`service_keys`), trusts it as :mod:`shuffler.service.client` does (:func:`ask`),
+sends ``stop`` and prints what the full ``stop`` prints, exit 0. Anything else falls
+back to the full command line, which says what it says; the stop is idempotent, so a
+fall-back after an odd answer only asks again.
 """
 
 from __future__ import annotations
