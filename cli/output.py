@@ -13,6 +13,7 @@ import click
 
 from shuffler.constants import EXIT_USAGE, SCHEMA
 
+from . import render
 from .options import GlobalOptions, wants_json
 
 if TYPE_CHECKING:
@@ -186,10 +187,7 @@ class Progress:
     passes that ended, so a hand stopped half-way still reports them."""
 
     def __init__(self, app: Output) -> None:
-        from . import render
-
         self.app = app
-        self.render = render
         self.bar = render.Progress()
         self.announced = False
         self.said: set[int] = set()  # the passes whose line is out (before their prompt)
@@ -205,12 +203,12 @@ class Progress:
             self.app.pass_reports.append(event["pass"])
             self.app.log_pass(event["pass"])
             if not self.app.json and event["pass"]["number"] not in self.said:
-                click.echo(self.render.pass_line(event["pass"], event["of"]))
+                click.echo(render.pass_line(event["pass"], event["of"]))
         elif kind == "stack" and not self.app.json:
             self.bar.end()
             if (dealt := event.get("pass")) is not None:  # the pass's report, then the prompt
                 self.said.add(dealt["number"])
-                click.echo(self.render.pass_line(dealt, event["of"]))
+                click.echo(render.pass_line(dealt, event["of"]))
             if not self.announced and self.app.device_name.startswith("sim"):
                 self.announced = True
                 click.echo("(the simulator plays the dealer: piles restacked, touched)",

@@ -91,7 +91,6 @@ def refuse_over_voltage(app: App) -> None:
     from shuffler.errors import OverVoltageError
     from shuffler.limits import over_voltage
 
-    app.use_service = False
     with opening_still():
         device = open_alone(app)
     try:
@@ -142,13 +141,13 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
     from shuffler.errors import BadInputError
     from shuffler.gpio.selftest import GpioBench, SelfTest
 
+    app.use_service = False
     if app.device_name not in ("gpio", "sim-gpio"):
         refuse_over_voltage(app)
         raise BadInputError(f"selftest drives GPIO pins: use --device gpio (or sim-gpio), "
                             f"not {app.device_name}")
     if miswire is not None and app.device_name != "sim-gpio":
         raise BadInputError("--sim-miswire applies only to --device sim-gpio")
-    app.use_service = False
     with opening_still():  # nothing moves until a pass, or a step the builder confirmed
         device = open_alone(app)
     rig = getattr(device, "rig", None)
