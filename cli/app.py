@@ -15,7 +15,7 @@ import click
 from . import options
 from .options import GlobalOptions
 from .output import Output, command_path, fail, use_color
-from .quickstop import service_keys
+from .quickstop import default_socket, service_keys
 
 if TYPE_CHECKING:
     from shuffler.config import Config
@@ -247,32 +247,44 @@ class App(Output):
             self.warn(f"no service answers at {self.socket}: running the simulator here, "
                       f"state in {self.state_dir}")
 
-    def ask(self, cmd: str, *, load: int | None,
-            on_event: Callable[[dict[str, Any]], None] | None = None,
+    def ask(self, cmd: str, on_event: Callable[[dict[str, Any]], None] | None = None,
             **args: Any) -> dict[str, Any]:
         """The running service's answer to ``cmd``, or the same command run in-process
-        (shuffler.service.machine, as the CLI may send it) on a device loaded with
-        ``load`` cards (the configured load if None)."""
+        (shuffler.service.machine, as the CLI may send it). A look (a command the service
+        answers from its snapshot: status, battery) opens the device to read, with no
+        session, so a quick look imports only what it needs; the score's commands need no
+        device at all."""
         if client := self.service():
             return client.request(cmd, on_event, **args)
         from shuffler.service.machine import CLI, Machine, admit
         from shuffler.service.request import check
 
         request = check({"cmd": cmd, **args})
-        admit(cmd, CLI)
-        session = self.session(load or self.config.hand.cards)
-        emit = None if on_event is None else (lambda event: on_event(event.to_json()))
-        return Machine(session).run(request, emit, CLI).to_json()
+        command = admit(cmd, CLI)
+        if command.score:  # the scorebook's: the state file under the lock, no device
+            from shuffler.control.scorebook import ScoreBook
+            from shuffler.store.state import StateStore
 
-    def read(self, cmd: str, local: Callable[[PassController, Config], dict[str, Any]], *,
-             load: int | None = None, **args: Any) -> dict[str, Any]:
-        """A query that moves nothing (status, battery): the service's answer, or
-        ``local(controller, config)`` on the device opened here without a whole session,
-        so a quick look imports only what it needs."""
-        if client := self.service():
-            return client.request(cmd, None, **args)
-        device = self.open(load or self.config.hand.cards, reading=True)
-        return local(self.controller(device), self.config)
+            self.lock()
+            machine = Machine(scores=ScoreBook(StateStore(self.state_dir), self.config))
+        elif command.cached:
+            device = self.open(request["cards"] or self.config.hand.cards, reading=True)
+            machine = Machine(look=(self.controller(device), self.config))
+        else:
+            machine = Machine(self.session(self.load(request)))
+        emit = None if on_event is None else (lambda event: on_event(event.to_json()))
+        return machine.run(request, emit, CLI).to_json()
+
+    def load(self, request: dict[str, Any]) -> int:
+        """The cards the device opened here starts with: a hand's terms (a pending hand's
+        own load), else the cards asked for, else the config's."""
+        if request["cmd"] == "hand":
+            from shuffler.control.hand import hand_terms
+            from shuffler.store.state import StateStore
+
+            return hand_terms(StateStore(self.state_dir).load(), self.config, request["passes"],
+                              request["cards"], request["mode"]).cards
+        return request["cards"] or self.config.hand.cards
 
     def session(self, cards: int) -> Session:
         from shuffler.control.session import Session
@@ -282,18 +294,11 @@ class App(Output):
         return Session(self.controller(device), self.config, plan_source(device, self.sim.seed))
 
     def close(self) -> None:
-        for client in self.clients:
-            client.close()
-        for device in self.devices:
-            device.close()
-        for lock in self.locks:
-            lock.release()
-        for device_lock in self.device_locks:
-            device_lock.release()
-        self.clients.clear()
-        self.devices.clear()
-        self.locks.clear()
-        self.device_locks.clear()
+        for let_go in [*(c.close for c in self.clients), *(d.close for d in self.devices),
+                       *(k.release for k in self.locks), *(k.release for k in self.device_locks)]:
+            let_go()
+        for held in (self.clients, self.devices, self.locks, self.device_locks):
+            held.clear()
 
 def something_at(path: Path) -> bool:
     """Whether anything is at ``path``, without loading the client: a folder on the way
@@ -392,18 +397,8 @@ def socket_named(ctx: click.Context, o: GlobalOptions, config: Config | None,
 
 def client_socket(config: Config | None, written: str | None = None) -> Path:
     """Where a command asks the service, given no --socket: the config's ``[service]
-    socket`` (``written``: as a config that does not load writes it), else the deployed
-    service's (/run/shuffler/shuffler.sock) when it is there or a service is installed,
-    else the user's own service's."""
-    from shuffler.paths import default_socket_path, service_installed, service_socket_path
-
+    socket`` (``written``: as a config that does not load writes it), else as the fast
+    stop finds it (:func:`~shuffler_cli.quickstop.default_socket`)."""
     if config is not None and config.service.socket is not None:
         return config.service.socket
-    if written is not None:
-        return Path(written)
-    deployed = service_socket_path()
-    if os.path.lexists(deployed) or service_installed():
-        return deployed
-    return default_socket_path()
-
-
+    return default_socket(written)

@@ -6,8 +6,9 @@ import click
 
 from shuffler.constants import EXIT_OK, MAX_CARDS
 
+from . import render
 from .app import App, read_config
-from .output import Progress, run_guarded
+from .output import Progress
 
 MODES = ["planned", "coin"]
 
@@ -30,7 +31,7 @@ def cards_option(help_text: str = "cards in the load  [default: from the config,
 @cards_option()
 @mode_option()
 @click.pass_obj
-def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> None:
+def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> int:
     """Run one euchre hand: N passes, then the deal moves to the left.
 
     A hand left unfinished (a jam, a crash, no touch) is finished first.
@@ -40,25 +41,15 @@ def hand(app: App, passes: int | None, cards: int | None, mode: str | None) -> N
       shuffler hand                 the configured passes, the configured load
       shuffler hand --passes 7      seven passes this time
     """
-    from shuffler.store.state import StateStore
-
-    from . import render
-
-    def body() -> int:
-        progress = Progress(app)
-        pending = StateStore(app.state_dir).load().hand  # its load goes in the tray
-        result = app.ask("hand", load=pending["cards"] if pending else cards, on_event=progress,
-                         passes=passes, cards=cards, mode=mode)
-        return app.emit_result(result, "hand", render.hand_summary(result["hand"]))
-
-    run_guarded(app, body)
+    result = app.ask("hand", Progress(app), passes=passes, cards=cards, mode=mode)
+    return app.emit_result(result, "hand", render.hand_summary(result["hand"]))
 
 
 @click.command("pass")
 @cards_option()
 @mode_option()
 @click.pass_obj
-def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
+def pass_cmd(app: App, cards: int | None, mode: str | None) -> int:
     """Run one pass of the loaded pack.
 
     \b
@@ -66,20 +57,15 @@ def pass_cmd(app: App, cards: int | None, mode: str | None) -> None:
       shuffler pass                 one pass of the configured load
       shuffler pass --cards 32      one pass of a 32-card load
     """
-    from . import render
-
-    def body() -> int:
-        progress = Progress(app)
-        result = app.ask("pass", load=cards, on_event=progress, cards=cards, mode=mode)
-        progress.bar.end()
-        return app.emit_result(result, "pass", render.pass_line(result["pass"]))
-
-    run_guarded(app, body)
+    progress = Progress(app)
+    result = app.ask("pass", progress, cards=cards, mode=mode)
+    progress.bar.end()
+    return app.emit_result(result, "pass", render.pass_line(result["pass"]))
 
 
 @click.command()
 @click.pass_obj
-def status(app: App) -> None:
+def status(app: App) -> int:
     """The device, its health, the latched fault if any, the battery and the counters.
 
     \b
@@ -87,22 +73,15 @@ def status(app: App) -> None:
       shuffler status
       shuffler status --json        for a script (docs/json.md)
     """
-    from shuffler.control.reports import StatusReport
-
-    from . import render
-
-    def body() -> int:
-        result = app.read("status", lambda c, config: StatusReport.of(c, config).to_json())
-        app.emit(result, render.status_text(result, app.color))
-        return EXIT_OK
-
-    run_guarded(app, body)
+    result = app.ask("status")
+    app.emit(result, render.status_text(result, app.color))
+    return EXIT_OK
 
 
 @click.command()
 @cards_option("the load to estimate for  [default: from the config, 24]")
 @click.pass_obj
-def battery(app: App, cards: int | None) -> None:
+def battery(app: App, cards: int | None) -> int:
     """Battery volts and charge, and how many passes and hands it has left.
 
     \b
@@ -110,22 +89,14 @@ def battery(app: App, cards: int | None) -> None:
       shuffler battery
       shuffler battery --cards 32
     """
-    from shuffler.control.reports import BatteryReport
-
-    from . import render
-
-    def body() -> int:
-        result = app.read("battery", lambda c, config: BatteryReport.of(
-            c, config, cards or config.hand.cards).to_json(), load=cards, cards=cards)
-        app.emit(result, render.battery_text(result))
-        return EXIT_OK
-
-    run_guarded(app, body)
+    result = app.ask("battery", cards=cards)
+    app.emit(result, render.battery_text(result))
+    return EXIT_OK
 
 
 @click.command()
 @click.pass_obj
-def stop(app: App) -> None:
+def stop(app: App) -> int:
     """Stop the pass or hand the service is running: the motor off at once.
 
     The stop is the service's (its socket's ``stop``): it answers once the motor is off.
@@ -139,29 +110,26 @@ def stop(app: App) -> None:
 
     in_terminal = "a pass or hand run in a terminal stops with Ctrl-C"
 
-    def body() -> int:
-        try:
-            client = app.service()
-        except ServiceUnreachableError as e:
-            if e.kind != "service_not_running":
-                raise
-            raise ServiceUnreachableError(f"{e} ({in_terminal})", e.kind) from None
-        if client is None:
-            raise ServiceUnreachableError(
-                f"no service is running here, so no pass of its to stop ({in_terminal})",
-                "service_not_running")
-        result = client.request("stop", None)
-        from .quickstop import NOTHING, STOPPED  # the fast stop's words are the same
+    try:
+        client = app.service()
+    except ServiceUnreachableError as e:
+        if e.kind != "service_not_running":
+            raise
+        raise ServiceUnreachableError(f"{e} ({in_terminal})", e.kind) from None
+    if client is None:
+        raise ServiceUnreachableError(
+            f"no service is running here, so no pass of its to stop ({in_terminal})",
+            "service_not_running")
+    result = client.request("stop", None)
+    from .quickstop import NOTHING, STOPPED  # the fast stop's words are the same
 
-        app.emit(result, STOPPED if result["stopped"] else NOTHING)
-        return EXIT_OK
-
-    run_guarded(app, body)
+    app.emit(result, STOPPED if result["stopped"] else NOTHING)
+    return EXIT_OK
 
 
 @click.command()
 @click.pass_obj
-def clear(app: App) -> None:
+def clear(app: App) -> int:
     """Clear a latched fault once the machine reports itself clear.
 
     \b
@@ -169,26 +137,23 @@ def clear(app: App) -> None:
       shuffler clear
     """
 
-    def body() -> int:
-        result = app.ask("clear", load=None)
-        code = result.pop("exit")
-        if not result["cleared"]:
-            text = ("not cleared: " + result["still"]["message"] if result.get("still")
-                    else "the machine still reports a fault: see `shuffler status`")
-        elif result["cleared_fault"]:
-            text = f"cleared: {result['cleared_fault']['kind']}"
-        else:
-            text = "no fault was latched"
-        app.emit(result, text)
-        return code
-
-    run_guarded(app, body)
+    result = app.ask("clear")
+    code = result.pop("exit")
+    if not result["cleared"]:
+        text = ("not cleared: " + result["still"]["message"] if result.get("still")
+                else "the machine still reports a fault: see `shuffler status`")
+    elif result["cleared_fault"]:
+        text = f"cleared: {result['cleared_fault']['kind']}"
+    else:
+        text = "no fault was latched"
+    app.emit(result, text)
+    return code
 
 
 @click.command()
 @cards_option("the load the simulated device starts with")
 @click.pass_obj
-def serve(app: App, cards: int | None) -> None:
+def serve(app: App, cards: int | None) -> int:
     """Own the machine: touch-driven passes and hands, and the control socket.
 
     \b
@@ -202,29 +167,26 @@ def serve(app: App, cards: int | None) -> None:
     from shuffler.service.loop import Service, install_signal_handlers, restart_in_place
     from shuffler.store.lock import MachineBusyError
 
-    def body() -> int:
-        try:
-            app.lock(f"shuffler serve on {app.socket}")
-            session = app.session(cards or app.config.hand.cards)
-        except MachineBusyError as e:  # a second serve: the command is what is wrong
-            raise ServiceRunningError(f"a shuffler service is already running: {e}") from None
-        service = Service(session, app.socket, group=app.config.service.group,
-                          max_clients=app.config.service.max_clients, lock=app.locks[0],
-                          faces=Faces)
-        if not under_journal():  # the journal has the "serving" line at info
-            service.announce = lambda w: app.warn(
-                f"serving the {w['device']} machine on {w['socket']}; page: {w['page']}; "
-                f"state in {w['state']}")
-        service.reload_check = lambda: read_config(app.options)  # SIGHUP: the config loads?
-        install_signal_handlers(service)
-        try:
-            service.run()
-        finally:  # a start that failed half-way (a face that would not start) leaves no socket
-            service.listener.close()
-        if service.reloading:  # SIGHUP and the config loads: the same command, started again
-            app.close()
-            restart_in_place()
-        return EXIT_OK
-
     app.use_service = False
-    run_guarded(app, body)
+    try:
+        app.lock(f"shuffler serve on {app.socket}")
+        session = app.session(cards or app.config.hand.cards)
+    except MachineBusyError as e:  # a second serve: the command is what is wrong
+        raise ServiceRunningError(f"a shuffler service is already running: {e}") from None
+    service = Service(session, app.socket, group=app.config.service.group,
+                      max_clients=app.config.service.max_clients, lock=app.locks[0],
+                      faces=Faces)
+    if not under_journal():  # the journal has the "serving" line at info
+        service.announce = lambda w: app.warn(
+            f"serving the {w['device']} machine on {w['socket']}; page: {w['page']}; "
+            f"state in {w['state']}")
+    service.reload_check = lambda: read_config(app.options)  # SIGHUP: the config loads?
+    install_signal_handlers(service)
+    try:
+        service.run()
+    finally:  # a start that failed half-way (a face that would not start) leaves no socket
+        service.listener.close()
+    if service.reloading:  # SIGHUP and the config loads: the same command, started again
+        app.close()
+        restart_in_place()
+    return EXIT_OK

@@ -131,8 +131,7 @@ class LazyGroup(click.Group):
 
             usage_failure(e, argv)
         except click.Abort:
-            click.echo("shuffler: interrupted; the motor is off", err=True)
-            sys.exit(130)
+            sys.exit(interrupted())
         sys.exit(code if isinstance(code, int) else 0)
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -150,13 +149,14 @@ class LazyGroup(click.Group):
 
     def hoist_global_options(self, ctx: click.Context, args: list[str]) -> list[str]:
         """Move global options written after the command name in front of it."""
-        takes_value, flags = options.global_option_names(self)
+        takes_value, flags = options.option_names(self.params)
+        flags -= {"-h", "--help"}  # after the command, --help is the command's own
         i = _command_index(args, takes_value)
         if i >= len(args) or args[i] == "--":
             return args
         name, rest = args[i], args[i + 1:]
         command = self.get_command(ctx, name) if name in self.commands_map else None
-        own_value = options.value_option_names(command) if command is not None else set()
+        own_value = options.option_names(command.params)[0] if command is not None else set()
         moved, kept = _hoisted(rest, takes_value - own_value, flags, own_value)
         return args[:i] + moved + [name] + kept
 
@@ -187,15 +187,12 @@ def _hoisted(rest: list[str], global_value: set[str], flags: set[str],
             kept.extend(rest[j:])
             break
         key = tok.split("=", 1)[0] if tok.startswith("--") else tok
-        own = key not in global_value and (key in own_value or not _is_flag(key, flags))
+        flag = key in flags or options.is_verbose_flag(key)
+        own = key not in global_value and (key in own_value or not flag)
         taken = _with_value(rest, j, key in (own_value if own else global_value))
         (kept if own else moved).extend(taken)
         j += len(taken)
     return moved, kept
-
-
-def _is_flag(key: str, flags: set[str]) -> bool:
-    return key in flags or options.is_verbose_flag(key)
 
 
 def _with_value(rest: list[str], j: int, takes_value: bool) -> list[str]:
@@ -242,6 +239,12 @@ def cli(ctx: click.Context, **given: Any) -> None:
     ctx.obj = make_app(ctx, options.GlobalOptions(**given))
 
 
+def interrupted() -> int:
+    """Ctrl-C: said, and its exit code."""
+    click.echo("shuffler: interrupted; the motor is off", err=True)
+    return 130
+
+
 def main(argv: list[str] | None = None) -> None:
     from shuffler.control.signals import install
 
@@ -254,16 +257,11 @@ def main(argv: list[str] | None = None) -> None:
         # inside the try, as one landing while it installs raises at once
         install()
         cli.main(args=argv, prog_name="shuffler")
-    except KeyboardInterrupt:
-        click.echo("shuffler: interrupted; the motor is off", err=True)
-        code = 130
-    except SystemExit as e:
-        code = e.code
-    except RuntimeError as e:  # Python 3.11 wraps what a handler raised in __set_name__
-        cause = e.__cause__
+    except (KeyboardInterrupt, SystemExit, RuntimeError) as e:
+        # Python 3.11 wraps what a handler raised in __set_name__ in a RuntimeError
+        cause = e.__cause__ if isinstance(e, RuntimeError) else e
         if isinstance(cause, KeyboardInterrupt):
-            click.echo("shuffler: interrupted; the motor is off", err=True)
-            code = 130
+            code = interrupted()
         elif isinstance(cause, SystemExit):
             code = cause.code
         else:

@@ -124,63 +124,57 @@ def _devices(ctx: click.Context, param: click.Parameter, incomplete: str) -> lis
     return [CompletionItem(d) for d in names if d.startswith(incomplete)]
 
 
+def _option(*decls: Any, **kwargs: Any) -> Callable[..., Any]:
+    """A global option, its variable SHUFFLER_ and its long name in capitals (shown)."""
+    long = next(d for d in decls if d.startswith("--")).split("/")[0]
+    return click.option(*decls, envvar=f"SHUFFLER_{long[2:].replace('-', '_').upper()}",
+                        show_envvar=True, **kwargs)
+
+
 def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
-        click.option("--device", "device_name", cls=DeviceOption, metavar="NAME", default=None,
-                     envvar="SHUFFLER_DEVICE", show_envvar=True, shell_complete=_devices,
-                     help=DEVICE_HELP),
-        click.option("--config", "config_path", type=SafePath(), default=None,
-                     envvar="SHUFFLER_CONFIG", show_envvar=True,
-                     help="TOML config file  [default: /etc/shuffler/config.toml, then "
-                          "~/.config/shuffler/config.toml over it]"),
-        click.option("--state-dir", type=SafePath(), default=None, envvar="SHUFFLER_STATE_DIR",
-                     show_envvar=True, help="where counters and latched faults are kept  "
+        _option("--device", "device_name", cls=DeviceOption, metavar="NAME", default=None,
+                shell_complete=_devices, help=DEVICE_HELP),
+        _option("--config", "config_path", type=SafePath(), default=None,
+                help="TOML config file  [default: /etc/shuffler/config.toml, then "
+                     "~/.config/shuffler/config.toml over it]"),
+        _option("--state-dir", type=SafePath(), default=None,
+                help="where counters and latched faults are kept  "
                      "[default: $XDG_STATE_HOME/shuffler]"),
-        click.option("--socket", "socket_path", type=SafePath(MAX_SOCKET_PATH), default=None,
-                     envvar="SHUFFLER_SOCKET", show_envvar=True,
-                     help="the service's socket  [default: the config's [service] socket, else "
-                          "/run/shuffler/shuffler.sock when a service is installed]"),
-        click.option("--no-service", is_flag=True, envvar="SHUFFLER_NO_SERVICE",
-                     show_envvar=True, help="drive the device in-process even if a service's "
-                     "socket is there (the machine's lock still applies)"),
-        click.option("--json", "as_json", is_flag=True, envvar="SHUFFLER_JSON", show_envvar=True,
-                     help="one JSON object on stdout (docs/json.md)"),
-        click.option("--color/--no-color", "color", default=None, envvar="SHUFFLER_COLOR",
-                     show_envvar=True, show_default=False,
-                     help="colour on stdout and stderr  [default: on a terminal unless "
-                          "NO_COLOR is set]"),
-        click.option("-v", "--verbose", count=True, envvar="SHUFFLER_VERBOSE", show_envvar=True,
-                     help="log more (-v info, -vv debug) on stderr"),
-        click.option("--log-json", is_flag=True, envvar="SHUFFLER_LOG_JSON", show_envvar=True,
-                     help="log JSON lines on stderr: every line, its notes and errors too"),
-        click.option("--sim-speed", type=FiniteFloat(0.01, 1e6), default=DEFAULT_SIM_SPEED,
-                     envvar="SHUFFLER_SIM_SPEED", show_envvar=True,
-                     help="simulated seconds per real second (1 = real time)"),
-        click.option("--sim-seed", type=click.IntRange(0, 2**63 - 1), default=None,
-                     envvar="SHUFFLER_SIM_SEED", show_envvar=True,
-                     help="seed the simulator (and its plans)"),
-        click.option("--sim-fault", "sim_faults", multiple=True, metavar="SPEC",
-                     envvar="SHUFFLER_SIM_FAULT", show_envvar=True,
-                     help="inject a fault (repeatable): jam:CARD[:FREES_AFTER], "
-                          "jam:CARD:stuck (the first clear still finds the card), "
-                          "misfeed:CARD[:FREES_AFTER], double:CARD, battery:VOLTS, "
-                          "dropout:MS (the beam clears MS ms inside every card)"),
-        click.option("--sim-uptime", type=FiniteFloat(0, 4e9), default=0.0,
-                     envvar="SHUFFLER_SIM_UPTIME", show_envvar=True,
-                     help="the simulated device starts as if powered this many seconds "
-                          "(its clocks past their wraps: 4295 s, 4294968 s)"),
-        click.option("--sim-dealer", type=click.Choice(SIM_DEALERS),
-                     default="instructed", envvar="SHUFFLER_SIM_DEALER", show_envvar=True,
-                     help="how the simulated dealer restacks: as the LED says, the other "
-                          "pile on top, both piles at once, as the LED says but for the "
-                          "last pass, the taller pile on top, the pile the last (or first) "
-                          "card fell on"),
-        click.option("--sim-ignores", is_flag=True, default=False,
-                     envvar="SHUFFLER_SIM_IGNORES", show_envvar=True,
-                     help="the simulated dealer ignores the machine's warning of the other "
-                          "pile lifted first, tries to go on and to keep its stack with a "
-                          "long press, is refused, and corrects then "
-                          "[default: it puts the pile back and lifts the right one at once]"),
+        _option("--socket", "socket_path", type=SafePath(MAX_SOCKET_PATH), default=None,
+                help="the service's socket  [default: the config's [service] socket, else "
+                     "/run/shuffler/shuffler.sock when a service is installed]"),
+        _option("--no-service", is_flag=True, help="drive the device in-process even if a "
+                "service's socket is there (the machine's lock still applies)"),
+        _option("--json", "as_json", is_flag=True, help="one JSON object on stdout (docs/json.md)"),
+        _option("--color/--no-color", "color", default=None, show_default=False,
+                help="colour on stdout and stderr  [default: on a terminal unless "
+                     "NO_COLOR is set]"),
+        _option("-v", "--verbose", count=True, help="log more (-v info, -vv debug) on stderr"),
+        _option("--log-json", is_flag=True,
+                help="log JSON lines on stderr: every line, its notes and errors too"),
+        _option("--sim-speed", type=FiniteFloat(0.01, 1e6), default=DEFAULT_SIM_SPEED,
+                help="simulated seconds per real second (1 = real time)"),
+        _option("--sim-seed", type=click.IntRange(0, 2**63 - 1), default=None,
+                help="seed the simulator (and its plans)"),
+        _option("--sim-fault", "sim_faults", multiple=True, metavar="SPEC",
+                help="inject a fault (repeatable): jam:CARD[:FREES_AFTER], "
+                     "jam:CARD:stuck (the first clear still finds the card), "
+                     "misfeed:CARD[:FREES_AFTER], double:CARD, battery:VOLTS, "
+                     "dropout:MS (the beam clears MS ms inside every card)"),
+        _option("--sim-uptime", type=FiniteFloat(0, 4e9), default=0.0,
+                help="the simulated device starts as if powered this many seconds "
+                     "(its clocks past their wraps: 4295 s, 4294968 s)"),
+        _option("--sim-dealer", type=click.Choice(SIM_DEALERS), default="instructed",
+                help="how the simulated dealer restacks: as the LED says, the other "
+                     "pile on top, both piles at once, as the LED says but for the "
+                     "last pass, the taller pile on top, the pile the last (or first) "
+                     "card fell on"),
+        _option("--sim-ignores", is_flag=True, default=False,
+                help="the simulated dealer ignores the machine's warning of the other "
+                     "pile lifted first, tries to go on and to keep its stack with a "
+                     "long press, is refused, and corrects then "
+                     "[default: it puts the pile back and lifts the right one at once]"),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -211,7 +205,8 @@ def given(ctx: click.Context, names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(spelled)
 
 
-def _names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
+def option_names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
+    """The options among ``params``: (those taking a value, flags)."""
     takes_value: set[str] = set()
     flags: set[str] = set()
     for p in params:
@@ -243,21 +238,9 @@ def follow_the_envvar_rule(command: str, param: click.Option) -> None:
         click.echo(f"shuffler: {old} is deprecated: set {rule} instead", err=True)
 
 
-def global_option_names(group: click.Command) -> tuple[set[str], set[str]]:
-    """The group's own options: (those taking a value, flags), plus ``-vv`` style."""
-    takes_value, flags = _names(group.params)
-    flags -= {"-h", "--help"}  # after the command, --help is the command's own
-    return takes_value, flags
-
-
 def is_verbose_flag(token: str) -> bool:
     """``-v``, ``-vv``, ``-vvvvv``: any count of -v is one global option."""
     return len(token) > 1 and token[0] == "-" and set(token[1:]) == {"v"}
-
-
-def value_option_names(command: click.Command) -> set[str]:
-    """A command's options that take a value (their value is never a global option)."""
-    return _names(command.params)[0]
 
 
 def wants_json(argv: list[str]) -> bool:

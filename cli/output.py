@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from shuffler.constants import EXIT_OK, EXIT_USAGE, SCHEMA
+from shuffler.constants import EXIT_USAGE, SCHEMA
 
+from . import render
 from .options import GlobalOptions, wants_json
 
 if TYPE_CHECKING:
@@ -39,7 +39,6 @@ class Output:
     json: bool
     color: bool
     clients: list[ServiceClient]
-    #: the passes a command has seen end, kept for the report if it fails half-way
     pass_reports: list[dict[str, Any]]
     device_name: str
 
@@ -62,10 +61,8 @@ class Output:
         from its fault, the passes that ran as ``pass_reports``, its report beside them."""
         code = int(result.pop("exit"))
         report = result[key]
-        if key == "pass" and self.clients:  # as a hand's pass events are (Progress)
-            from shuffler.control.reports import pass_log
-
-            log_line("pass", "info", **pass_log(report))
+        if key == "pass":  # as a hand's pass events are (Progress)
+            self.log_pass(report)
         if code and self.json and report["fault"]:
             fault = report["fault"]
             passes = report["pass_reports"] if key == "hand" else [report]
@@ -76,6 +73,13 @@ class Output:
             if report["fault"] and not self.json:
                 self.warn(report["fault"]["message"])
         return code
+
+    def log_pass(self, report: dict[str, Any]) -> None:
+        """A pass the service ran and logged in its own journal: logged here too (-v)."""
+        if self.clients:
+            from shuffler.control.reports import pass_log
+
+            log_line("pass", "info", **pass_log(report))
 
     def warn(self, message: str) -> None:
         """A line for the dealer on stderr, ``shuffler:`` in red when colour is on (with
@@ -169,15 +173,6 @@ def command_failure(app: Output | None, error: Exception) -> NoReturn:
     raise error
 
 
-def run_guarded(app: Output, body: Callable[[], int | None]) -> NoReturn:
-    """Run a command's body and exit with its code."""
-    try:
-        code = body()
-    except Exception as e:
-        command_failure(app, e)
-    sys.exit(code or EXIT_OK)
-
-
 def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:
     """A usage error: click's message on stderr, and with --json the error on stdout."""
     if wants_json(argv):  # stdout only: stderr says nothing twice
@@ -192,10 +187,7 @@ class Progress:
     passes that ended, so a hand stopped half-way still reports them."""
 
     def __init__(self, app: Output) -> None:
-        from . import render
-
         self.app = app
-        self.render = render
         self.bar = render.Progress()
         self.announced = False
         self.said: set[int] = set()  # the passes whose line is out (before their prompt)
@@ -209,17 +201,14 @@ class Progress:
         elif kind == "pass":
             self.bar.end()
             self.app.pass_reports.append(event["pass"])
-            if self.app.clients:  # the service logged it in its own journal: -v here too
-                from shuffler.control.reports import pass_log
-
-                log_line("pass", "info", **pass_log(event["pass"]))
+            self.app.log_pass(event["pass"])
             if not self.app.json and event["pass"]["number"] not in self.said:
-                click.echo(self.render.pass_line(event["pass"], event["of"]))
+                click.echo(render.pass_line(event["pass"], event["of"]))
         elif kind == "stack" and not self.app.json:
             self.bar.end()
             if (dealt := event.get("pass")) is not None:  # the pass's report, then the prompt
                 self.said.add(dealt["number"])
-                click.echo(self.render.pass_line(dealt, event["of"]))
+                click.echo(render.pass_line(dealt, event["of"]))
             if not self.announced and self.app.device_name.startswith("sim"):
                 self.announced = True
                 click.echo("(the simulator plays the dealer: piles restacked, touched)",

@@ -2,20 +2,14 @@
 interval of the command, whatever the config on disk holds.
 
 The console script (:mod:`.start`) hands a plain ``stop`` here before it imports click,
-structlog or the config's model: the options it takes are ``--json``, ``--socket``,
-``--config``, ``--state-dir`` and ``--color/--no-color`` (before or after ``stop``),
-and their ``SHUFFLER_*`` variables. It finds the socket as the full CLI does
-(:func:`shuffler_cli.app.client_socket`): ``--socket``, else ``[service] socket`` (and
-``user``) from the config files read as :func:`service_keys` reads them (a file that is
-not TOML is scanned line by line for the two keys; nothing else of it is read), else
-the deployed service's, else the user's own. It checks the socket's owner and its
-listener as :mod:`shuffler.service.client` does (root, this user or ``[service]
-user``), sends ``stop``, and prints what the full ``stop`` prints, exit 0.
-
-Anything else (another option, a simulator's or ``--no-service`` variable, no socket,
-a socket it does not trust, a service that does not answer as the protocol says) is
-a fall-back: the full command line runs and says what it says, as before. The
-stop is idempotent, so a fall-back after the service answered oddly only asks again.
+structlog or the config's model. It takes ``--json``, ``--socket``, ``--config``,
+``--state-dir`` and ``--color/--no-color`` (before or after ``stop``) and their
+``SHUFFLER_*`` variables (:func:`parse`), finds the socket as the full CLI does
+(:func:`find_socket`; a config that is not TOML is scanned for the two keys it needs,
+:func:`service_keys`), trusts it as :mod:`shuffler.service.client` does (:func:`ask`),
+sends ``stop`` and prints what the full ``stop`` prints, exit 0. Anything else falls
+back to the full command line, which says what it says; the stop is idempotent, so a
+fall-back after an odd answer only asks again.
 """
 
 from __future__ import annotations
@@ -177,23 +171,27 @@ def find_socket(opts: dict[str, Any]) -> tuple[Path, str | None]:
     finds them (``client_socket``)."""
     from pathlib import Path
 
-    from shuffler.paths import (
-        default_socket_path,
-        discovered_config_paths,
-        service_installed,
-        service_socket_path,
-    )
+    from shuffler.paths import discovered_config_paths
 
-    paths = [Path(opts["config"])] if opts["config"] else discovered_config_paths()
-    keys = service_keys(paths)
-    if opts["socket"]:
-        return Path(opts["socket"]), keys.get("user")
-    if "socket" in keys:
-        return Path(keys["socket"]), keys.get("user")
+    keys = service_keys([Path(opts["config"])] if opts["config"] else discovered_config_paths())
+    socket = Path(opts["socket"]) if opts["socket"] else default_socket(keys.get("socket"))
+    return socket, keys.get("user")
+
+
+def default_socket(written: str | None) -> Path:
+    """Where a command asks the service, given no --socket: ``[service] socket`` as
+    written, else the deployed service's (/run/shuffler/shuffler.sock) when it is there
+    or a service is installed, else the user's own service's."""
+    from pathlib import Path
+
+    from shuffler.paths import default_socket_path, service_installed, service_socket_path
+
+    if written is not None:
+        return Path(written)
     deployed = service_socket_path()
     if os.path.lexists(deployed) or service_installed():
-        return deployed, keys.get("user")
-    return default_socket_path(), keys.get("user")
+        return deployed
+    return default_socket_path()
 
 
 def ask(path: Path, uids: frozenset[int]) -> list[dict[str, Any]] | None:

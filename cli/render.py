@@ -121,8 +121,10 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
 NOT_MEASURED = "battery: not measured (no battery monitor: [gpio] adc_channel = false)"
 
 
-def monitor_text(b: dict[str, Any]) -> str | None:
-    """The battery monitor's own fault (``battery.monitor``), if it blocks the figures."""
+def no_figures(b: dict[str, Any]) -> str | None:
+    """No figures to give: no monitor, or its own fault (``battery.monitor``)."""
+    if b.get("measured") is False:
+        return NOT_MEASURED
     m = b.get("monitor")
     if b.get("state") != "monitor_fault" or not m:
         return None
@@ -136,9 +138,7 @@ def unsteady_text(b: dict[str, Any]) -> str:
 
 
 def battery_line(b: dict[str, Any]) -> str:
-    if b.get("measured") is False:
-        return NOT_MEASURED
-    if (fault := monitor_text(b)) is not None:
+    if (fault := no_figures(b)) is not None:
         return fault
     left = (f"about {passes(b['passes_left'])} left" if b["passes_left"]
             else "not one pass left")
@@ -160,9 +160,7 @@ def passes_left_text(b: dict[str, Any]) -> str:
 
 
 def battery_text(b: dict[str, Any]) -> str:
-    if b.get("measured") is False:
-        return NOT_MEASURED
-    if (fault := monitor_text(b)) is not None:
+    if (fault := no_figures(b)) is not None:
         return fault
     text = (f"battery: {b['volts']:.2f} V {'under load' if b['under_load'] else 'at rest'}, "
             f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n" + passes_left_text(b))

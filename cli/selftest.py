@@ -11,7 +11,6 @@ from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.limits import TYPED_READING_MAX_VOLTS, TYPED_READING_MIN_VOLTS
 
 from .app import App
-from .output import run_guarded
 
 STEPS = ("battery", "touch", "tray", "pile_left", "pile_right", "beam", "light", "buzzer",
          "motor", "flap")
@@ -92,7 +91,6 @@ def refuse_over_voltage(app: App) -> None:
     from shuffler.errors import OverVoltageError
     from shuffler.limits import over_voltage
 
-    app.use_service = False
     with opening_still():
         device = open_alone(app)
     try:
@@ -118,7 +116,7 @@ def refuse_over_voltage(app: App) -> None:
                    "motor_reversed, ...) to see the self-test find it")
 @click.pass_obj
 def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
-             miswire: str | None) -> None:
+             miswire: str | None) -> int:
     """Bring a freshly wired machine up, one part at a time, in the order of the
     first-power-on procedure (docs/hardware.md).
 
@@ -143,51 +141,48 @@ def selftest(app: App, unattended: bool, skip: tuple[str, ...], timeout: float,
     from shuffler.errors import BadInputError
     from shuffler.gpio.selftest import GpioBench, SelfTest
 
-    def body() -> int:
-        if app.device_name not in ("gpio", "sim-gpio"):
-            refuse_over_voltage(app)
-            raise BadInputError(f"selftest drives GPIO pins: use --device gpio (or sim-gpio), "
-                                f"not {app.device_name}")
-        if miswire is not None and app.device_name != "sim-gpio":
-            raise BadInputError("--sim-miswire applies only to --device sim-gpio")
-        app.use_service = False
-        with opening_still():  # nothing moves until a pass, or a step the builder confirmed
-            device = open_alone(app)
-        rig = getattr(device, "rig", None)
-        builder: Any = Nobody() if unattended else Person()
-        if rig is not None:
-            from hardware_sim.bench import MISWIRES, RigBuilder
-            from hardware_sim.bench import miswire as rewire
+    app.use_service = False
+    if app.device_name not in ("gpio", "sim-gpio"):
+        refuse_over_voltage(app)
+        raise BadInputError(f"selftest drives GPIO pins: use --device gpio (or sim-gpio), "
+                            f"not {app.device_name}")
+    if miswire is not None and app.device_name != "sim-gpio":
+        raise BadInputError("--sim-miswire applies only to --device sim-gpio")
+    with opening_still():  # nothing moves until a pass, or a step the builder confirmed
+        device = open_alone(app)
+    rig = getattr(device, "rig", None)
+    builder: Any = Nobody() if unattended else Person()
+    if rig is not None:
+        from hardware_sim.bench import MISWIRES, RigBuilder
+        from hardware_sim.bench import miswire as rewire
 
-            if miswire is not None:
-                if miswire not in MISWIRES:
-                    raise BadInputError(f"--sim-miswire: unknown {miswire!r}; one of "
-                                        f"{', '.join(MISWIRES)}")
-                rewire(rig, miswire)
-            if unattended:
-                builder = RigBuilder(rig, moves=False)
-        test = SelfTest(GpioBench(device), builder, timeout=min(timeout, 2.0) if rig and
-                        unattended else timeout, skip=skip)
-        if not app.json:
-            click.echo("selftest: each step says what to do; answer s to skip a question",
-                       err=True)
-        report = test.run(on_step=None if app.json else lambda r: click.echo(
-            step_line(r.to_dict(), app.color)))
-        written = write_calibration(app, report.divider_ratio, simulated=rig is not None,
-                                    ask=not unattended)
-        result = {"selftest": report.to_dict(), "written_to": written}
-        summary = ("selftest: every step passed" if report.passed else
-                   f"selftest: {len(report.failed())} step(s) failed: "
-                   f"{', '.join(s.part for s in report.failed())}")
+        if miswire is not None:
+            if miswire not in MISWIRES:
+                raise BadInputError(f"--sim-miswire: unknown {miswire!r}; one of "
+                                    f"{', '.join(MISWIRES)}")
+            rewire(rig, miswire)
         if unattended:
-            summary += ("\n--yes: nothing that moves was run (motor, flap); run selftest "
-                        "without --yes at the bench to test them")
-        if written:
-            summary += f"\ndivider_ratio = {report.divider_ratio:.4f} written to {written}"
-        app.emit(result, summary)
-        return EXIT_OK if report.passed else EXIT_FAULT
-
-    run_guarded(app, body)
+            builder = RigBuilder(rig, moves=False)
+    test = SelfTest(GpioBench(device), builder, timeout=min(timeout, 2.0) if rig and
+                    unattended else timeout, skip=skip)
+    if not app.json:
+        click.echo("selftest: each step says what to do; answer s to skip a question",
+                   err=True)
+    report = test.run(on_step=None if app.json else lambda r: click.echo(
+        step_line(r.to_dict(), app.color)))
+    written = write_calibration(app, report.divider_ratio, simulated=rig is not None,
+                                ask=not unattended)
+    result = {"selftest": report.to_dict(), "written_to": written}
+    summary = ("selftest: every step passed" if report.passed else
+               f"selftest: {len(report.failed())} step(s) failed: "
+               f"{', '.join(s.part for s in report.failed())}")
+    if unattended:
+        summary += ("\n--yes: nothing that moves was run (motor, flap); run selftest "
+                    "without --yes at the bench to test them")
+    if written:
+        summary += f"\ndivider_ratio = {report.divider_ratio:.4f} written to {written}"
+    app.emit(result, summary)
+    return EXIT_OK if report.passed else EXIT_FAULT
 
 
 def open_alone(app: App) -> Any:

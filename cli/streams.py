@@ -35,23 +35,22 @@ class Guarded:
         self.lost: OSError | None = None
 
     def write(self, text: str) -> int:
+        written = self._try(self._inner.write, text)
+        return len(text) if written is None else written
+
+    def flush(self) -> None:
+        self._try(self._inner.flush)
+
+    def _try(self, call: Any, *args: Any) -> Any:
+        """``call(*args)``, or None once the stream is lost (its error kept)."""
         if self.lost is None:
             try:
-                return self._inner.write(text)
+                return call(*args)
             except OSError as e:
                 self.lost = e
             except ValueError:  # closed
                 self.lost = OSError(errno.EBADF, "the stream is closed")
-        return len(text)
-
-    def flush(self) -> None:
-        if self.lost is None:
-            try:
-                self._inner.flush()
-            except OSError as e:
-                self.lost = e
-            except ValueError:
-                self.lost = OSError(errno.EBADF, "the stream is closed")
+        return None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

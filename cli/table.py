@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from .app import App
-from .output import run_guarded
 
 
 def _score_text(result: dict[str, Any]) -> str:
@@ -24,32 +23,18 @@ def _score_text(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _ask_score(app: App, cmd: str, **args: Any) -> None:
+def _ask_score(app: App, cmd: str, **args: Any) -> int:
     """The service's answer when it runs; else the same command run on the state file,
-    under the machine lock (shuffler.service.machine, with no device)."""
-    def body() -> int:
-        if client := app.service():
-            result = client.request(cmd, None, **args)
-        else:
-            from shuffler.control.scorebook import ScoreBook
-            from shuffler.service.machine import CLI, Machine
-            from shuffler.service.request import check
-            from shuffler.store.state import StateStore
-
-            request = check({"cmd": cmd, **args})
-            app.lock()
-            book = ScoreBook(StateStore(app.state_dir), app.config)
-            result = Machine(scores=book).run(request, face=CLI).to_json()
-        code = result.pop("exit", 0)
-        app.emit(result, _score_text(result))
-        return code
-
-    run_guarded(app, body)
+    under the machine lock (App.ask)."""
+    result = app.ask(cmd, **args)
+    code = result.pop("exit", 0)
+    app.emit(result, _score_text(result))
+    return code
 
 
 @click.group(invoke_without_command=True)
 @click.pass_context
-def score(ctx: click.Context) -> None:
+def score(ctx: click.Context) -> int | None:
     """The euchre score: show it, enter a hand, undo, start a new game.
 
     Points: the makers take 1 for three or four tricks, 2 for all five, 4 for all
@@ -68,8 +53,7 @@ def score(ctx: click.Context) -> None:
       shuffler score redo                bring it back again
       shuffler score new --first-dealer South
     """
-    if ctx.invoked_subcommand is None:
-        _ask_score(ctx.obj, "score")
+    return _ask_score(ctx.obj, "score") if ctx.invoked_subcommand is None else None
 
 
 def _seat(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -108,7 +92,7 @@ def _seat_names(ctx: click.Context, param: click.Parameter, incomplete: str):
               help="put this result in place of hand N (1 is the game's first)")
 @click.pass_obj
 def score_add(app: App, makers_seat: str, tricks: int, alone: bool, renege_seat: str | None,
-              hand: int | None) -> None:
+              hand: int | None) -> int:
     """One hand: a seat of the team that named trump, and the tricks that team took.
 
     \b
@@ -121,45 +105,45 @@ def score_add(app: App, makers_seat: str, tricks: int, alone: bool, renege_seat:
     seats = app.config.table.seats
     makers = seats.index(makers_seat) % 2
     renege = None if renege_seat is None else seats.index(renege_seat) % 2
-    _ask_score(app, "score", makers=makers, tricks=tricks, alone=alone, renege=renege,
+    return _ask_score(app, "score", makers=makers, tricks=tricks, alone=alone, renege=renege,
                hand=hand)
 
 
 @score.command("delete")
 @click.argument("hand", type=click.IntRange(1, 10_000))
 @click.pass_obj
-def score_delete(app: App, hand: int) -> None:
+def score_delete(app: App, hand: int) -> int:
     """Delete hand N of the game (1 is the first); `shuffler score undo` brings it back.
 
     \b
     Example:
       shuffler score delete 3             hand 3 was never played
     """
-    _ask_score(app, "score", hand=hand, delete=True)
+    return _ask_score(app, "score", hand=hand, delete=True)
 
 
 @score.command("undo")
 @click.pass_obj
-def score_undo(app: App) -> None:
+def score_undo(app: App) -> int:
     """Take the last change back: a hand scored, edited or deleted, or a new game.
 
     \b
     Example:
       shuffler score undo                 says what it took back
     """
-    _ask_score(app, "undo")
+    return _ask_score(app, "undo")
 
 
 @score.command("redo")
 @click.pass_obj
-def score_redo(app: App) -> None:
+def score_redo(app: App) -> int:
     """Bring back what the last undo took back.
 
     \b
     Example:
       shuffler score redo                 the change undone, made again
     """
-    _ask_score(app, "redo")
+    return _ask_score(app, "redo")
 
 
 @score.command("new")
@@ -169,7 +153,7 @@ def score_redo(app: App) -> None:
 @click.option("--target", type=click.IntRange(1, 100), default=None,
               help="the points that win it (10, 11, 15, 21)  [default: the last game's]")
 @click.pass_obj
-def score_new(app: App, first_dealer: str | None, target: int | None) -> None:
+def score_new(app: App, first_dealer: str | None, target: int | None) -> int:
     """Start a new game at 0 to 0; the deal starts again with the first dealer.
     `shuffler score undo` brings the old game back.
 
@@ -178,7 +162,7 @@ def score_new(app: App, first_dealer: str | None, target: int | None) -> None:
       shuffler score new                  to the last game's target, the first dealer
       shuffler score new --first-dealer South --target 11
     """
-    _ask_score(app, "new_game", first_dealer=first_dealer, target=target)
+    return _ask_score(app, "new_game", first_dealer=first_dealer, target=target)
 
 
 @click.command()
@@ -188,7 +172,7 @@ def score_new(app: App, first_dealer: str | None, target: int | None) -> None:
 @click.option("--revoke", metavar="ID", default=None,
               help="unpair the phone ID (from --list), or `all`; at once, service running or not")
 @click.pass_obj
-def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> None:
+def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> int:
     """The code a phone enters to act from the dealer's page on the LAN.
 
     Reading the page needs no code; clearing a jam, scoring, a new game or starting a
@@ -202,37 +186,34 @@ def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> None:
       shuffler pair --revoke 3fa2c1  unpair one phone
       shuffler pair --revoke all     unpair every phone
     """
-    def body() -> int:
-        from shuffler.errors import BadInputError
-        from shuffler.faces.pairing import Pairing
+    from shuffler.errors import BadInputError
+    from shuffler.faces.pairing import Pairing
 
-        if sum((renew, listing, revoke is not None)) > 1:
-            raise BadInputError("give one of --new, --list and --revoke")
-        pairing = Pairing(app.state_dir)
-        if listing or revoke is not None:
-            gone = pairing.revoke(revoke) if revoke is not None else []
-            if revoke is not None and not gone and revoke != "all":
-                raise BadInputError(f"--revoke {revoke}: no paired phone has that id "
-                                    "(see `shuffler pair --list`)")
-            phones = [p.to_dict() for p in pairing.phones()]
-            lines = [f"unpaired: {', '.join(gone)}"] if gone else []
-            if revoke == "all" and not gone:  # all of none: done, and said so
-                lines = ["no phones were paired: nothing to unpair"]
-            lines += [f"{p['id']}  paired {p['paired_at']} from {p['address']}  {p['agent']}"
-                      for p in phones] or ([] if lines else ["no phones paired"])
-            app.emit({"phones": phones, **({"revoked": gone} if revoke is not None else {})},
-                     "\n".join(lines))
-            return 0
-        code = pairing.new_code() if renew else pairing.current_or_new()
-        left, until = pairing.left(code), pairing.expires(code)
-        app.emit({"pairing_code": code.code, "expires_in_s": math.floor(left),
-                  "expires": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(until))},
-                 f"pairing code: {code.code} (for {math.ceil(left / 60)} minutes, until "
-                 f"{time.strftime('%H:%M', time.localtime(until))} by this machine's clock; "
-                 "for one phone)")
+    if sum((renew, listing, revoke is not None)) > 1:
+        raise BadInputError("give one of --new, --list and --revoke")
+    pairing = Pairing(app.state_dir)
+    if listing or revoke is not None:
+        gone = pairing.revoke(revoke) if revoke is not None else []
+        if revoke is not None and not gone and revoke != "all":
+            raise BadInputError(f"--revoke {revoke}: no paired phone has that id "
+                                "(see `shuffler pair --list`)")
+        phones = [p.to_dict() for p in pairing.phones()]
+        lines = [f"unpaired: {', '.join(gone)}"] if gone else []
+        if revoke == "all" and not gone:  # all of none: done, and said so
+            lines = ["no phones were paired: nothing to unpair"]
+        lines += [f"{p['id']}  paired {p['paired_at']} from {p['address']}  {p['agent']}"
+                  for p in phones] or ([] if lines else ["no phones paired"])
+        app.emit({"phones": phones, **({"revoked": gone} if revoke is not None else {})},
+                 "\n".join(lines))
         return 0
-
-    run_guarded(app, body)
+    code = pairing.new_code() if renew else pairing.current_or_new()
+    left, until = pairing.left(code), pairing.expires(code)
+    app.emit({"pairing_code": code.code, "expires_in_s": math.floor(left),
+              "expires": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(until))},
+             f"pairing code: {code.code} (for {math.ceil(left / 60)} minutes, until "
+             f"{time.strftime('%H:%M', time.localtime(until))} by this machine's clock; "
+             "for one phone)")
+    return 0
 
 
 @click.command()
@@ -246,7 +227,7 @@ def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> None:
               help="print the results sheet (the standings) as CSV or JSON and exit")
 @click.pass_obj
 def tables(app: App, wait: float, once: bool, round_minutes: float | None,
-           results: str | None) -> None:
+           results: str | None) -> int:
     """Every table on the MQTT broker, problems first, and the tournament board: the
     round clock and the standings from every table's games (the [mqtt] section).
 
@@ -257,48 +238,45 @@ def tables(app: App, wait: float, once: bool, round_minutes: float | None,
       shuffler tables --results csv > results.csv   the standings to print or keep
       shuffler tables --json             one snapshot for a script
     """
-    def body() -> int:
-        from shuffler.errors import ConfigError
-        from shuffler.faces.tables import TableWatcher, board, render, render_board, results_csv
+    from shuffler.errors import ConfigError
+    from shuffler.faces.tables import TableWatcher, board, render, render_board, results_csv
 
-        if not app.config.mqtt.enabled:
-            raise ConfigError(f"{app.config.source}: [mqtt] host: the broker to watch is "
-                              "not set (see docs/mqtt.md)")
-        watcher = TableWatcher(app.config.mqtt, client_id=f"shuffler-view-{time.time_ns()}")
-        watcher.start()
+    if not app.config.mqtt.enabled:
+        raise ConfigError(f"{app.config.source}: [mqtt] host: the broker to watch is "
+                          "not set (see docs/mqtt.md)")
+    watcher = TableWatcher(app.config.mqtt, client_id=f"shuffler-view-{time.time_ns()}")
+    watcher.start()
 
-        def text(view: dict[str, Any]) -> str:
-            return render(watcher.book.sorted_rows()) + "\n\n" + render_board(view)
-        try:
-            if round_minutes is not None or app.json or once or results:
-                time.sleep(wait)  # the retained states, scores and the last round arrive
-            if not watcher.subscribed.is_set() and (round_minutes is not None or results):
-                raise ConfigError(f"the broker at {app.config.mqtt.host}:"
-                                  f"{app.config.mqtt.port} did not answer within {wait:g} s")
-            if round_minutes is not None:
-                started = watcher.start_round(round_minutes, time.time())
-                if not app.json:
-                    click.echo(f"round {started['round']} started: {round_minutes:g} minutes")
-            if results:
-                view = board(watcher.book, time.time())
-                if results == "csv":
-                    click.echo(results_csv(view["standings"]), nl=False)
-                else:
-                    click.echo(json.dumps({k: view[k] for k in ("standings", "games", "round")},
-                                          indent=2))
-                return 0
-            if app.json or once:
-                view = board(watcher.book, time.time())
-                app.emit({"broker": f"{app.config.mqtt.host}:{app.config.mqtt.port}",
-                          "connected": watcher.subscribed.is_set(), **view}, text(view))
-                return 0 if watcher.subscribed.is_set() else 3
-            while True:
-                click.clear()
-                click.echo(text(board(watcher.book, time.time())))
-                time.sleep(1)
-        except KeyboardInterrupt:
+    def text(view: dict[str, Any]) -> str:
+        return render(watcher.book.sorted_rows()) + "\n\n" + render_board(view)
+    try:
+        if round_minutes is not None or app.json or once or results:
+            time.sleep(wait)  # the retained states, scores and the last round arrive
+        if not watcher.subscribed.is_set() and (round_minutes is not None or results):
+            raise ConfigError(f"the broker at {app.config.mqtt.host}:"
+                              f"{app.config.mqtt.port} did not answer within {wait:g} s")
+        if round_minutes is not None:
+            started = watcher.start_round(round_minutes, time.time())
+            if not app.json:
+                click.echo(f"round {started['round']} started: {round_minutes:g} minutes")
+        if results:
+            view = board(watcher.book, time.time())
+            if results == "csv":
+                click.echo(results_csv(view["standings"]), nl=False)
+            else:
+                click.echo(json.dumps({k: view[k] for k in ("standings", "games", "round")},
+                                      indent=2))
             return 0
-        finally:
-            watcher.close()
-
-    run_guarded(app, body)
+        if app.json or once:
+            view = board(watcher.book, time.time())
+            app.emit({"broker": f"{app.config.mqtt.host}:{app.config.mqtt.port}",
+                      "connected": watcher.subscribed.is_set(), **view}, text(view))
+            return 0 if watcher.subscribed.is_set() else 3
+        while True:
+            click.clear()
+            click.echo(text(board(watcher.book, time.time())))
+            time.sleep(1)
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        watcher.close()

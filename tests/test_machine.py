@@ -54,7 +54,7 @@ def toy():
 @click.pass_obj
 def toy_cli(app) -> None:
     """The CLI's side of the toy: App.ask, as `shuffler clear` asks."""
-    result = app.ask("toy", load=None, on_event=lambda m: click.echo(json.dumps(m)))
+    result = app.ask("toy", lambda m: click.echo(json.dumps(m)))
     click.echo(json.dumps(result))
 
 

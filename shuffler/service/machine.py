@@ -28,6 +28,8 @@ from shuffler.errors import BadInputError
 from shuffler.service.results import Result
 
 if TYPE_CHECKING:
+    from shuffler.config import Config
+    from shuffler.control.controller import PassController
     from shuffler.control.events import Emit
     from shuffler.control.scorebook import ScoreBook
     from shuffler.control.session import Session
@@ -97,13 +99,24 @@ def admit(cmd: str, face: str) -> Command:
 
 class Machine:
     """The commands run on one session (the service's, or the CLI's own in-process): or,
-    for the score alone, on a scorebook with no device (the CLI's ``score``)."""
+    for the looks alone (status, battery), on a controller and its config with no session
+    (the CLI's quick look imports no session); or, for the score alone, on a scorebook
+    with no device (the CLI's ``score``)."""
 
     def __init__(self, session: Session | None = None, *, scores: ScoreBook | None = None,
-                 tick: Callable[[], None] | None = None) -> None:
+                 tick: Callable[[], None] | None = None,
+                 look: tuple[PassController, Config] | None = None) -> None:
         self._session = session
         self._scores = scores
         self.tick = tick  # called while a pass or hand runs (the service's watchdog)
+        self._look = look
+
+    @property
+    def look(self) -> tuple[PassController, Config]:
+        """What status and battery read: the controller and its config."""
+        if self._look is not None:
+            return self._look
+        return self.session.controller, self.session.config
 
     @property
     def session(self) -> Session:
@@ -161,6 +174,19 @@ def _stop(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
     return Stopped(m.session.controller.request_stop())
 
 
+def _status(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
+    from shuffler.control.reports import StatusReport  # on call: the client imports this
+
+    return StatusReport.of(*m.look)
+
+
+def _battery(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
+    from shuffler.control.reports import BatteryReport
+
+    controller, config = m.look
+    return BatteryReport.of(controller, config, req.get("cards") or config.hand.cards)
+
+
 def reads_score(req: dict[str, Any]) -> bool:
     """A score request that only reads: the service answers it at once, unclaimed."""
     return req["cmd"] == "score" and not req.get("delete") and all(
@@ -175,9 +201,8 @@ def _scorer(name: str, handler: Handler, faces: frozenset[str]) -> Command:
 _HERE = frozenset({SOCKET, CLI})  # the socket, and the CLI when no service runs
 _PAGE_TOO = frozenset({SOCKET, CLI, PAGE})
 for _command in (
-    Command("status", lambda m, req, emit: m.session.status(), _HERE, cached=True),
-    Command("battery", lambda m, req, emit: m.session.battery(req.get("cards")), _HERE,
-            cached=True),
+    Command("status", _status, _HERE, cached=True),
+    Command("battery", _battery, _HERE, cached=True),
     # the page's Start pass is the dealer's touch (Service.touch), with all its rules: never
     # a pass the page runs itself
     Command("pass", _pass, _HERE, claimed=True, moves=True, machine=True),

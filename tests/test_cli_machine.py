@@ -1,0 +1,78 @@
+"""The CLI without a service has no dispatcher of its own (issue 48): every command it
+runs in-process, the quick looks (status, battery) and the score's too, is the declared
+handler run by ``Machine.run``, as the socket runs it. A handler swapped in the
+declaration is what the CLI then answers with; a look opens no session."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from shuffler.service.machine import COMMANDS
+from tests.cli import invoke
+
+
+@pytest.fixture
+def declared():
+    """Wraps a command's declared handler (the test names it) to record each run."""
+    saved = dict(COMMANDS)
+    runs: list[tuple[str, dict]] = []
+
+    def wrap(name: str, change=lambda answer: answer):
+        command = COMMANDS[name]
+
+        def handler(m, req, emit):
+            runs.append((name, req))
+            return change(command.handler(m, req, emit))
+
+        COMMANDS[name] = dataclasses.replace(command, handler=handler)
+        return runs
+
+    yield wrap
+    COMMANDS.clear()
+    COMMANDS.update(saved)
+
+
+@pytest.mark.parametrize("args, cmd, code", [
+    (("status",), "status", 0), (("battery", "--cards", "32"), "battery", 0),
+    (("score",), "score", 0), (("score", "undo"), "undo", 2), (("clear",), "clear", 0)])
+def test_each_in_process_command_is_the_declared_handler(declared, tmp_path, args, cmd,
+                                                         code):
+    runs = declared(cmd)
+    result = invoke(tmp_path, "--json", *args)
+    assert result.exit_code == code, result.output  # undo: nothing to undo yet
+    assert [name for name, _ in runs] == [cmd]
+    if cmd == "battery":  # the request as checked, with the card count asked for
+        assert runs[0][1]["cards"] == 32 and json.loads(result.stdout)["cards"] == 32
+
+
+def test_a_look_answers_what_its_declaration_answers_and_opens_no_session(
+        declared, tmp_path, monkeypatch):
+    from shuffler_cli.app import App
+
+    def no_session(self, cards):
+        raise AssertionError("a quick look built a whole session")
+
+    monkeypatch.setattr(App, "session", no_session)
+    declared("status", lambda answer: answer | {"dealer": "the toy's"})
+    said = json.loads(invoke(tmp_path, "--json", "status").stdout)
+    assert said["dealer"] == "the toy's" and said["counters"]["passes"] == 0
+    assert invoke(tmp_path, "--json", "battery").exit_code == 0
+
+
+def test_a_hand_left_unfinished_opens_the_device_with_its_own_load(tmp_path):
+    """The hand's terms resolved by the one rule (hand_terms): a pending hand of 32 cards
+    is finished on a 32-card load even when the command asks for 20."""
+    from shuffler.store.state import StateStore
+
+    store = StateStore(tmp_path / "state")
+    state = store.load()
+    state.hand = {"number": 1, "passes": 2, "cards": 32, "mode": "planned", "done": 1}
+    store.save(state)
+    result = invoke(tmp_path, "--json", "hand", "--cards", "20")
+    hand = json.loads(result.stdout)["hand"]
+    assert result.exit_code == 0, result.output
+    assert hand["completed"] and hand["passes"] == 2
+    assert [p["expected"] for p in hand["pass_reports"]] == [32]  # the one pass left
