@@ -18,7 +18,7 @@ from shuffler.config import Config
 from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.control.controller import PassController
 from shuffler.control.hand import HandTerms, hand_terms, play_hand
-from shuffler.control.panel import stack_prompt, wrong_pile_prompt
+from shuffler.control.prompts import stack_prompt, wrong_pile_prompt
 from shuffler.control.reports import (
     battery_dict,
     exit_code,
