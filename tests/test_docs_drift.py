@@ -158,7 +158,7 @@ def guide_quote(start: str) -> str:
 
 def test_the_guides_quoted_messages_are_what_the_machine_says(run):
     """The guide quotes the messages a dealer meets: each is what the code says."""
-    from shuffler.control.panel import battery_headline
+    from shuffler.faces.panel import battery_headline
 
     jam = run("--sim-fault", "jam:13", "pass")
     assert jam.stderr.splitlines()[-1].startswith(

@@ -55,7 +55,7 @@ def copy(tmp_path_factory) -> Path:
     ("shuffler/device/contract.py", "from shuffler.device import engine", "No import cycle"),
     ("shuffler/faces/router.py", "from shuffler.device import contract",
      "The faces see the service through its port"),
-    ("shuffler/faces/router.py", "from shuffler.control import panel",
+    ("shuffler/faces/router.py", "from shuffler.control import prompts",
      "The faces see the service through its port"),
     ("shuffler/faces/telemetry.py", "from shuffler.config import MqttConfig",
      "The faces see the service through its port"),

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from shuffler.control.panel import SHUFFLED_PROMPT, Panel
 from shuffler.core.mechanics import Pile
 from shuffler.device.contract import Signal, Status
+from shuffler.faces.panel import SHUFFLED_PROMPT, Panel
 from shuffler.schemas import validate
 
 HAND = {"number": 1, "dealer": "North", "passes_done": 5, "passes": 5, "completed": True,

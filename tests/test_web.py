@@ -9,10 +9,11 @@ import time
 
 import pytest
 
-from shuffler.control.panel import Panel, stack_prompt
+from shuffler.control.prompts import stack_prompt
 from shuffler.core.mechanics import Pile
 from shuffler.device.contract import Signal, Status
 from shuffler.faces.pairing import Pairing
+from shuffler.faces.panel import Panel
 from shuffler.faces.web import WebServer
 from shuffler.schemas import validate
 

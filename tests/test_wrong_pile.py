@@ -12,7 +12,7 @@ import pytest
 from shuffler.config import Config
 from shuffler.control.controller import PassController
 from shuffler.control.hand import HandRunner, Lifts
-from shuffler.control.panel import Panel, wrong_pile_prompt
+from shuffler.control.prompts import wrong_pile_prompt
 from shuffler.control.reports import HandResult
 from shuffler.control.session import stack_event
 from shuffler.control.touch import (
@@ -31,6 +31,7 @@ from shuffler.control.touch import (
 from shuffler.core.mechanics import Pile, Stacked
 from shuffler.core.planning import PlannedPlanner
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
+from shuffler.faces.panel import Panel
 from shuffler.store.state import StateStore
 
 ASK = Status(Signal.STACK, Pile.LEFT, 2, 5)

@@ -29,7 +29,7 @@ from shuffler.control.events import (
     quiet,
 )
 from shuffler.control.hand import HandReport, HandTerms, hand_terms, play_hand
-from shuffler.control.panel import stack_prompt, wrong_pile_prompt
+from shuffler.control.prompts import stack_prompt, wrong_pile_prompt
 from shuffler.control.reports import (
     BatteryReport,
     Cleared,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from shuffler.constants import EXIT_FAULT, EXIT_USAGE
 from shuffler.errors import ShufflerError
+from shuffler.faces.panel import Panel
 from shuffler.logs import get_logger
 from shuffler.service.events import (
     CardCounted,
@@ -24,7 +25,7 @@ from shuffler.service.events import (
     StateChanged,
     TouchIgnored,
 )
-from shuffler.service.hub import Ignore, Panel, Start
+from shuffler.service.hub import Ignore, Start
 from shuffler.service.machine import COMMANDS, MQTT, PAGE
 from shuffler.service.results import thaw
 

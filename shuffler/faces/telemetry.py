@@ -84,8 +84,6 @@ class Topics:
         return f"{self.base}/{name.rstrip('_').replace('_', '/')}"
 
 
-
-
 def parse_command(payload: bytes) -> dict[str, Any]:
     """A remote command, checked; raises ValueError with what is wrong."""
     if len(payload) > 4096:

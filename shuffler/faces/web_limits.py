@@ -114,14 +114,7 @@ class Connections:
         self.clock = clock
         self.conns: list[Connection] = []  # oldest first
         self.lock = threading.Lock()
-        self.closed_for_room = 0
         self.suspects: dict[str, float] = {}  # address -> when it became one (oldest first)
-
-    @property
-    def open(self) -> collections.Counter[str]:
-        """Open connections per client address."""
-        with self.lock:
-            return collections.Counter(c.client for c in self.conns)
 
     def enter(self, client: str, sock: socket.socket | None = None) -> Connection | None:
         """Count a new connection from ``client`` (None: no room, turn it away)."""
@@ -148,7 +141,6 @@ class Connections:
 
     def _close(self, conn: Connection) -> None:
         self.conns.remove(conn)
-        self.closed_for_room += 1
         conn.close()
         if not conn.asked:
             self.suspects.pop(conn.client, None)
@@ -288,7 +280,6 @@ class RequestReader:
 
     def close(self) -> None:
         self.raw.close()
-
 
 
 BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 5\r\nContent-Length: 0\r\n"

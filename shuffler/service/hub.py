@@ -13,13 +13,17 @@ from typing import Any, Protocol
 
 # the port's own names for what a face is handed from below (the faces import nothing
 # under the service: the contract in pyproject.toml): the config the service runs on and
-# its [mqtt] section, and the panel the page draws (the dealer's words are the CLI's too)
+# its [mqtt] section, the light a SignalShown carries, and the dealer's words the page's
+# panel says as the terminal does
 from shuffler.config import Config as Config
 from shuffler.config import MqttConfig as MqttConfig
-from shuffler.control.panel import Panel as Panel
+from shuffler.control.prompts import stack_prompt as stack_prompt
+from shuffler.control.prompts import wrong_pile_prompt as wrong_pile_prompt
 from shuffler.control.touch import Answer as Answer
 from shuffler.control.touch import Ignore as Ignore
 from shuffler.control.touch import Start as Start
+from shuffler.device.contract import Signal as Signal
+from shuffler.device.contract import Status as Status
 from shuffler.logs import get_logger
 from shuffler.service.events import Event
 

@@ -1,9 +1,7 @@
-"""What the dealer sees: one panel, the same words on the page and in the terminal.
-
-:class:`Panel` is pure: the page's face feeds it what the service says (the status
-LED's signal, pass progress, reports, the status snapshot, the score) and it keeps the
-panel the page draws, with a version number that goes up on every change. The prompts are written
-once here, so ``shuffler hand`` in a terminal and the page say the same thing.
+"""What the dealer sees on the page: :class:`Panel` is pure; the faces feed it what the
+service publishes (the status LED's signal, pass progress, reports, the status snapshot,
+the score) and it keeps the panel the page draws, with a version that goes up on every
+change. The words the terminal says too are shuffler.control.prompts' (through the hub).
 """
 
 from __future__ import annotations
@@ -12,22 +10,7 @@ import threading
 from typing import Any
 
 from shuffler.constants import SCHEMA
-from shuffler.core.mechanics import Pile
-from shuffler.device.contract import Signal, Status
-
-
-def stack_prompt(on_top: Pile | None, last: bool = False) -> str:
-    """Between passes; after the ``last`` pass the pack is ready to deal."""
-    pile = "one pile on the other" if on_top is None else f"the {on_top.name} pile on top"
-    if last:
-        return f"Put {pile}: the pack is shuffled, deal"
-    return f"Put {pile}, then touch"
-
-
-def wrong_pile_prompt(on_top: Pile | None) -> str:
-    """The other pile was lifted first (``Status.warn``): the page and the CLI say so."""
-    pile = "the pile the light shows" if on_top is None else f"the {on_top.name} pile"
-    return f"The other pile first: put it back and lift {pile} first"
+from shuffler.service.hub import Signal, Status, stack_prompt, wrong_pile_prompt
 
 
 def ready_prompt(number: int, of: int) -> str:
