@@ -56,7 +56,7 @@ def test_a_look_answers_what_its_declaration_answers_and_opens_no_session(
         raise AssertionError("a quick look built a whole session")
 
     monkeypatch.setattr(App, "session", no_session)
-    declared("status", lambda answer: answer | {"dealer": "the toy's"})
+    declared("status", lambda answer: dataclasses.replace(answer, dealer="the toy's"))
     said = json.loads(invoke(tmp_path, "--json", "status").stdout)
     assert said["dealer"] == "the toy's" and said["counters"]["passes"] == 0
     assert invoke(tmp_path, "--json", "battery").exit_code == 0
