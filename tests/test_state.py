@@ -151,7 +151,11 @@ def test_a_falsy_fault_never_drops_a_latched_jam(run, tmp_path, bad):
     ("hand", json.dumps(latched_state(hand={"passes": "4"})).encode()),
     ("status", b"\xff\xfe{}"),
     ("clear", b"[" * 5000),
-], ids=["fault", "in_flight", "battery", "hand", "bytes", "nesting"])
+    # an older file's last hand keeps its fault as the kind alone: one the code knows
+    ("status", json.dumps(latched_state(last_hand={
+        "number": 3, "passes_done": 2, "passes": 5, "completed": False, "tracking": True,
+        "distance": None, "fault": "stall"})).encode()),
+], ids=["fault", "in_flight", "battery", "hand", "bytes", "nesting", "last_fault"])
 def test_no_command_crashes_on_a_damaged_state_file(run, tmp_path, command, content):
     """Before: 179 of 921 such runs exited 1 with a traceback, status and clear included."""
     write(tmp_path, content)

@@ -251,9 +251,10 @@ SCORE = record(_GAME_KEYS, {**_GAME_EXTRA, "undo": items(_STEP, 50), "redo": ite
 
 
 def _last_fault(v: Any, where: str) -> None:
-    """The fault that stopped the last hand: a whole fault (an older file: its kind)."""
+    """The fault that stopped the last hand: a whole fault (an older file: its kind, one
+    the code still knows, as a whole fault's must be)."""
     if isinstance(v, str):
-        text()(v, where)
+        text(choices=tuple(k.value for k in FaultKind))(v, where)
     else:
         FAULT(v, where)
 
