@@ -15,10 +15,12 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 SLOW = pytest.mark.slow
 
 
-def _run(script: str, *args: str) -> str:
+def _run(script: str, *args: str, missed: int | None = None) -> str:
+    """The benchmark's output; ``missed``: the exit code with which it says, having run to
+    the end, that a figure missed its goal (its JSON line says which)."""
     done = subprocess.run([sys.executable, str(BENCH / script), *args], capture_output=True,
                           text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode in (0, missed), done.stderr[-2000:]
     return done.stdout
 
 
@@ -39,11 +41,20 @@ def test_bench_gpio_deals_every_card_where_the_plan_says():
     ("battery_level.py", "--runs", "10"),
     ("last_stack.py", "--hands", "3"),
     ("habits_table.py",),
-    pytest.param(("bench_stop.py", "--runs", "1"), marks=SLOW),
     pytest.param(("bench_sim_avr.py", "--rates", "50", "--passes", "1"), marks=SLOW),
 ])
 def test_a_benchmark_runs_to_the_end(args):
     assert _run(*args).strip()
+
+
+@SLOW
+def test_bench_stop_runs_every_case_to_the_end():
+    """Its goal (motor off within 0.2 s of the command) is the benchmark's to measure and
+    the closing notes' to quote: on a loaded machine a stop may miss it (exit 1), which
+    is a figure, not a broken benchmark. Every case must still have stopped the motor."""
+    summary = _last_json(_run("bench_stop.py", "--runs", "1", missed=1))
+    assert summary["stops"] == 24 and len(summary["cases"]) == 24
+    assert summary["within_goal"] == (summary["to_stop_max_s"] <= summary["goal_s"])
 
 
 @SLOW
