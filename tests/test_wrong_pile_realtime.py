@@ -155,7 +155,7 @@ def test_the_wrong_pile_is_warned_of_at_once_and_the_touch_waits_for_the_right_s
         time.sleep(0.3)
         table.press(0.05)
         wait_for(lambda: len(table.refused()) == 2, timeout=5.0)
-        table.press(0.8)  # a long press: keep it? refused
+        table.press(1.2)  # a long press (0.6 s) with room for a loaded host: keep it? refused
         wait_for(lambda: table.refused()[2:] == [KEEP_REFUSED.why], timeout=5.0,
                  say=table.refused)
         time.sleep(0.3)
