@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from shuffler.core.record import Record
+from shuffler.core.record import to_json as thaw  # a frozen value as JSON takes it again
 
 #: a JSON object that cannot change: its objects read-only mappings, its arrays tuples
 #: (the score's, which has no record)
@@ -33,15 +34,6 @@ def freeze(value: Any) -> Any:
         return MappingProxyType({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
         return tuple(freeze(v) for v in value)
-    return value
-
-
-def thaw(value: Any) -> Any:
-    """A frozen value as JSON takes it again: dicts and lists, in the same order."""
-    if isinstance(value, Mapping):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, tuple):
-        return [thaw(v) for v in value]
     return value
 
 
