@@ -216,3 +216,34 @@ def test_the_page_cannot_run_a_pass_or_a_hand_past_the_dealers_touch(served):
     for cmd in ("pass", "hand", "stop", "score", "undo"):
         with pytest.raises(ValueError, match="cmd: expected one of clear, new_game"):
             parse_command(json.dumps({"cmd": cmd}).encode())
+
+
+def test_a_handler_that_breaks_is_internal_and_the_service_goes_on(tmp_path):
+    """A bug in a handler (no ShufflerError): its client hears ``internal`` with the
+    error's words (exit 1), the motor is told to stop, and the next request is answered."""
+    def broken(m: machine.Machine, req: dict, emit) -> Stopped:
+        raise ZeroDivisionError("a bug in the handler")
+
+    machine.declare(Command("toy", broken, frozenset({SOCKET}), result="stop", claimed=True))
+    session = session_on(tmp_path / "svc", Config())
+    stops: list[bool] = []
+    stop = session.device.stop
+    session.device.stop = lambda: (stops.append(True), stop())[1]  # type: ignore[method-assign]
+    service = Service(session, tmp_path / "s.sock")
+    thread = threading.Thread(target=service.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: ServiceClient.connect(service.socket_path) is not None, timeout=20)
+        client = ServiceClient.connect(service.socket_path)
+        assert client is not None
+        with pytest.raises(ServiceError) as caught:
+            client.request("toy")
+        assert (caught.value.kind, caught.value.exit_code) == ("internal", 1)
+        assert str(caught.value) == "a bug in the handler" and stops
+        assert client.request("status")["device"]["kind"] == "sim"  # it goes on
+        client.close()
+    finally:
+        COMMANDS.pop("toy", None)
+        service.stopping.set()
+        thread.join(10)
+        session.device.close()

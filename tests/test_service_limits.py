@@ -115,6 +115,31 @@ def test_a_newcomer_is_refused_only_when_every_place_is_busy_answering():
     b.close()
 
 
+
+def test_the_newcomer_refused_hears_why_in_the_errors_shape_and_is_closed():
+    """What the refused newcomer reads: one error line (too_many_clients, exit 3, the limit
+    named), no greeting, then the end of the connection; the busy place is kept."""
+    from shuffler.service.connections import Conversation, Places
+
+    places = Places(1)
+    busy, _ = socket.socketpair()
+    place = places.admit(busy)
+    assert place is not None
+    places.busy(place, True)
+    talk = Conversation(places, 1.0, lambda: {"greeting": True},
+                        lambda req, send: pytest.fail("nothing is asked"), threading.Event())
+    ours, theirs = socket.socketpair()
+    talk(ours.makefile("rb"), ours.makefile("wb"), ours)
+    ours.close()
+    lines = theirs.makefile("rb").read().splitlines()
+    assert [json.loads(line) for line in lines] == [{"ok": False, "error": {
+        "kind": "too_many_clients", "exit": 3,
+        "message": "too many clients: all 1 places are busy answering; try again"}}]
+    assert places.admit(busy) is None  # the busy one still holds its place
+    for end in (busy, theirs):
+        end.close()
+
+
 @pytest.mark.parametrize("burst", [32, 4 * 32])
 def test_a_burst_of_every_client_at_once_waits_in_the_backlog(tmp_path, burst):
     """Every client at once, and four times as many: a busy host accepts slowly, and a
@@ -249,8 +274,8 @@ def test_closing_a_client_the_service_hung_up_on_is_no_error(tmp_path):
     and closing the client afterwards raises nothing (its unsent line was flushed into
     the closed socket: BrokenPipeError out of ``close``, under a `finally`)."""
     from shuffler import __version__
-    from shuffler.service.client import PROTOCOL, ServiceClient, ServiceUnreachableError
-    from shuffler.service.protocol import SCHEMA
+    from shuffler.constants import PROTOCOL, SCHEMA
+    from shuffler.service.client import ServiceClient, ServiceUnreachableError
 
     GREETING = {"shuffler": __version__, "protocol": PROTOCOL, "schema": SCHEMA,
                 "device": "sim"}

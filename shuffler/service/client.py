@@ -60,8 +60,13 @@ class SimBesideServiceError(BadInputError):
     kind = "usage"
 
 
-def schemas_checked() -> bool:
-    return os.environ.get("SHUFFLER_CHECK_SCHEMAS", "") not in ("", "0")
+def _check_schema(msg: dict[str, Any], name: str) -> None:
+    """shuffler.schemas' check, imported only when ``SHUFFLER_CHECK_SCHEMAS`` asks for it
+    (it loads jsonschema: never for the quick status)."""
+    if os.environ.get("SHUFFLER_CHECK_SCHEMAS", "") not in ("", "0"):
+        from shuffler.schemas import validate
+
+        validate(msg, name)
 
 
 class ServiceStoppedError(DeviceError):
@@ -148,15 +153,15 @@ def left_by(mode: int) -> str:
             "`journalctl -u shuffler` says why it stopped")
 
 
-def socket_there(path: Path) -> bool:
-    """Whether anything is at ``path`` (a socket or not: :meth:`ServiceClient.reach`
-    looks closer). A folder on the way that this user may not enter is never "no
+def socket_there(path: Path) -> os.stat_result | None:
+    """What is at ``path`` (a socket or not: :meth:`ServiceClient.reach` looks closer),
+    None if nothing. A folder on the way that this user may not enter is never "no
     service": it is :class:`ServiceUnreachableError` naming the folder and the group to
     join (the deployed /run/shuffler is 0750, for the ``shuffler`` group)."""
     try:
-        os.lstat(path)
+        return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
-        return False
+        return None
     except PermissionError:
         folder = _denied_folder(Path(path))
         raise ServiceUnreachableError(
@@ -167,7 +172,6 @@ def socket_there(path: Path) -> bool:
         raise ServiceUnreachableError(
             f"{path}: cannot look at the service's socket: {e.strerror or e}",
             "service_permission") from None
-    return True
 
 
 class ServiceClient:
@@ -211,18 +215,9 @@ class ServiceClient:
         root and this user)."""
         path = Path(path)
         trusted = trusted_uids() if trusted is None else trusted
-        if not socket_there(path):
+        if (st := socket_there(path)) is None:
             return None
-        try:
-            st = path.lstat()
-            mode = st.st_mode
-        except FileNotFoundError:  # gone since
-            return None
-        except OSError as e:
-            raise ServiceUnreachableError(
-                f"{path}: cannot look at the service's socket: {e.strerror or e}",
-                "service_permission") from None
-        if not stat.S_ISSOCK(mode):
+        if not stat.S_ISSOCK(st.st_mode):
             raise ServiceUnreachableError(
                 f"{path} is not a socket, so no service can be asked there: name the "
                 f"service's socket with --socket, {NO_SERVICE_HINT}", "service_not_running")
@@ -237,14 +232,12 @@ class ServiceClient:
                 f"to it: {_group_hint(path)}", "service_permission") from None
         except (ConnectionRefusedError, FileNotFoundError):
             raise ServiceUnreachableError(
-                f"{path}: the service is not running ({left_by(mode)}): start it (sudo "
+                f"{path}: the service is not running ({left_by(st.st_mode)}): start it (sudo "
                 f"systemctl start shuffler), {NO_SERVICE_HINT}", "service_not_running"
             ) from None
         except (TimeoutError, ShufflerError, ValueError) as e:
-            if isinstance(e, TimeoutError):
-                why = f"did not answer within {timeout:g} s"
-            else:
-                why = f"answered badly ({e})"
+            why = (f"did not answer within {timeout:g} s" if isinstance(e, TimeoutError)
+                   else f"answered badly ({e})")
             raise ServiceUnreachableError(
                 f"{path}: the service {why}: check it (systemctl status shuffler), "
                 f"{NO_SERVICE_HINT}", "service_not_answering") from None
@@ -275,11 +268,7 @@ class ServiceClient:
         if not isinstance(msg, dict):
             raise BadAnswerError("an answer that is not a JSON object")
         _check_shape(msg)
-        if schemas_checked():
-            from shuffler.schemas import check
-
-            name = "reply" if "ok" in msg else "event" if "event" in msg else "greeting"
-            check(msg, name)
+        _check_schema(msg, "reply" if "ok" in msg else "event" if "event" in msg else "greeting")
         return msg
 
     def request(self, cmd: str, on_event: Callable[[dict], None] | None = None,
@@ -314,15 +303,8 @@ class ServiceClient:
         except BadAnswerError as e:
             raise ServiceUnreachableError(f"{self.path}: the service answered badly ({e})",
                                           "service_bad_answer") from None
-        return self._result(cmd, msg)
-
-    @staticmethod
-    def _result(cmd: str, msg: dict[str, Any]) -> dict[str, Any]:
         if msg["ok"]:
-            if schemas_checked():
-                from shuffler.schemas import check
-
-                check(msg["result"], COMMANDS[cmd].schema if cmd in COMMANDS else cmd)
+            _check_schema(msg["result"], COMMANDS[cmd].schema if cmd in COMMANDS else cmd)
             return msg["result"]
         err = msg["error"]
         raise ServiceError(err["message"], err.get("exit", 1), err.get("kind", "error"))

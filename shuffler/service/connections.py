@@ -88,10 +88,6 @@ class Places:
             place.busy = busy
             place.since = time.monotonic()
 
-    def __len__(self) -> int:
-        with self._changed:
-            return len(self._open)
-
 
 class Conversation:
     """What each connection's thread runs: the greeting, then requests line by line,
@@ -113,10 +109,9 @@ class Conversation:
         place = self.places.admit(sock)
         if place is None:
             with contextlib.suppress(OSError):
-                send({"ok": False, "error": {
-                    "kind": "too_many_clients", "exit": EXIT_FAULT,
-                    "message": f"too many clients: all {limit} places are busy "
-                               "answering; try again"}})
+                send(error_reply(RequestError(f"too many clients: all {limit} places are "
+                                              "busy answering; try again",
+                                              "too_many_clients"), EXIT_FAULT))
             return
         try:
             send(self.greeting())

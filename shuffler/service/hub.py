@@ -46,23 +46,24 @@ class Hub(Protocol):
     @property
     def touch_waiting(self) -> bool: ...
 
-    def subscribe(self, callback: Callable[[Event], None]) -> None:
-        """``callback(event)`` with each typed event the service publishes
-        (:mod:`shuffler.service.events`)."""
+    def subscribe(self, callback: Callable[[Event], None]) -> None: ...  # Publisher's
 
     def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:
         """Run ``request`` as a socket client's, sent by ``face`` (machine.PAGE,
         machine.MQTT): a command the declaration does not list for it is refused."""
 
     def on_touch(self, claim: Callable[[], bool]) -> None:
-        """Ask ``claim()`` first of every touch on the sensor between hands (not a face's
-        own touch); True takes it for the face (pairing a phone) and starts nothing."""
+        """Ask ``claim()`` first of every touch on the sensor between hands (never a face's
+        own touch); True takes it for the face (pairing a phone) and starts nothing: the
+        light is shown again with one short beep."""
 
     def touch(self) -> Future[Answer]:
-        """The dealer's touch from a face (the page's Start pass), stamped in device time
-        by the service that owns the device and decided by the same touch policy: the
-        answer is its decision (:class:`Start` once the pass started, or the
-        :class:`Ignore` saying why not), and it always resolves."""
+        """The dealer's touch from a face (the page's Start pass), stamped now in device
+        time by the service that owns the device and decided by the same touch policy as
+        the sensor's (:mod:`shuffler.control.touch`). The answer is its decision:
+        :class:`Start` once the pass has started, else the :class:`Ignore` saying why not
+        (a pass it started that the machine refused: the machine's words). It always
+        resolves: a service stopping answers ``STOPPING``."""
 
 
 class Publisher:
@@ -73,10 +74,8 @@ class Publisher:
         self.listeners: list[Callable[[Event], None]] = []
 
     def subscribe(self, callback: Callable[[Event], None]) -> None:
-        """``callback(event)`` for everything the service does, from its own threads: a
-        light shown, pass progress, a pass's report, a hand's summary, a touch ignored,
-        the score, the state, a fault and the battery as they change. Never a plan. A
-        callback must not block; one that raises is logged."""
+        """``callback(event)`` for each event of :mod:`shuffler.service.events`, from the
+        service's threads. A callback must not block; one that raises is logged."""
         self.listeners.append(callback)
 
     def publish(self, event: Event) -> None:

@@ -115,8 +115,8 @@ class Listener:
             os.umask(old)
 
     def _unmake(self) -> None:
-        """The socket made by a bind that failed half-way, gone (never another's file:
-        only once the server was made here)."""
+        """The socket made here, gone (never another's file: only once the server was
+        made here, so a bind that failed half-way leaves no socket either)."""
         if self.server is not None:
             self.server.server_close()
             self.server = None
@@ -131,9 +131,7 @@ class Listener:
     def close(self) -> None:
         if self.server is not None:
             self.server.shutdown()
-            self.server.server_close()
-            self.server = None
-            self.path.unlink(missing_ok=True)
+        self._unmake()
 
 
 def _remove_stale_socket(path: Path) -> None:

@@ -2,25 +2,12 @@
 loop.
 
 One loop (the main thread) decides: it runs what clients ask and what the dealer's
-touch starts, one pass at a time. Clients talk JSON lines over a Unix socket
-(:mod:`~shuffler.service.protocol`; listening: :mod:`~shuffler.service.listening`); each
-connection gets its own thread (:mod:`~shuffler.service.connections`), which only
+touch starts, one pass at a time. Each connection gets its own thread, which only
 parses, validates and hands work to the loop, so a bad or slow client never stops the
-machine. systemd hears it through :mod:`~shuffler.service.systemd`.
-
-Limits, each answered with an error reply and never a traceback: ``[service]
-max_clients`` connections at once (the listen backlog holds four times that many, at
-least 128, arriving together: a Unix socket refuses a connection the backlog has no room
-for, and a busy host accepts slowly); a connection that sends no request within
-:data:`~shuffler.service.connections.FIRST_REQUEST_SECONDS` (5 s), or none for
-:data:`~shuffler.service.connections.IDLE_SECONDS` after its last, is told ``idle`` and
-closed; at the limit the connection idle the longest is closed to make room (told
-``idle``), and a newcomer is told ``too_many_clients`` (exit 3) only when every place is
-busy answering; a line longer than :data:`~shuffler.service.protocol.MAX_LINE` bytes is
-``too_long`` (then closed), nesting deeper than
-:data:`~shuffler.service.protocol.MAX_DEPTH` is ``too_deep``. A second service on the
-same socket is refused (``already_running``, exit 2); an existing path is replaced only
-when it is a socket nobody answers on.
+machine. The parts it puts together are listed in :mod:`shuffler.service`; each limit
+(answered with an error reply, never a traceback) is kept in its own: the connections'
+in :mod:`~shuffler.service.connections`, a line's in :mod:`~shuffler.service.protocol`,
+the socket path's in :mod:`~shuffler.service.listening`.
 """
 
 from __future__ import annotations
@@ -38,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from shuffler import __version__
-from shuffler.constants import EXIT_BUG, EXIT_FAULT
+from shuffler.constants import EXIT_FAULT, PROTOCOL, SCHEMA
 from shuffler.control.events import Progress
 from shuffler.control.reports import (
     BatteryReport,
@@ -64,9 +51,10 @@ from shuffler.control.touch import (
 from shuffler.control.touch import Machine as Seen  # what the touch policy sees
 from shuffler.control.touch import refused as machine_refused
 from shuffler.device.clock import Clock, RealClock
-from shuffler.device.contract import EventKind, Fault, InputEvent, Signal, Status
+from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.errors import ShufflerError, error_kind
 from shuffler.logs import get_logger
+from shuffler.service.client import ServiceStoppedError
 from shuffler.service.connections import (
     FIRST_REQUEST_SECONDS,
     IDLE_SECONDS,
@@ -89,7 +77,7 @@ from shuffler.service.events import (
 from shuffler.service.hub import Face, Hub, NoFaces, Publisher
 from shuffler.service.listening import Listener
 from shuffler.service.machine import COMMANDS, SOCKET, Command, Machine, admit, reads_score
-from shuffler.service.protocol import PROTOCOL, SCHEMA, error_reply, parse_request
+from shuffler.service.protocol import error_reply, parse_request
 from shuffler.service.request import RequestError
 from shuffler.service.results import Result
 from shuffler.service.systemd import Watchdog, sd_notify, watchdog_interval
@@ -154,7 +142,8 @@ class Service(Publisher):
         self.snapshot: dict[str, ServiceStatus | BatteryReport] = {}
         converse = Conversation(Places(max_clients), idle_seconds, self.greeting, self._answer,
                                 self.stopping)
-        #: the socket (bound by :meth:`run`), a thread per connection running ``converse``
+        #: the socket (bound by :meth:`run`), a thread per connection running ``converse``;
+        #: its backlog holds a crowd arriving together (a Unix socket refuses the rest)
         self.listener = Listener(self.socket_path, converse, group=group,
                                  backlog=max(4 * max_clients, 128),
                                  first_timeout=min(FIRST_REQUEST_SECONDS, idle_seconds))
@@ -173,9 +162,6 @@ class Service(Publisher):
         #: faces' touches between a hand's passes, decided by the hand: answered by the
         #: next pass started or the next touch it told ignored
         self._between: list[Future[Answer]] = []
-        #: the fault and battery last told to the faces (empty: not yet)
-        self._told_fault: tuple[Fault | None, ...] = ()
-        self._told_battery: BatteryReport | None = None
         session.controller.on_show = self._shown_to_dealer
         #: faces that may take the dealer's touch on the sensor between hands for
         #: themselves (the page's pairing), and the touches made by a face (never theirs:
@@ -240,8 +226,9 @@ class Service(Publisher):
         self.lock.verify()
         self._idle()
         try:
+            # between jobs the device rests (a simulator lives only while waited on)
             job = self.jobs.get(timeout=0 if self._waiting is not None
-                                else self._device_wait(wait))
+                                else self.session.device.idle(wait))
         except queue.Empty:
             job = None
         if job is not None:
@@ -288,12 +275,6 @@ class Service(Publisher):
         """Whether a touch waits for the machine: remote commands hold back until then."""
         return self._waiting is not None
 
-    def _device_wait(self, wait: float) -> float:
-        """Between jobs the device rests (:meth:`ShufflerDevice.idle`: a simulated
-        machine on its own paced clock lives only while someone waits on it); what is
-        left of ``wait`` is waited for a job."""
-        return self.session.device.idle(wait)
-
     def _idle(self) -> None:
         events = self.session.device.drain_events()
         for ev in events:
@@ -313,15 +294,8 @@ class Service(Publisher):
             self.refresh()
 
     def touch(self) -> Future[Answer]:
-        """A touch from a face (the page's Start pass): stamped now in device time and
-        decided by the same rules as the sensor's (:mod:`shuffler.control.touch`), on the
-        deciding loop's next turn (while a pass runs, at once). Safe from any thread.
-
-        The answer is the policy's decision: :class:`~shuffler.control.touch.Start` once
-        the pass has started, else the :class:`~shuffler.control.touch.Ignore` that says
-        why not (a pass it started that the machine refused: the machine's words). It
-        always resolves: a service stopping answers
-        :data:`~shuffler.control.touch.STOPPING`."""
+        """A face's touch (:meth:`Hub.touch`), decided on the deciding loop's next turn
+        (while a pass runs, at once). Safe from any thread."""
         device = self.session.device
         event = InputEvent(EventKind.TOUCH, device.now())
         answer: Future[Answer] = Future()
@@ -338,28 +312,13 @@ class Service(Publisher):
                 self._face_touches.put((event, answer))
         return answer
 
-    def _owe(self) -> list[Future[Answer]]:
-        """The answers still owed to faces' touches (the service stops)."""
-        owed = []
-        with self._touches_lock:
-            while not self._face_touches.empty():
-                owed.append(self._face_touches.get()[1])
-        if self._waiting is not None and self._waiting[2] is not None:
-            owed.append(self._waiting[2])
-        if self._starting is not None:
-            owed.append(self._starting)
-        return owed + self._between_told()
-
     def _between_told(self) -> list[Future[Answer]]:
         """The faces' touches the hand has decided since (taken off the list)."""
         with self._touches_lock:
             told, self._between = self._between, []
         return told
 
-    def on_touch(self, claim: Callable[[], bool]) -> None:
-        """``claim()`` is asked first of every touch on the sensor between hands (never a
-        face's touch): True takes it (the page's pairing), and no pass starts; the light
-        is shown again with one short beep."""
+    def on_touch(self, claim: Callable[[], bool]) -> None:  # Hub.on_touch
         self._touch_claims.append(claim)
 
     def _claimed(self, event: InputEvent) -> bool:
@@ -459,21 +418,18 @@ class Service(Publisher):
             self.notice = ignored.why
             sd_notify(f"STATUS={self.notice}")
         self.publish(TouchIgnored(ignored.why))
-        light = ignored.light
-        if light is None:  # the last stack too: the hand waits for it (its pile, again)
-            light = replace(self._shown, told=True)
-        self.session.controller.show(light)
+        # else the last stack too: the hand waits for it (its pile, again)
+        self.session.controller.show(ignored.light or replace(self._shown, told=True))
         if self.notice == ignored.why:
             self.refresh()
 
     def _run_job(self, job: Job) -> None:
         cmd = job.request["cmd"]
         # what the client hears if the service stops (SIGTERM, a restart) in the middle
-        final: dict[str, Any] = {"ok": False, "error": {
-            "kind": "service_stopped", "exit": EXIT_FAULT,
-            "message": f"the service stopped in the middle of the {cmd}; a pass it was "
-                       "running is latched `interrupted`: put every card back in the tray, "
-                       "then `shuffler status` and `shuffler clear`"}}
+        final = error_reply(ServiceStoppedError(
+            f"the service stopped in the middle of the {cmd}; a pass it was running is "
+            "latched `interrupted`: put every card back in the tray, then `shuffler "
+            "status` and `shuffler clear`"))
         try:
             final = self._execute(job)
         finally:  # free before answering: the client's next request must not find it busy
@@ -520,7 +476,7 @@ class Service(Publisher):
         except Exception as e:  # a bug: the machine stops, the service goes on
             self.session.device.stop()
             log.exception("request failed")
-            return {"ok": False, "error": {"kind": "internal", "message": str(e), "exit": EXIT_BUG}}
+            return error_reply(ShufflerError(str(e)))  # internal, exit 1
         finally:
             self.session.controller.end_job()
             if COMMANDS[req["cmd"]].moves:  # touches made while it ran start nothing
@@ -553,23 +509,18 @@ class Service(Publisher):
             battery = self.machine.run({"cmd": "battery"}).body
             assert isinstance(status, StatusReport) and isinstance(battery, BatteryReport)
             told = ServiceStatus.told(status, self.notice)
-            self.snapshot = {"status": told, "battery": battery}
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
-        else:
-            self._tell_state(told, battery)
+        else:  # the state to the faces, and the fault and the battery when they changed
+            # since the last snapshot (the one place a change is detected; the first: both)
+            before, self.snapshot = self.snapshot, {"status": told, "battery": battery}
+            self.publish(StateChanged(told))
+            last = before.get("status")
+            if not isinstance(last, ServiceStatus) or last.fault != told.fault:
+                self.publish(FaultChanged(told.fault))
+            if battery != before.get("battery"):
+                self.publish(BatteryChanged(battery))
         self._last_snapshot = self.clock.now()
-
-    def _tell_state(self, status: ServiceStatus, battery: BatteryReport) -> None:
-        """The state to the faces, and the fault and the battery when they changed (the
-        one place a change is detected; the first snapshot tells both)."""
-        self.publish(StateChanged(status))
-        if (status.fault,) != self._told_fault:
-            self._told_fault = (status.fault,)
-            self.publish(FaultChanged(status.fault))
-        if battery != self._told_battery:
-            self._told_battery = battery
-            self.publish(BatteryChanged(battery))
 
     def greeting(self) -> dict[str, Any]:
         """What a new connection hears first."""
@@ -613,10 +564,12 @@ class Service(Publisher):
                     return
 
     def close(self) -> None:
-        with self._touches_lock:
+        with self._touches_lock:  # from now on a face's touch is answered at once
             self.stopping.set()
-        for answer in self._owe():  # a face's touch never waits on a stopped service
-            _settle(answer, STOPPING)
+            owed = [self._face_touches.get()[1] for _ in range(self._face_touches.qsize())]
+        waiting = self._waiting[2] if self._waiting is not None else None
+        for answer in (*owed, waiting, self._starting, *self._between_told()):
+            _settle(answer, STOPPING)  # a face's touch never waits on a stopped service
         sd_notify("STOPPING=1")
         self.session.device.stop()
         self.faces.close()

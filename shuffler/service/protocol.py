@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from shuffler.constants import PROTOCOL as PROTOCOL
-from shuffler.constants import SCHEMA as SCHEMA
 from shuffler.errors import ShufflerError, error_kind
 from shuffler.service.request import RequestError
 from shuffler.service.request import check as check_request

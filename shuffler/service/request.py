@@ -137,11 +137,9 @@ class Rule:
     message: str
 
     def holds(self, req: dict[str, Any]) -> bool:
-        return not self._applies(req) or req.get(self.then) is not None
-
-    def _applies(self, req: dict[str, Any]) -> bool:
-        return all(req.get(k) is not None if v is Given else req.get(k) == v
-                   for k, v in self.when.items())
+        applies = all(req.get(k) is not None if v is Given else req.get(k) == v
+                      for k, v in self.when.items())
+        return not applies or req.get(self.then) is not None
 
     def schema(self) -> dict[str, Any]:
         props = {k: {"type": "integer"} if v is Given else {"const": v}

@@ -51,5 +51,4 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         """The object as the socket sends it and ``--json`` prints it."""
-        body = self.body
-        return body.to_json() if isinstance(body, Record) else thaw(body)
+        return thaw(self.body)
