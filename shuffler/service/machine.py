@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 SOCKET, CLI, PAGE, MQTT = "socket", "cli", "page", "mqtt"
 FACES = (SOCKET, CLI, PAGE, MQTT)
 
+def _quiet(event: object) -> None:
+    pass
+
+
 #: a command's handler: its record (the score's commands: the scorebook's object)
 Handler = Callable[["Machine", dict[str, Any], "Emit"], "Record | dict[str, Any]"]
 
@@ -130,8 +134,7 @@ class Machine:
         ``face``, its progress events to ``emit``; returns its result, frozen (JSON
         only at the edges: :meth:`Result.to_json`)."""
         command = admit(request["cmd"], face)
-        return Result(command.schema, command.handler(self, request,
-                                                      emit or (lambda event: None)))
+        return Result(command.schema, command.handler(self, request, emit or _quiet))
 
 
 # -- the handlers ----------------------------------------------------------------------

@@ -51,4 +51,5 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         """The object as the socket sends it and ``--json`` prints it."""
-        return thaw(self.body)
+        body = self.body
+        return body.to_json() if isinstance(body, Record) else thaw(body)
