@@ -188,3 +188,34 @@ def test_everything_the_service_says_is_a_typed_event(tmp_path, monkeypatch):
     assert [e.why for e in heard if isinstance(e, TouchIgnored)] == ["touch ignored: a test"]
     # each pass told once, as it ended: the lone pass and the hand's two
     assert len([e for e in heard if isinstance(e, PassReported)]) == 3
+
+
+def test_the_battery_is_told_again_only_when_its_figures_change(tmp_path, monkeypatch):
+    """The battery last told is the last snapshot's: the same figures are not told twice,
+    a refresh that fails tells nothing and forgets nothing, and a pass's drain is told."""
+    from shuffler.errors import BatteryMonitorError
+
+    monkeypatch.delenv("NOTIFY_SOCKET", raising=False)
+    clock = VirtualClock()
+    service = serve(tmp_path, sim(SimDevice, clock), clock)
+    service.refresh()
+    heard: list = []
+    service.subscribe(heard.append)
+    service.refresh()
+    assert [type(e) for e in heard] == [StateChanged]
+    looks = service.machine.run
+
+    def no_battery(request, *args, **kwargs):
+        if request["cmd"] == "battery":
+            raise BatteryMonitorError("the monitor did not answer")
+        return looks(request, *args, **kwargs)
+
+    monkeypatch.setattr(service.machine, "run", no_battery)
+    service.refresh()
+    assert [type(e) for e in heard] == [StateChanged]  # nothing told, nothing forgotten
+    monkeypatch.setattr(service.machine, "run", looks)
+    service.refresh()
+    assert [type(e) for e in heard] == [StateChanged, StateChanged]
+    assert run(service, "pass")["ok"]
+    told = [e.battery for e in heard if isinstance(e, BatteryChanged)]
+    assert len(told) == 1 and told[0] == service.snapshot["battery"]

@@ -235,3 +235,17 @@ def test_a_user_outside_the_group_is_told_to_join_it_not_that_nothing_runs(named
     assert error["kind"] == "service_permission", error
     assert f"may not enter {run}" in error["message"] and repr(group) in error["message"]
     assert "not running" not in error["message"]
+
+
+def test_one_look_tells_nothing_there_from_a_file_that_is_no_socket(tmp_path):
+    """What is at the socket's path is looked at once: nothing there (or a file where a
+    folder should be) is no service (None); a plain file is never asked
+    (service_not_running, exit 3, saying so)."""
+    assert client_mod.ServiceClient.reach(tmp_path / "none.sock") is None
+    plain = tmp_path / "plain"
+    plain.write_text("not a socket")
+    assert client_mod.ServiceClient.reach(plain / "under.sock") is None
+    with pytest.raises(client_mod.ServiceUnreachableError) as caught:
+        client_mod.ServiceClient.reach(plain)
+    assert (caught.value.kind, caught.value.exit_code) == ("service_not_running", 3)
+    assert f"{plain} is not a socket" in str(caught.value)

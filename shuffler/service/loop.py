@@ -172,7 +172,7 @@ class Service(Publisher):
         self._touches_lock = threading.Lock()  # stopping and a face's touch, one at a time
         #: the page and telemetry (shuffler.faces.router, built by the CLI), subscribed to us
         self.faces = faces(self)
-        #: called once listening with :meth:`where` (the CLI prints it on a terminal)
+        #: called once listening with where it serves (the CLI prints it on a terminal)
         self.announce: Callable[[dict[str, str]], None] | None = None
         #: SIGHUP's check that the config on disk loads (raises its error if not): the
         #: CLI's; None: SIGHUP ends the service as the other ending signals do
@@ -189,12 +189,6 @@ class Service(Publisher):
             self._shown = status
         self.publish(SignalShown(status))
 
-    def where(self) -> dict[str, str]:
-        """What a builder needs at start: the device, the socket, the page, the state."""
-        page = self.faces.page or "off ([web] enabled = false)"
-        return {"device": self.session.device.info.kind, "socket": str(self.socket_path),
-                "page": page, "state": str(self.session.controller.store.folder)}
-
     # -- the loop (main thread) -------------------------------------------------------
     def run(self) -> None:
         self.lock.acquire("shuffler serve")
@@ -207,7 +201,10 @@ class Service(Publisher):
         self.faces.start()
         self.listener.ready()
         sd_notify("READY=1\nSTATUS=waiting for a touch")
-        where = self.where()
+        # what a builder needs at start: the device, the socket, the page, the state
+        where = {"device": self.session.device.info.kind, "socket": str(self.socket_path),
+                 "page": self.faces.page or "off ([web] enabled = false)",
+                 "state": str(self.state_folder)}
         log.info("serving", **where)
         if self.announce is not None:
             self.announce(where)
