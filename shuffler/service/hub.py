@@ -98,16 +98,8 @@ class Face(Protocol):
     def close(self) -> None: ...
 
 
-class NoFaces:
+class NoFaces(Face):
     """A service with no page and no telemetry (tests that drive the loop alone)."""
 
-    page = None
-
     def __init__(self, hub: Hub) -> None:
-        pass
-
-    def start(self) -> None:
-        pass
-
-    def close(self) -> None:
         pass

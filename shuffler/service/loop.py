@@ -235,11 +235,9 @@ class Service(Publisher):
         self.watchdog.tick(health=True)
 
     def _reload(self) -> None:
-        """SIGHUP, between jobs: the daemon's reload. A config on disk that does not load
-        is logged and the one running is kept; one that loads ends the loop as a stop
-        does (the motor off, the lock and the socket released) for the CLI to start the
-        process again in place on it (:func:`restart_in_place`: the same pid, so systemd
-        sees a reload, not a crash)."""
+        """SIGHUP, between jobs: a config on disk that does not load is logged and the one
+        running is kept; one that loads ends the loop as a stop does, for the CLI to start
+        the process again in place on it (:func:`restart_in_place`)."""
         self.hangup = False
         if self.reload_check is None:
             return
@@ -333,12 +331,9 @@ class Service(Publisher):
 
     def _decide(self, event: InputEvent, answer: Future[Answer] | None = None) -> None:
         """The dealer's touch or long press between hands, through the one policy
-        (:mod:`shuffler.control.touch`): a touch starts the next pass of the hand unless
-        the dealer is still restacking or the tray is empty; while a client's short job
-        (a clear, a score, a remote command) holds the machine it waits for it, up to
-        :data:`~shuffler.control.touch.TOUCH_WAIT_S`, and then says why it started
-        nothing. A long press is the dealer's clear. ``answer``: a face's touch's,
-        resolved with the decision (a start: once the pass has started)."""
+        (:mod:`shuffler.control.touch` says what each does; a touch waits for a client's
+        short job). ``answer``: a face's touch's, resolved with the decision (a start: once
+        the pass has started)."""
         controller = self.session.controller
         try:
             latched = (controller.latched_fault() is not None
@@ -415,7 +410,7 @@ class Service(Publisher):
             self.notice = ignored.why
             sd_notify(f"STATUS={self.notice}")
         self.publish(TouchIgnored(ignored.why))
-        # else the last stack too: the hand waits for it (its pile, again)
+        # its light, else the last one again (at the last stack too: its pile, again)
         self.session.controller.show(ignored.light or replace(self._shown, told=True))
         if self.notice == ignored.why:
             self.refresh()

@@ -195,12 +195,6 @@ def render() -> str:
     return json.dumps(schema(), indent=2) + "\n"
 
 
-def main() -> int:
-    """Rewrite shuffler/schemas/request.json from this declaration."""
+if __name__ == "__main__":  # rewrite shuffler/schemas/request.json from this declaration
     SCHEMA_FILE.write_text(render(), encoding="utf-8")
     print(f"wrote {SCHEMA_FILE}", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -6,6 +6,7 @@ process, so :mod:`shuffler.logs` reads it."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import socket
@@ -17,20 +18,16 @@ from shuffler.logs import get_logger
 log = get_logger("shuffler.service")
 
 
-def sd_notify(message: str) -> bool:
-    """Tell systemd (Type=notify) something; a no-op outside systemd."""
+def sd_notify(message: str) -> None:
+    """Tell systemd (Type=notify) something; a no-op outside systemd (or if it is gone)."""
     path = os.environ.get("NOTIFY_SOCKET")
     if not path:
-        return False
+        return
     if path.startswith("@"):
         path = "\0" + path[1:]
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
-            s.connect(path)
-            s.sendall(message.encode())
-        return True
-    except OSError:
-        return False
+    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as s:
+        s.connect(path)
+        s.sendall(message.encode())
 
 
 def watchdog_interval() -> float | None:
