@@ -49,8 +49,9 @@ class Hub(Protocol):
     def subscribe(self, callback: Callable[[Event], None]) -> None: ...  # Publisher's
 
     def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:
-        """Run ``request`` as a socket client's, sent by ``face`` (machine.PAGE,
-        machine.MQTT): a command the declaration does not list for it is refused."""
+        """Run ``request`` (checked as a socket request would be) as a socket client's,
+        sent by ``face`` (machine.PAGE, machine.MQTT), and return the final answer: a
+        command the declaration does not list for it is refused."""
 
     def on_touch(self, claim: Callable[[], bool]) -> None:
         """Ask ``claim()`` first of every touch on the sensor between hands (never a face's

@@ -482,10 +482,7 @@ class Service(Publisher):
                     _settle(answer, PASS_RUNNING)
             self.refresh()
 
-    def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:
-        """Run ``request`` (checked as a socket request would be) as a client would, and
-        return the final answer: for the page and remote commands (``face``: which,
-        machine.FACES; a command it may not send is refused)."""
+    def submit(self, request: dict[str, Any], face: str) -> dict[str, Any]:  # Hub.submit
         try:
             req = parse_request(json.dumps(request).encode())
         except RequestError as e:
