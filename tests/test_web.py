@@ -14,6 +14,7 @@ from shuffler.core.mechanics import Pile
 from shuffler.device.contract import Signal, Status
 from shuffler.faces.pairing import Pairing
 from shuffler.faces.panel import Panel
+from shuffler.faces.tables import TableBook, board
 from shuffler.faces.web import WebServer
 from shuffler.schemas import validate
 
@@ -31,18 +32,22 @@ class Recorder:
     def wait_panel(self, version, timeout):
         return self.board.wait(version, timeout)
 
-    def tables(self):
-        return []
+    def tournament(self):
+        return board(TableBook(), 0)
 
     def act(self, action, body):
         self.actions.append((action, body))
         return {"ok": True, "result": {"done": action}}
 
+    def serve(self, folder, **options):
+        return WebServer(self.board, self.act, self.tournament, "127.0.0.1", 0, folder,
+                         **options).start()
+
 
 @pytest.fixture
 def served(tmp_path):
     source = Recorder()
-    web = WebServer(source, "127.0.0.1", 0, tmp_path).start()
+    web = source.serve(tmp_path)
     yield source, web
     web.close()
 
@@ -165,7 +170,7 @@ def test_the_machines_own_names_are_let_in(served, host):
 
 
 def test_a_configured_name_is_let_in(tmp_path):
-    web = WebServer(Recorder(), "127.0.0.1", 0, tmp_path, hosts=("shuffler.club.lan",)).start()
+    web = Recorder().serve(tmp_path, hosts=("shuffler.club.lan",))
     try:
         assert request(web, "GET", "/api/panel", headers={"Host": "shuffler.club.lan"})[0] \
             == 200
@@ -403,7 +408,7 @@ def test_a_clients_oldest_stream_is_closed_when_it_opens_one_too_many(served):
 
 def test_pairing_through_the_page_gives_a_token_and_wrong_codes_are_throttled(served):
     _, web = served
-    code = Pairing(web.pairing.folder).current_or_new().code
+    code = Pairing(web.pairing.files.folder).current_or_new().code
     wrong = "000000" if code != "000000" else "111111"
     json_headers = {"Content-Type": "application/json"}
     answers = [request(web, "POST", "/api/pair", json.dumps({"code": wrong}), json_headers)
@@ -412,8 +417,22 @@ def test_pairing_through_the_page_gives_a_token_and_wrong_codes_are_throttled(se
     assert answers[3][1]["error"]["kind"] == "throttled"
     status, reply = request(web, "POST", "/api/pair", json.dumps({"code": code}), json_headers)
     assert status == 429  # even the right code waits its turn
-    web.throttle.clients.clear()
+    web.pairing.throttle.clients.clear()
     status, reply = request(web, "POST", "/api/pair", json.dumps({"code": code}), json_headers)
-    assert status == 200 and web.pairing.known(reply["result"]["token"])
+    assert status == 200 and web.pairing.files.known(reply["result"]["token"])
     assert request(web, "POST", "/api/pair", json.dumps({"code": 123456}), json_headers)[0] \
         == 400
+
+
+def test_a_flood_of_wrong_codes_is_logged_once_not_once_a_refusal(served):
+    _, web = served
+    said = []
+    web.pairing._throttled.logger = type("Log", (), {
+        "warning": staticmethod(lambda what, **fields: said.append((what, fields)))})()
+    code = Pairing(web.pairing.files.folder).current_or_new().code
+    wrong = json.dumps({"code": "000000" if code != "000000" else "111111"})
+    statuses = [request(web, "POST", "/api/pair", wrong, {"Content-Type": "application/json"})[0]
+                for _ in range(8)]
+    assert statuses == [403] * 3 + [429] * 5
+    assert [(what, fields["client"], fields["count"]) for what, fields in said] == [
+        ("pairing attempts throttled", "127.0.0.1", 1)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from shuffler.constants import EXIT_FAULT, EXIT_USAGE
+from shuffler.constants import EXIT_FAULT
 from shuffler.errors import ShufflerError
 from shuffler.faces.panel import Panel
 from shuffler.logs import get_logger
@@ -27,6 +27,8 @@ from shuffler.service.events import (
 )
 from shuffler.service.hub import Ignore, Start
 from shuffler.service.machine import COMMANDS, MQTT, PAGE
+from shuffler.service.protocol import error_reply
+from shuffler.service.request import RequestError
 from shuffler.service.results import thaw
 
 if TYPE_CHECKING:
@@ -59,8 +61,9 @@ class Faces:
             from shuffler.faces.web import WebServer
 
             try:
-                self.web = WebServer(self, config.web.bind, config.web.port,
-                                     service.state_folder, hosts=config.web.hosts)
+                self.web = WebServer(self.board, self.act, self.tournament, config.web.bind,
+                                     config.web.port, service.state_folder,
+                                     hosts=config.web.hosts)
             except OSError as e:  # serve exits 2 naming the key, the port and the fix
                 raise listener_error(e, "web", config.web.bind, config.web.port) from None
             service.on_touch(self.web.touched)  # a touch on the sensor may pair a phone
@@ -120,19 +123,7 @@ class Faces:
             case HandSummary(_, last):
                 self.board.hand_done(last.to_json())
 
-    # -- the page (web.PanelSource) -----------------------------------------------------
-    def panel(self) -> tuple[int, dict[str, Any]]:
-        return self.board.snapshot()
-
-    def wait_panel(self, version: int, timeout: float) -> tuple[int, dict[str, Any]]:
-        return self.board.wait(version, timeout)
-
-    def tables(self) -> list[dict[str, Any]]:
-        """Every table on the broker, problems first (empty without MQTT)."""
-        if self.room is None:
-            return []
-        return [row.to_dict() for row in self.room.book.sorted_rows()]
-
+    # -- the page ---------------------------------------------------------------------
     def tournament(self) -> dict[str, Any]:
         """The tournament board: standings, games and the round clock (empty without
         MQTT)."""
@@ -147,9 +138,8 @@ class Faces:
         # the page's score changes name the version of the score they were made against
         versioned = action in COMMANDS and COMMANDS[action].score
         if versioned and type(body.get("version")) is not int:
-            return {"ok": False, "error": {
-                "kind": "bad_request", "exit": EXIT_USAGE,
-                "message": "version: a score change from the page names the score's version"}}
+            return error_reply(RequestError(
+                "version: a score change from the page names the score's version"))
         request = {**body, "cmd": action}  # a body's own cmd never wins
         reply = self.service.submit(request, PAGE)
         # another phone's score change holds the machine a moment: wait for it, so this
@@ -170,8 +160,7 @@ class Faces:
             case Start():
                 return {"ok": True, "result": {"touch": True, "started": True}}
             case Ignore(why=why, kind=kind):
-                return {"ok": False, "error": {"kind": kind, "message": why,
-                                               "exit": EXIT_FAULT}}
+                return error_reply(RequestError(why, kind), EXIT_FAULT)
 
     # -- MQTT ---------------------------------------------------------------------------
     def remote_command(self, command: dict[str, Any]) -> dict[str, Any]:

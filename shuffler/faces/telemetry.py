@@ -47,8 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from shuffler import __version__
-from shuffler.constants import EXIT_BUG, EXIT_USAGE, SCHEMA
-from shuffler.errors import ConfigError
+from shuffler.constants import SCHEMA
+from shuffler.errors import ConfigError, ShufflerError
 from shuffler.logs import Burst, get_logger
 from shuffler.service.events import (
     Event,
@@ -60,6 +60,8 @@ from shuffler.service.events import (
 )
 from shuffler.service.hub import MqttConfig
 from shuffler.service.machine import MQTT, sent_by
+from shuffler.service.protocol import error_reply
+from shuffler.service.request import RequestError
 from shuffler.service.results import thaw
 
 log = get_logger("shuffler.telemetry")
@@ -301,20 +303,18 @@ class Telemetry:
     def _refuse(self, request: str | None, kind: str, message: str) -> None:
         self.refused += 1
         self._refusals.note(kind=kind, last=message)
-        self.publish("command_reply", {"request": request, "ok": False, "error": {
-            "kind": kind, "message": message, "exit": EXIT_USAGE}})
+        self.publish("command_reply", {"request": request,
+                                       **error_reply(RequestError(message, kind))})
 
     # -- the command worker -------------------------------------------------------------
     def _serve_commands(self) -> None:
         while (command := self.commands.get()) is not None:
             try:
-                reply = (self.on_command(command) if self.on_command
-                         else {"ok": False, "error": {"kind": "unsupported",
-                                                      "message": "no handler", "exit": EXIT_USAGE}})
+                reply = (self.on_command(command) if self.on_command else
+                         error_reply(RequestError("no handler", "unsupported")))
             except Exception as e:
                 log.exception("remote command failed")
-                reply = {"ok": False, "error": {"kind": "internal", "message": str(e),
-                                                "exit": EXIT_BUG}}
+                reply = error_reply(ShufflerError(str(e)))  # internal, exit 1
             log.info("remote command", cmd=command["cmd"], ok=bool(reply.get("ok")))
             self.publish("command_reply", {"request": command["id"], **reply})
 
