@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from shuffler.constants import EXIT_FAULT
 from shuffler.errors import ShufflerError
-from shuffler.faces.panel import Panel
+from shuffler.faces.panel import DEALING, Panel
 from shuffler.logs import get_logger
 from shuffler.service.events import (
     CardCounted,
@@ -84,25 +84,21 @@ class Faces:
             return None
         return f"http://{self.web.address[0]}:{self.web.address[1]}/"
 
+    def _parts(self) -> list[Any]:
+        """The page, telemetry and the room's view, those configured, in starting order."""
+        return [part for part in (self.web, self.telemetry, self.room) if part is not None]
+
     def start(self) -> None:
         try:
             self.board.score(self.service.score()["score"])
         except ShufflerError as e:
             log.warning("the stored score cannot be shown", error=str(e))
-        if self.web is not None:
-            self.web.start()
-        if self.telemetry is not None:
-            self.telemetry.start()
-        if self.room is not None:
-            self.room.start()
+        for part in self._parts():
+            part.start()
 
     def close(self) -> None:
-        if self.room is not None:
-            self.room.close()
-        if self.web is not None:
-            self.web.close()
-        if self.telemetry is not None:
-            self.telemetry.close()
+        for part in reversed(self._parts()):
+            part.close()
 
     # -- what the service publishes -----------------------------------------------------
     def on_publish(self, event: Event) -> None:
@@ -146,8 +142,9 @@ class Faces:
         # one is judged against its version (``stale_score``: the score changed, and the
         # page shows it), not told a pass is running when none is
         deadline = time.monotonic() + SCORE_WAIT_S
-        while (versioned and _busy(reply) and time.monotonic() < deadline
-               and self.board.snapshot()[1]["phase"] not in ("dealing", "stack")):
+        while (versioned and not reply["ok"] and reply["error"]["kind"] == "busy"
+               and time.monotonic() < deadline
+               and self.board.snapshot()[1]["phase"] not in DEALING):
             time.sleep(0.01)
             reply = self.service.submit(request, PAGE)
         return reply
@@ -170,16 +167,9 @@ class Faces:
         deadline = time.monotonic() + 10
         while self.service.touch_waiting and time.monotonic() < deadline:
             time.sleep(0.02)
-        request = {"cmd": command["cmd"]}
-        if command.get("first_dealer"):
-            request["first_dealer"] = command["first_dealer"]
+        request = {k: v for k, v in command.items() if k != "id" and v is not None}
         if command["cmd"] == "new_game":
             # from across the room: a game in progress is replaced only by naming its version
-            request["replace"] = command.get("version") is not None
-            request["version"] = command.get("version")
+            request.update(replace=command["version"] is not None, version=command["version"])
         return self.service.submit(request, MQTT)
-
-
-def _busy(reply: dict[str, Any]) -> bool:
-    return not reply.get("ok") and (reply.get("error") or {}).get("kind") == "busy"
 

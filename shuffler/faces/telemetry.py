@@ -1,34 +1,14 @@
-"""MQTT telemetry: each table's machine on the broker the room already runs.
+"""MQTT telemetry: each table's machine on the broker the room already runs, under
+``<prefix>/<table>/`` (the topics, payloads and promises: docs/mqtt.md), and Home
+Assistant's discovery. Nothing here carries a plan or the card order.
 
-``shuffler serve`` publishes, when the config names a broker (``[mqtt] host``), under
-``<prefix>/<table>/``::
-
-    availability   "online" / "offline"   retained; the broker sends "offline" (the
-                                          last will) when the service dies or drops
-    state          the machine's state    retained, QoS 1, republished on reconnect
-    pass           each pass's report     QoS 1, with an ``id`` to spot duplicates
-    hand           each hand's summary    QoS 1, likewise
-    command        remote clear / new_game, only when ``remote_actions = true``
-    command/reply  the answer to a command
-
-and Home Assistant's discovery topics. Nothing here ever carries a plan or the card
-order: the payloads are built from the reports the CLI prints.
-
-The deciding loop never waits on the broker: it hands messages to a bounded queue
-(:meth:`Telemetry.publish`), and one sender thread feeds the MQTT client, whose own
-bounded store keeps QoS 1 messages while the broker is away and resends them when it is
-back. When the queue is full the oldest message goes, and the drop is counted and logged
-once per burst. Retained messages (availability, discovery, state, fault, score) travel
-in a lane of their own, one per topic and ahead of everything else, so no flood can drop
-them; after every reconnect ``online`` goes first, then discovery, then each retained
-message. Command replies have a lane of their own too (``queue_limit`` deep), after the
-retained ones and ahead of passes and hands: a flood of telemetry never drops a reply.
-
-MQTT's network thread (paho's) never runs a command: it checks it and puts it in a
-bounded queue (:data:`COMMAND_QUEUE`); one worker hands each to the service, whose
-deciding loop runs it like any client's request. A command that finds the queue full,
-a bad one, or any command while ``remote_actions`` is off is refused at once; every
-command gets exactly one reply. Refusals are logged once per burst, never once each.
+The deciding loop never waits on the broker: :meth:`Telemetry.publish` queues a message
+(bounded: the oldest goes, counted and logged once per burst) and one sender thread feeds
+the MQTT client, whose own bounded store keeps QoS 1 messages while the broker is away.
+Three lanes, sent in this order: the retained messages (one per topic, sent again after
+every reconnect, ``online`` first), the command replies, then passes and hands. MQTT's
+network thread never runs a command: it checks it and queues it (:data:`COMMAND_QUEUE`),
+and one worker hands each to the service; every command gets exactly one reply.
 """
 
 from __future__ import annotations
@@ -149,7 +129,6 @@ class Telemetry:
         self.boot = secrets.token_hex(4)  # ids stay unique across restarts
         self.seq = 0
         self.dropped = 0
-        self.refused = 0  # remote commands refused (bad, off, or the queue full)
         self.connected = threading.Event()
         self.commands: queue.Queue[dict[str, Any] | None] = queue.Queue(COMMAND_QUEUE)
         self._queue: collections.deque[_Message] = collections.deque()
@@ -301,7 +280,6 @@ class Telemetry:
                          "already waiting; try again")
 
     def _refuse(self, request: str | None, kind: str, message: str) -> None:
-        self.refused += 1
         self._refusals.note(kind=kind, last=message)
         self.publish("command_reply", {"request": request,
                                        **error_reply(RequestError(message, kind))})

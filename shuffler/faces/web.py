@@ -40,7 +40,7 @@ from urllib.parse import urlsplit
 
 from shuffler.faces import web_limits
 from shuffler.faces.pairing import PagePairing
-from shuffler.faces.panel import Panel
+from shuffler.faces.panel import DEALING, Panel
 from shuffler.faces.web_limits import (
     BUSY,
     MAX_CONNECTIONS,
@@ -66,13 +66,6 @@ log = get_logger("shuffler.web")
 MAX_BODY = 4096
 KEEPALIVE_S = 15.0
 STREAM_SLICE_S = 1.0  # a closed stream notices within this
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 class WebServer:
@@ -125,8 +118,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], web: WebServer) -> None:
         self.web = web
         self.gate = Connections(MAX_CONNECTIONS, MAX_PER_CLIENT)
-        self.turned_away = 0
-        self._conns: dict[int, Connection] = {}  # by the request socket's id
+        self.conns: dict[int, Connection] = {}  # by the request socket's id
         self._busy_log = Burst(log, "dealer page connections turned away (over the caps)")
         super().__init__(address, Handler)
 
@@ -134,30 +126,25 @@ class _Server(ThreadingHTTPServer):
         client = str(client_address[0])
         conn = self.gate.enter(client, request)
         if conn is None:
-            self.turned_away += 1
             self._busy_log.note(client=client)
             with contextlib.suppress(OSError):  # never wait on it: this is the accept loop
                 request.setblocking(False)
                 request.send(BUSY)
             self.shutdown_request(request)
             return
-        self._conns[id(request)] = conn
+        self.conns[id(request)] = conn
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._conns.pop(id(request), None)
+            self.conns.pop(id(request), None)
             self.gate.leave(conn)
             raise
-
-    def connection(self, request: Any) -> Connection:
-        """The count kept of ``request`` (its handler's)."""
-        return self._conns[id(request)]
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            conn = self._conns.pop(id(request), None)
+            conn = self.conns.pop(id(request), None)
             if conn is not None:
                 self.gate.leave(conn)
 
@@ -189,15 +176,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.counted = self.server.connection(self.request)
+        self.counted = self.server.conns[id(self.request)]
         self.reader = RequestReader(self.rfile, self.connection, self.web.clock)
         self.rfile = self.reader  # type: ignore[assignment]
 
     def handle_one_request(self) -> None:
         """One request: the head and body within their limits, then the method."""
         self.server.gate.busy(self.counted, False)
+        self.close_connection = True  # unless the request's head keeps it (parse_request)
         if self.counted.closed:  # closed for room meanwhile
-            self.close_connection = True
             return
         self.reader.arm()
         try:
@@ -206,13 +193,9 @@ class Handler(BaseHTTPRequestHandler):
             except http.client.LineTooLong:
                 self.requestline, self.request_version, self.command = "", "", ""
                 self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
-                self.close_connection = True
                 return
-            if not self.raw_requestline:
-                self.close_connection = True
-                return
-            if not self.parse_request():  # reads the headers (431 past the budget)
-                self.close_connection = True
+            # parse_request reads the headers (431 past the budget)
+            if not self.raw_requestline or not self.parse_request():
                 return
             self.reader.head_done()
             method = getattr(self, f"do_{self.command}", None)
@@ -367,7 +350,7 @@ class Handler(BaseHTTPRequestHandler):
         pairing, now = self.web.pairing, self.web.clock()
         agent = self.headers.get("User-Agent", "")
         if body.get("touch") is True:
-            dealing = self.web.board.snapshot()[1]["phase"] in ("dealing", "stack")
+            dealing = self.web.board.snapshot()[1]["phase"] in DEALING
             self.send_json(*pairing.ask(self.client, agent, dealing, now))
             return
         rid = body.get("request")
@@ -404,8 +387,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def unpaired(self) -> str | None:
         """Why this client may not act (not on loopback, and no paired phone's token)."""
-        if is_loopback(self.client):
-            return None
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_address(self.client).is_loopback:
+                return None
         if self.web.pairing.files.known(self.headers.get("X-Pairing-Token", "")):
             return None
         return "this phone is not paired: pair it by touch, or with the code from `shuffler pair`"
