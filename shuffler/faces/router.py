@@ -80,9 +80,7 @@ class Faces:
 
     @property
     def page(self) -> str | None:
-        if self.web is None:
-            return None
-        return f"http://{self.web.address[0]}:{self.web.address[1]}/"
+        return None if self.web is None else self.web.url
 
     def _parts(self) -> list[Any]:
         """The page, telemetry and the room's view, those configured, in starting order."""

@@ -111,9 +111,10 @@ def table_state(status: dict[str, Any]) -> str:
 
 @dataclass
 class _Message:
+    """One message for the broker (every one QoS 1)."""
+
     topic: str
     payload: str
-    qos: int
     retain: bool
 
 
@@ -165,7 +166,7 @@ class Telemetry:
             payload = {"schema": SCHEMA, "table": self.config.table,
                        "id": f"{self.boot}-{self.seq}", **body}
             msg = _Message(getattr(self.topics, name),
-                           json.dumps(payload, separators=(",", ":")), 1, retain)
+                           json.dumps(payload, separators=(",", ":")), retain)
             if retain:
                 self._retained[msg.topic] = self._control[msg.topic] = msg
             else:
@@ -227,8 +228,7 @@ class Telemetry:
     def _send_loop(self) -> None:
         while (msg := self._next()) is not None:
             while True:
-                info = self._client.publish(msg.topic, msg.payload, qos=msg.qos,
-                                            retain=msg.retain)
+                info = self._client.publish(msg.topic, msg.payload, qos=1, retain=msg.retain)
                 if info.rc != MQTT_ERR_QUEUE_SIZE or self._closing:
                     break
                 time.sleep(0.02)  # the client's store is full: wait for the broker's acks
@@ -245,9 +245,9 @@ class Telemetry:
             return
         log.info("broker connected", broker=f"{self.config.host}:{self.config.port}")
         client.subscribe(self.topics.command, qos=1)  # with actions off, to say so
-        first = [_Message(self.topics.availability, "online", 1, True)]
+        first = [_Message(self.topics.availability, "online", True)]
         if self.config.discovery:
-            first += [_Message(topic, json.dumps(body), 1, True)
+            first += [_Message(topic, json.dumps(body), True)
                       for topic, body in discovery_messages(self.config, self.topics)]
         with self._wake:  # the retained messages may have been lost with the broker
             self._control = {m.topic: m for m in (*first, *self._retained.values())}

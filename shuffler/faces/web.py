@@ -94,9 +94,13 @@ class WebServer:
         host, port = self.httpd.server_address[:2]
         return str(host), int(port)
 
+    @property
+    def url(self) -> str:
+        return f"http://{self.address[0]}:{self.address[1]}/"
+
     def start(self) -> WebServer:
         self.thread.start()
-        log.info("dealer page", url=f"http://{self.address[0]}:{self.address[1]}/")
+        log.info("dealer page", url=self.url)
         return self
 
     def close(self) -> None:
