@@ -248,14 +248,14 @@ def test_a_client_past_its_share_of_waiting_connections_is_turned_away(served,
     monkeypatch.setattr(web.httpd.gate, "waiting_per_client", 3)
     held = [socket.create_connection(web.address, timeout=5) for _ in range(3)]
     try:
-        assert wait_for(lambda: web.httpd.gate.count() == 3)
+        assert wait_for(lambda: len(web.httpd.gate.conns) == 3)
         assert raw_exchange(web, b"GET /api/panel HTTP/1.1\r\nHost: localhost\r\n\r\n") \
             .startswith(b"HTTP/1.1 503")
         assert not hung_up(held[0], 0.3)  # it made no room for itself
     finally:
         for s in held:
             s.close()
-    assert wait_for(lambda: web.httpd.gate.count() == 0)
+    assert wait_for(lambda: len(web.httpd.gate.conns) == 0)
     assert request(web, "GET", "/api/panel")[0] == 200
 
 
@@ -271,7 +271,7 @@ def test_only_connections_all_being_answered_turn_a_client_away(served, monkeypa
             conn.close()
         for _, closed in list(web.streams.open):
             closed.set()
-    assert wait_for(lambda: web.httpd.gate.count() == 0)
+    assert wait_for(lambda: len(web.httpd.gate.conns) == 0)
     assert request(web, "GET", "/api/panel")[0] == 200
 
 
@@ -281,7 +281,7 @@ def test_a_silent_connection_is_closed_after_its_idle_time(served, monkeypatch):
     with socket.create_connection(web.address, timeout=5) as s:
         sent = time.monotonic()
         assert hung_up(s, 3.0) and time.monotonic() - sent < 2
-    assert wait_for(lambda: web.httpd.gate.count() == 0)
+    assert wait_for(lambda: len(web.httpd.gate.conns) == 0)
 
 
 def test_past_the_total_the_greediest_address_makes_room(monkeypatch):
@@ -290,7 +290,7 @@ def test_past_the_total_the_greediest_address_makes_room(monkeypatch):
     gate = Connections(total=4, per_client=3, waiting_per_client=3)
     a = [gate.enter("10.0.0.1") for _ in range(3)]
     b = gate.enter("10.0.0.2")
-    assert all(a) and b and gate.count() == 4
+    assert all(a) and b and len(gate.conns) == 4
     assert gate.enter("10.0.0.1") is None  # past its own share
     fresh = gate.enter("10.0.0.9")
     assert fresh is not None and a[0].closed and not b.closed  # the one holding most gives
@@ -397,7 +397,7 @@ def test_a_clients_oldest_stream_is_closed_when_it_opens_one_too_many(served):
 
     streams = [open_stream(web) for _ in range(STREAMS_PER_CLIENT + 2)]
     try:
-        assert web.streams.count() == STREAMS_PER_CLIENT
+        assert len(web.streams.open) == STREAMS_PER_CLIENT
         for _, r in streams[:2]:  # the two oldest end (the page would reconnect)
             r.fp.readline()
             assert r.fp.readline() == b""

@@ -164,10 +164,6 @@ class Connections:
             if conn in self.conns:
                 self.conns.remove(conn)
 
-    def count(self) -> int:
-        with self.lock:
-            return len(self.conns)
-
 
 class Streams:
     """The open event streams, oldest first; adding one past a cap closes the oldest
@@ -198,10 +194,6 @@ class Streams:
     def remove(self, closed: threading.Event) -> None:
         with self.lock:
             self.open = [s for s in self.open if s[1] is not closed]
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.open)
 
 
 class RequestReader:
