@@ -436,3 +436,50 @@ def test_a_flood_of_wrong_codes_is_logged_once_not_once_a_refusal(served):
     assert statuses == [403] * 3 + [429] * 5
     assert [(what, fields["client"], fields["count"]) for what, fields in said] == [
         ("pairing attempts throttled", "127.0.0.1", 1)]
+
+
+def pair(web, body):
+    return request(web, "POST", "/api/pair", json.dumps(body),
+                   {"Content-Type": "application/json"})
+
+
+def test_no_pairing_by_touch_while_a_hand_is_dealt(served):
+    source, web = served
+    source.board.pass_started(2, 5)  # a touch now starts the hand's next pass
+    status, reply = pair(web, {"touch": True})
+    assert status == 409 and reply["error"]["kind"] == "pairing_busy"
+    assert reply["error"]["exit"] == 2 and not web.touched()  # nobody was let ask
+
+
+def test_a_touch_while_another_address_asks_pairs_neither_and_says_why(served):
+    _, web = served
+    rid = pair(web, {"touch": True})[1]["result"]["request"]
+    web.pairing.ask("10.0.0.66", "a guesser", False, web.clock())
+    assert web.touched()  # taken for pairing: no pass starts
+    status, reply = pair(web, {"request": rid})
+    assert status == 409 and reply["error"]["kind"] == "pairing_ambiguous"
+    assert web.pairing.files.phones() == []
+
+
+def test_another_addresss_request_id_pairs_nothing(served):
+    _, web = served
+    theirs = web.pairing.ask("10.0.0.66", "phone", False, web.clock())[1]["result"]["request"]
+    assert web.touched()  # confirmed for 10.0.0.66 alone
+    status, reply = pair(web, {"request": theirs})  # replayed from loopback
+    assert status == 410 and reply["error"]["kind"] == "pairing_expired"
+    assert web.pairing.files.phones() == []
+
+
+def test_unusable_pairing_files_are_a_503_that_names_them_never_a_traceback(tmp_path):
+    blocked = tmp_path / "state"
+    blocked.write_text("a file where the folder should be")
+    web = Recorder().serve(blocked)
+    try:
+        status, reply = pair(web, {"code": "123456"})
+        assert status == 503 and reply["error"]["kind"] == "file_access"
+        assert "pairing files" in reply["error"]["message"]
+        rid = pair(web, {"touch": True})[1]["result"]["request"]
+        assert web.touched()
+        assert pair(web, {"request": rid})[1]["error"]["kind"] == "file_access"
+    finally:
+        web.close()
