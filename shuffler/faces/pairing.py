@@ -25,7 +25,8 @@ Guessing codes is throttled per address (:class:`Throttle`): a client's first fe
 codes are judged, then it waits, twice as long each time (429 with ``Retry-After``).
 Past :data:`GLOBAL_PER_MINUTE` wrong codes a minute from everyone together, only an
 address with no wrong code yet is judged: guessers from many addresses are held back,
-and the dealer's phone, which has sent none, is never shut out by them.
+and the dealer's phone, which has sent none, is never shut out by them. The page's
+server answers ``POST /api/pair`` through :class:`PagePairing`.
 """
 
 from __future__ import annotations
