@@ -137,9 +137,7 @@ class _Room(Recorder):
 
 
 def test_the_board_page_its_json_and_its_csv_are_served(tmp_path):
-    from shuffler.faces.web import WebServer
-
-    web = WebServer(_Room(), "127.0.0.1", 0, tmp_path).start()
+    web = _Room().serve(tmp_path)
     try:
         def get(path):
             conn = http.client.HTTPConnection(*web.address, timeout=5)

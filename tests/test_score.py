@@ -241,8 +241,9 @@ def test_a_score_change_from_the_page_must_name_the_version():
     from shuffler.faces.router import Faces
 
     sent = []
-    faces = SimpleNamespace(service=SimpleNamespace(
-        submit=lambda r, face: sent.append(r) or r if face == "page" else None))
+    faces = SimpleNamespace(service=SimpleNamespace(  # the service's answer: done
+        submit=lambda r, face: sent.append(r) or {"ok": True, "result": r}
+        if face == "page" else None))
     for action in ("score", "undo", "redo", "new_game"):
         reply = Faces.act(faces, action, {"makers": 0, "tricks": 3})  # type: ignore[arg-type]
         assert not reply["ok"] and "version" in reply["error"]["message"]

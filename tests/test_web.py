@@ -14,6 +14,7 @@ from shuffler.core.mechanics import Pile
 from shuffler.device.contract import Signal, Status
 from shuffler.faces.pairing import Pairing
 from shuffler.faces.panel import Panel
+from shuffler.faces.tables import TableBook, board
 from shuffler.faces.web import WebServer
 from shuffler.schemas import validate
 
@@ -31,18 +32,22 @@ class Recorder:
     def wait_panel(self, version, timeout):
         return self.board.wait(version, timeout)
 
-    def tables(self):
-        return []
+    def tournament(self):
+        return board(TableBook(), 0)
 
     def act(self, action, body):
         self.actions.append((action, body))
         return {"ok": True, "result": {"done": action}}
 
+    def serve(self, folder, **options):
+        return WebServer(self.board, self.act, self.tournament, "127.0.0.1", 0, folder,
+                         **options).start()
+
 
 @pytest.fixture
 def served(tmp_path):
     source = Recorder()
-    web = WebServer(source, "127.0.0.1", 0, tmp_path).start()
+    web = source.serve(tmp_path)
     yield source, web
     web.close()
 
@@ -165,7 +170,7 @@ def test_the_machines_own_names_are_let_in(served, host):
 
 
 def test_a_configured_name_is_let_in(tmp_path):
-    web = WebServer(Recorder(), "127.0.0.1", 0, tmp_path, hosts=("shuffler.club.lan",)).start()
+    web = Recorder().serve(tmp_path, hosts=("shuffler.club.lan",))
     try:
         assert request(web, "GET", "/api/panel", headers={"Host": "shuffler.club.lan"})[0] \
             == 200
@@ -243,14 +248,14 @@ def test_a_client_past_its_share_of_waiting_connections_is_turned_away(served,
     monkeypatch.setattr(web.httpd.gate, "waiting_per_client", 3)
     held = [socket.create_connection(web.address, timeout=5) for _ in range(3)]
     try:
-        assert wait_for(lambda: web.httpd.gate.count() == 3)
+        assert wait_for(lambda: len(web.httpd.gate.conns) == 3)
         assert raw_exchange(web, b"GET /api/panel HTTP/1.1\r\nHost: localhost\r\n\r\n") \
             .startswith(b"HTTP/1.1 503")
         assert not hung_up(held[0], 0.3)  # it made no room for itself
     finally:
         for s in held:
             s.close()
-    assert wait_for(lambda: web.httpd.gate.count() == 0)
+    assert wait_for(lambda: len(web.httpd.gate.conns) == 0)
     assert request(web, "GET", "/api/panel")[0] == 200
 
 
@@ -266,7 +271,7 @@ def test_only_connections_all_being_answered_turn_a_client_away(served, monkeypa
             conn.close()
         for _, closed in list(web.streams.open):
             closed.set()
-    assert wait_for(lambda: web.httpd.gate.count() == 0)
+    assert wait_for(lambda: len(web.httpd.gate.conns) == 0)
     assert request(web, "GET", "/api/panel")[0] == 200
 
 
@@ -276,7 +281,7 @@ def test_a_silent_connection_is_closed_after_its_idle_time(served, monkeypatch):
     with socket.create_connection(web.address, timeout=5) as s:
         sent = time.monotonic()
         assert hung_up(s, 3.0) and time.monotonic() - sent < 2
-    assert wait_for(lambda: web.httpd.gate.count() == 0)
+    assert wait_for(lambda: len(web.httpd.gate.conns) == 0)
 
 
 def test_past_the_total_the_greediest_address_makes_room(monkeypatch):
@@ -285,7 +290,7 @@ def test_past_the_total_the_greediest_address_makes_room(monkeypatch):
     gate = Connections(total=4, per_client=3, waiting_per_client=3)
     a = [gate.enter("10.0.0.1") for _ in range(3)]
     b = gate.enter("10.0.0.2")
-    assert all(a) and b and gate.count() == 4
+    assert all(a) and b and len(gate.conns) == 4
     assert gate.enter("10.0.0.1") is None  # past its own share
     fresh = gate.enter("10.0.0.9")
     assert fresh is not None and a[0].closed and not b.closed  # the one holding most gives
@@ -392,7 +397,7 @@ def test_a_clients_oldest_stream_is_closed_when_it_opens_one_too_many(served):
 
     streams = [open_stream(web) for _ in range(STREAMS_PER_CLIENT + 2)]
     try:
-        assert web.streams.count() == STREAMS_PER_CLIENT
+        assert len(web.streams.open) == STREAMS_PER_CLIENT
         for _, r in streams[:2]:  # the two oldest end (the page would reconnect)
             r.fp.readline()
             assert r.fp.readline() == b""
@@ -403,7 +408,7 @@ def test_a_clients_oldest_stream_is_closed_when_it_opens_one_too_many(served):
 
 def test_pairing_through_the_page_gives_a_token_and_wrong_codes_are_throttled(served):
     _, web = served
-    code = Pairing(web.pairing.folder).current_or_new().code
+    code = Pairing(web.pairing.files.folder).current_or_new().code
     wrong = "000000" if code != "000000" else "111111"
     json_headers = {"Content-Type": "application/json"}
     answers = [request(web, "POST", "/api/pair", json.dumps({"code": wrong}), json_headers)
@@ -412,8 +417,69 @@ def test_pairing_through_the_page_gives_a_token_and_wrong_codes_are_throttled(se
     assert answers[3][1]["error"]["kind"] == "throttled"
     status, reply = request(web, "POST", "/api/pair", json.dumps({"code": code}), json_headers)
     assert status == 429  # even the right code waits its turn
-    web.throttle.clients.clear()
+    web.pairing.throttle.clients.clear()
     status, reply = request(web, "POST", "/api/pair", json.dumps({"code": code}), json_headers)
-    assert status == 200 and web.pairing.known(reply["result"]["token"])
+    assert status == 200 and web.pairing.files.known(reply["result"]["token"])
     assert request(web, "POST", "/api/pair", json.dumps({"code": 123456}), json_headers)[0] \
         == 400
+
+
+def test_a_flood_of_wrong_codes_is_logged_once_not_once_a_refusal(served):
+    _, web = served
+    said = []
+    web.pairing._throttled.logger = type("Log", (), {
+        "warning": staticmethod(lambda what, **fields: said.append((what, fields)))})()
+    code = Pairing(web.pairing.files.folder).current_or_new().code
+    wrong = json.dumps({"code": "000000" if code != "000000" else "111111"})
+    statuses = [request(web, "POST", "/api/pair", wrong, {"Content-Type": "application/json"})[0]
+                for _ in range(8)]
+    assert statuses == [403] * 3 + [429] * 5
+    assert [(what, fields["client"], fields["count"]) for what, fields in said] == [
+        ("pairing attempts throttled", "127.0.0.1", 1)]
+
+
+def pair(web, body):
+    return request(web, "POST", "/api/pair", json.dumps(body),
+                   {"Content-Type": "application/json"})
+
+
+def test_no_pairing_by_touch_while_a_hand_is_dealt(served):
+    source, web = served
+    source.board.pass_started(2, 5)  # a touch now starts the hand's next pass
+    status, reply = pair(web, {"touch": True})
+    assert status == 409 and reply["error"]["kind"] == "pairing_busy"
+    assert reply["error"]["exit"] == 2 and not web.touched()  # nobody was let ask
+
+
+def test_a_touch_while_another_address_asks_pairs_neither_and_says_why(served):
+    _, web = served
+    rid = pair(web, {"touch": True})[1]["result"]["request"]
+    web.pairing.ask("10.0.0.66", "a guesser", False, web.clock())
+    assert web.touched()  # taken for pairing: no pass starts
+    status, reply = pair(web, {"request": rid})
+    assert status == 409 and reply["error"]["kind"] == "pairing_ambiguous"
+    assert web.pairing.files.phones() == []
+
+
+def test_another_addresss_request_id_pairs_nothing(served):
+    _, web = served
+    theirs = web.pairing.ask("10.0.0.66", "phone", False, web.clock())[1]["result"]["request"]
+    assert web.touched()  # confirmed for 10.0.0.66 alone
+    status, reply = pair(web, {"request": theirs})  # replayed from loopback
+    assert status == 410 and reply["error"]["kind"] == "pairing_expired"
+    assert web.pairing.files.phones() == []
+
+
+def test_unusable_pairing_files_are_a_503_that_names_them_never_a_traceback(tmp_path):
+    blocked = tmp_path / "state"
+    blocked.write_text("a file where the folder should be")
+    web = Recorder().serve(blocked)
+    try:
+        status, reply = pair(web, {"code": "123456"})
+        assert status == 503 and reply["error"]["kind"] == "file_access"
+        assert "pairing files" in reply["error"]["message"]
+        rid = pair(web, {"touch": True})[1]["result"]["request"]
+        assert web.touched()
+        assert pair(web, {"request": rid})[1]["error"]["kind"] == "file_access"
+    finally:
+        web.close()

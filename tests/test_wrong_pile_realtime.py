@@ -106,7 +106,7 @@ class Table:
         return (tuple(round(c, 2) for c in self.rig.led()) == WARN_RED
                 and bool(self.rig.pins["buzzer"].state)
                 and bool(self.stacks()) and bool(self.stacks()[-1].get("warning"))
-                and self.service.faces.panel()[1]["phase"] == "wrong_pile")
+                and self.service.faces.board.snapshot()[1]["phase"] == "wrong_pile")
 
     def refused(self) -> list[str]:
         return [e["why"] for e in self.events if e["event"] == "touch_ignored"]
@@ -126,7 +126,7 @@ def test_the_wrong_pile_is_warned_of_at_once_and_the_touch_waits_for_the_right_s
         took = wait_for(table.warned, timeout=5.0)
         assert took < WITHIN, f"the warning came {took * 1000:.0f} ms after the lift"
         assert clock.now() - lifted_at < WITHIN  # on the machine's clock too
-        assert table.service.faces.panel()[1]["prompt"].startswith(
+        assert table.service.faces.board.snapshot()[1]["prompt"].startswith(
             "The other pile first: put it back")
         # a touch now starts nothing, and says why
         table.press(0.05)
@@ -142,7 +142,7 @@ def test_the_wrong_pile_is_warned_of_at_once_and_the_touch_waits_for_the_right_s
         table.stack_and_load(asked)  # the pack lifted: the other pile's sensor uncovered
         wait_for(lambda: tuple(round(c, 2) for c in rig.led())
                  == COLOURS[(Signal.STACK, asked)][0] and not table.stacks()[-1].get("warning"))
-        assert table.service.faces.panel()[1]["phase"] == "stack"
+        assert table.service.faces.board.snapshot()[1]["phase"] == "stack"
         table.press(0.05)
         wait_for(lambda: len([e for e in table.events if e["event"] == "pass_start"]) == 2)
 

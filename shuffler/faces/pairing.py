@@ -25,7 +25,8 @@ Guessing codes is throttled per address (:class:`Throttle`): a client's first fe
 codes are judged, then it waits, twice as long each time (429 with ``Retry-After``).
 Past :data:`GLOBAL_PER_MINUTE` wrong codes a minute from everyone together, only an
 address with no wrong code yet is judged: guessers from many addresses are held back,
-and the dealer's phone, which has sent none, is never shut out by them.
+and the dealer's phone, which has sent none, is never shut out by them. The page's
+server answers ``POST /api/pair`` through :class:`PagePairing`.
 """
 
 from __future__ import annotations
@@ -36,13 +37,22 @@ import fcntl
 import hashlib
 import hmac
 import json
+import math
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
+
+from shuffler.logs import Burst, get_logger
+from shuffler.service.protocol import error_reply
+from shuffler.service.request import RequestError
+
+log = get_logger("shuffler.web")  # the page's: pairing is asked for through it
 
 CODE_MINUTES = 10
 FREE_TRIES = 3  # wrong codes a client may send before it has to wait
@@ -260,7 +270,6 @@ class Pairing:
 class _Client:
     failures: int = 0
     until: float = 0.0  # may not be judged before
-    logged: bool = False  # this burst is in the log already
 
 
 @dataclass
@@ -274,14 +283,11 @@ class Throttle:
     clients: collections.OrderedDict[str, _Client] = field(
         default_factory=collections.OrderedDict)
     recent: collections.deque[float] = field(default_factory=collections.deque)
-    global_logged: bool = False
 
     def wait(self, client: str, now: float) -> float:
         """Seconds ``client`` must wait before a code it sends is judged (0: judge it)."""
         while self.recent and self.recent[0] <= now - 60:
             self.recent.popleft()
-        if not self.recent:
-            self.global_logged = False
         c = self.clients.get(client)
         if c is None:  # no wrong code yet: judged, whatever others have sent
             return 0.0
@@ -297,27 +303,12 @@ class Throttle:
         while len(self.clients) > MAX_CLIENTS_TRACKED:
             self.clients.popitem(last=False)
         c.failures += 1
-        c.logged = False  # a new wait is a new burst
         if c.failures >= self.free:
             c.until = now + min(self.max_wait, self.first_wait * 2 ** (c.failures - self.free))
         return max(0.0, c.until - now)
 
     def succeeded(self, client: str) -> None:
         self.clients.pop(client, None)
-
-    def first_of_burst(self, client: str) -> bool:
-        """True once per burst of refusals to ``client`` (or of the table's global limit):
-        the one to log."""
-        c = self.clients.get(client)
-        if c is not None:
-            if c.logged:
-                return False
-            c.logged = True
-            return True
-        if self.global_logged:
-            return False
-        self.global_logged = True
-        return True
 
 
 @dataclass
@@ -384,3 +375,100 @@ class TouchPairing:
             return ("asking", left, a) if left > 0 else ("expired", 0.0, a)
         del self.asking[rid]
         return a.state, 0.0, a
+
+
+#: a pairing answer as the page sends it: (HTTP status, the JSON reply)
+Reply = tuple[int, dict[str, Any]]
+
+
+class PagePairing:
+    """``POST /api/pair`` as the page's server answers it from its threads: a code judged
+    (:class:`Throttle`, per address), or a touch asked for and then polled
+    (:class:`TouchPairing`); ``now`` is the server's clock."""
+
+    def __init__(self, folder: Path) -> None:
+        self.files = Pairing(folder)
+        self.throttle = Throttle()
+        self.asking = TouchPairing()
+        self.lock = threading.Lock()
+        self._throttled = Burst(log, "pairing attempts throttled")
+
+    def touched(self, now: float) -> bool:
+        """The dealer touched the sensor between hands (the service's touch claim): True
+        if it was for pairing (a phone asks), and then no pass starts."""
+        with self.lock:
+            taken = self.asking.touched(now)
+        if taken:
+            log.info("touch for pairing")
+        return taken
+
+    def ask(self, client: str, agent: str, dealing: bool, now: float) -> Reply:
+        """A phone asks to pair with a touch (refused while a hand is being dealt)."""
+        if dealing:
+            return HTTPStatus.CONFLICT, error_reply(RequestError(
+                "a hand is being dealt (a touch now starts its next pass): pair after its "
+                "last pass", "pairing_busy"))
+        with self.lock:
+            rid = self.asking.ask(client, agent, now)
+        log.info("a phone asks to pair by touch", client=client)
+        return _asking(rid, TOUCH_WINDOW_S, f"within {TOUCH_WINDOW_S:.0f} s")
+
+    def answer(self, client: str, rid: str, now: float) -> Reply:
+        """Where a touch pairing stands for request ``rid``."""
+        with self.lock:
+            state, left, asked = self.asking.answer(rid, now)
+        if state == "asking":
+            return _asking(rid, round(left, 1), f"{left:.0f} s left")
+        if state == "both":
+            return HTTPStatus.CONFLICT, error_reply(RequestError(
+                "two devices asked to pair at the same moment, so the touch paired neither: "
+                "ask again and touch, or enter a code from `shuffler pair`",
+                "pairing_ambiguous"))
+        if state != "confirmed" or asked is None or asked.client != client:
+            return HTTPStatus.GONE, error_reply(RequestError(
+                f"no touch within {TOUCH_WINDOW_S:.0f} s: ask again, then touch the sensor",
+                "pairing_expired"))
+        try:
+            phone, token = self.files.add(client, asked.agent)
+        except OSError as e:
+            return self._unusable(e)
+        with self.lock:
+            self.throttle.succeeded(client)
+        return _paired(phone, token, client, "touch")
+
+    def pair(self, client: str, given: str, agent: str,
+             now: float) -> tuple[int, dict[str, Any], float]:
+        """Judge a pairing code from ``client``: (status, reply, seconds to wait)."""
+        with self.lock:
+            wait = self.throttle.wait(client, now)
+            if wait > 0:
+                self._throttled.note(client=client, retry_after_s=math.ceil(wait))
+                return (HTTPStatus.TOO_MANY_REQUESTS, error_reply(RequestError(
+                    f"too many wrong codes: wait {math.ceil(wait)} s", "throttled")), wait)
+            try:
+                found = self.files.redeem(given, client, agent)
+            except OSError as e:
+                return (*self._unusable(e), 0.0)
+            if found is None:
+                log.debug("pairing code wrong", client=client)
+                return (HTTPStatus.FORBIDDEN, error_reply(RequestError(
+                    "wrong or expired code: run `shuffler pair` for the code, or pair with "
+                    "a touch on the machine", "forbidden")), self.throttle.failed(client, now))
+            self.throttle.succeeded(client)
+        return (*_paired(*found, client, "code"), 0.0)
+
+    def _unusable(self, e: OSError) -> Reply:
+        log.warning("pairing files unusable", folder=str(self.files.folder), error=str(e))
+        return HTTPStatus.SERVICE_UNAVAILABLE, error_reply(RequestError(
+            f"the machine cannot use its pairing files: {e.strerror}", "file_access"))
+
+
+def _asking(rid: str, left: float, when: str) -> Reply:
+    return HTTPStatus.ACCEPTED, {"ok": True, "result": {
+        "request": rid, "state": "asking", "left_s": left,
+        "message": f"touch the sensor on the machine to pair ({when})"}}
+
+
+def _paired(phone: Phone, token: str, client: str, by: str) -> Reply:
+    log.info("phone paired", phone=phone.id, client=client, by=by)
+    return HTTPStatus.OK, {"ok": True, "result": {"phone": phone.id, "token": token}}

@@ -20,6 +20,9 @@ def ready_prompt(number: int, of: int) -> str:
 #: a pass refused for the battery, when the panel has no figures to say more
 LOW_BATTERY_PROMPT = "Battery low: change the 9 V battery before the next pass"
 
+#: the phases of a hand being dealt: a pass runs, or its pile waits to be stacked
+DEALING = ("dealing", "stack")
+
 #: after a hand's last pass, until the next pass starts: the pack is ready to deal
 SHUFFLED_PROMPT = "Shuffled: deal"
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from shuffler.constants import EXIT_FAULT, EXIT_USAGE
+from shuffler.constants import EXIT_FAULT
 from shuffler.errors import ShufflerError
-from shuffler.faces.panel import Panel
+from shuffler.faces.panel import DEALING, Panel
 from shuffler.logs import get_logger
 from shuffler.service.events import (
     CardCounted,
@@ -27,6 +27,8 @@ from shuffler.service.events import (
 )
 from shuffler.service.hub import Ignore, Start
 from shuffler.service.machine import COMMANDS, MQTT, PAGE
+from shuffler.service.protocol import error_reply
+from shuffler.service.request import RequestError
 from shuffler.service.results import thaw
 
 if TYPE_CHECKING:
@@ -59,8 +61,9 @@ class Faces:
             from shuffler.faces.web import WebServer
 
             try:
-                self.web = WebServer(self, config.web.bind, config.web.port,
-                                     service.state_folder, hosts=config.web.hosts)
+                self.web = WebServer(self.board, self.act, self.tournament, config.web.bind,
+                                     config.web.port, service.state_folder,
+                                     hosts=config.web.hosts)
             except OSError as e:  # serve exits 2 naming the key, the port and the fix
                 raise listener_error(e, "web", config.web.bind, config.web.port) from None
             service.on_touch(self.web.touched)  # a touch on the sensor may pair a phone
@@ -77,29 +80,23 @@ class Faces:
 
     @property
     def page(self) -> str | None:
-        if self.web is None:
-            return None
-        return f"http://{self.web.address[0]}:{self.web.address[1]}/"
+        return None if self.web is None else self.web.url
+
+    def _parts(self) -> list[Any]:
+        """The page, telemetry and the room's view, those configured, in starting order."""
+        return [part for part in (self.web, self.telemetry, self.room) if part is not None]
 
     def start(self) -> None:
         try:
             self.board.score(self.service.score()["score"])
         except ShufflerError as e:
             log.warning("the stored score cannot be shown", error=str(e))
-        if self.web is not None:
-            self.web.start()
-        if self.telemetry is not None:
-            self.telemetry.start()
-        if self.room is not None:
-            self.room.start()
+        for part in self._parts():
+            part.start()
 
     def close(self) -> None:
-        if self.room is not None:
-            self.room.close()
-        if self.web is not None:
-            self.web.close()
-        if self.telemetry is not None:
-            self.telemetry.close()
+        for part in reversed(self._parts()):
+            part.close()
 
     # -- what the service publishes -----------------------------------------------------
     def on_publish(self, event: Event) -> None:
@@ -120,19 +117,7 @@ class Faces:
             case HandSummary(_, last):
                 self.board.hand_done(last.to_json())
 
-    # -- the page (web.PanelSource) -----------------------------------------------------
-    def panel(self) -> tuple[int, dict[str, Any]]:
-        return self.board.snapshot()
-
-    def wait_panel(self, version: int, timeout: float) -> tuple[int, dict[str, Any]]:
-        return self.board.wait(version, timeout)
-
-    def tables(self) -> list[dict[str, Any]]:
-        """Every table on the broker, problems first (empty without MQTT)."""
-        if self.room is None:
-            return []
-        return [row.to_dict() for row in self.room.book.sorted_rows()]
-
+    # -- the page ---------------------------------------------------------------------
     def tournament(self) -> dict[str, Any]:
         """The tournament board: standings, games and the round clock (empty without
         MQTT)."""
@@ -147,17 +132,17 @@ class Faces:
         # the page's score changes name the version of the score they were made against
         versioned = action in COMMANDS and COMMANDS[action].score
         if versioned and type(body.get("version")) is not int:
-            return {"ok": False, "error": {
-                "kind": "bad_request", "exit": EXIT_USAGE,
-                "message": "version: a score change from the page names the score's version"}}
+            return error_reply(RequestError(
+                "version: a score change from the page names the score's version"))
         request = {**body, "cmd": action}  # a body's own cmd never wins
         reply = self.service.submit(request, PAGE)
         # another phone's score change holds the machine a moment: wait for it, so this
         # one is judged against its version (``stale_score``: the score changed, and the
         # page shows it), not told a pass is running when none is
         deadline = time.monotonic() + SCORE_WAIT_S
-        while (versioned and _busy(reply) and time.monotonic() < deadline
-               and self.board.snapshot()[1]["phase"] not in ("dealing", "stack")):
+        while (versioned and not reply["ok"] and reply["error"]["kind"] == "busy"
+               and time.monotonic() < deadline
+               and self.board.snapshot()[1]["phase"] not in DEALING):
             time.sleep(0.01)
             reply = self.service.submit(request, PAGE)
         return reply
@@ -170,8 +155,7 @@ class Faces:
             case Start():
                 return {"ok": True, "result": {"touch": True, "started": True}}
             case Ignore(why=why, kind=kind):
-                return {"ok": False, "error": {"kind": kind, "message": why,
-                                               "exit": EXIT_FAULT}}
+                return error_reply(RequestError(why, kind), EXIT_FAULT)
 
     # -- MQTT ---------------------------------------------------------------------------
     def remote_command(self, command: dict[str, Any]) -> dict[str, Any]:
@@ -181,16 +165,9 @@ class Faces:
         deadline = time.monotonic() + 10
         while self.service.touch_waiting and time.monotonic() < deadline:
             time.sleep(0.02)
-        request = {"cmd": command["cmd"]}
-        if command.get("first_dealer"):
-            request["first_dealer"] = command["first_dealer"]
+        request = {k: v for k, v in command.items() if k != "id" and v is not None}
         if command["cmd"] == "new_game":
             # from across the room: a game in progress is replaced only by naming its version
-            request["replace"] = command.get("version") is not None
-            request["version"] = command.get("version")
+            request.update(replace=command["version"] is not None, version=command["version"])
         return self.service.submit(request, MQTT)
-
-
-def _busy(reply: dict[str, Any]) -> bool:
-    return not reply.get("ok") and (reply.get("error") or {}).get("kind") == "busy"
 

@@ -1,20 +1,12 @@
-"""The tournament view: every table on one broker, problems first, and the board.
+"""The tournament view: every table on one broker, problems first, and the board (what
+they show and how they rank: docs/mqtt.md).
 
-:class:`TableBook` is the pure part: it takes (topic, payload) pairs as they arrive and
-keeps one row per table; a pass or hand message seen twice (QoS 1 may deliver twice)
-counts once, by its ``id``. :class:`TableWatcher` feeds it from a live subscription.
-
-The board (:func:`board`) fills itself from each table's retained ``score`` message:
-the game at the table and every game the table played before it (``played``), so a
-table's results are whatever its last message says, never added to by a message seen
-twice or by a table that drops and comes back. Standings are by team name (a team that
-moves between tables keeps its line); a team whose keeper gave it no name is its
-table's seats ("table-7: North & South"). Only games someone won count; a game given up
-before the target is on the results sheet, not in the standings.
-
-The round clock ("the horn") is one retained message, ``<prefix>/.room/round``
-(``{"round": 3, "started": <epoch s>, "minutes": 20}``), that ``shuffler tables --round``
-publishes: every board shows the same clock. No table can be called ``.room``.
+:class:`TableBook` is pure: it takes (topic, payload) pairs as they arrive and keeps one
+row per table, a pass or hand that QoS 1 delivered twice counted once by its ``id``;
+:class:`TableWatcher` feeds it from a live subscription. The board (:func:`board`) is
+each table's last retained ``score`` message alone (its game and those it ``played``),
+so nothing seen twice adds to it; the round clock is one retained message,
+``<prefix>/.room/round``, that ``shuffler tables --round`` publishes.
 """
 
 from __future__ import annotations

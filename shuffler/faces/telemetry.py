@@ -1,34 +1,14 @@
-"""MQTT telemetry: each table's machine on the broker the room already runs.
+"""MQTT telemetry: each table's machine on the broker the room already runs, under
+``<prefix>/<table>/`` (the topics, payloads and promises: docs/mqtt.md), and Home
+Assistant's discovery. Nothing here carries a plan or the card order.
 
-``shuffler serve`` publishes, when the config names a broker (``[mqtt] host``), under
-``<prefix>/<table>/``::
-
-    availability   "online" / "offline"   retained; the broker sends "offline" (the
-                                          last will) when the service dies or drops
-    state          the machine's state    retained, QoS 1, republished on reconnect
-    pass           each pass's report     QoS 1, with an ``id`` to spot duplicates
-    hand           each hand's summary    QoS 1, likewise
-    command        remote clear / new_game, only when ``remote_actions = true``
-    command/reply  the answer to a command
-
-and Home Assistant's discovery topics. Nothing here ever carries a plan or the card
-order: the payloads are built from the reports the CLI prints.
-
-The deciding loop never waits on the broker: it hands messages to a bounded queue
-(:meth:`Telemetry.publish`), and one sender thread feeds the MQTT client, whose own
-bounded store keeps QoS 1 messages while the broker is away and resends them when it is
-back. When the queue is full the oldest message goes, and the drop is counted and logged
-once per burst. Retained messages (availability, discovery, state, fault, score) travel
-in a lane of their own, one per topic and ahead of everything else, so no flood can drop
-them; after every reconnect ``online`` goes first, then discovery, then each retained
-message. Command replies have a lane of their own too (``queue_limit`` deep), after the
-retained ones and ahead of passes and hands: a flood of telemetry never drops a reply.
-
-MQTT's network thread (paho's) never runs a command: it checks it and puts it in a
-bounded queue (:data:`COMMAND_QUEUE`); one worker hands each to the service, whose
-deciding loop runs it like any client's request. A command that finds the queue full,
-a bad one, or any command while ``remote_actions`` is off is refused at once; every
-command gets exactly one reply. Refusals are logged once per burst, never once each.
+The deciding loop never waits on the broker: :meth:`Telemetry.publish` queues a message
+(bounded: the oldest goes, counted and logged once per burst) and one sender thread feeds
+the MQTT client, whose own bounded store keeps QoS 1 messages while the broker is away.
+Three lanes, sent in this order: the retained messages (one per topic, sent again after
+every reconnect, ``online`` first), the command replies, then passes and hands. MQTT's
+network thread never runs a command: it checks it and queues it (:data:`COMMAND_QUEUE`),
+and one worker hands each to the service; every command gets exactly one reply.
 """
 
 from __future__ import annotations
@@ -47,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from shuffler import __version__
-from shuffler.constants import EXIT_BUG, EXIT_USAGE, SCHEMA
-from shuffler.errors import ConfigError
+from shuffler.constants import SCHEMA
+from shuffler.errors import ConfigError, ShufflerError
 from shuffler.logs import Burst, get_logger
 from shuffler.service.events import (
     Event,
@@ -60,6 +40,8 @@ from shuffler.service.events import (
 )
 from shuffler.service.hub import MqttConfig
 from shuffler.service.machine import MQTT, sent_by
+from shuffler.service.protocol import error_reply
+from shuffler.service.request import RequestError
 from shuffler.service.results import thaw
 
 log = get_logger("shuffler.telemetry")
@@ -129,9 +111,10 @@ def table_state(status: dict[str, Any]) -> str:
 
 @dataclass
 class _Message:
+    """One message for the broker (every one QoS 1)."""
+
     topic: str
     payload: str
-    qos: int
     retain: bool
 
 
@@ -147,7 +130,6 @@ class Telemetry:
         self.boot = secrets.token_hex(4)  # ids stay unique across restarts
         self.seq = 0
         self.dropped = 0
-        self.refused = 0  # remote commands refused (bad, off, or the queue full)
         self.connected = threading.Event()
         self.commands: queue.Queue[dict[str, Any] | None] = queue.Queue(COMMAND_QUEUE)
         self._queue: collections.deque[_Message] = collections.deque()
@@ -184,7 +166,7 @@ class Telemetry:
             payload = {"schema": SCHEMA, "table": self.config.table,
                        "id": f"{self.boot}-{self.seq}", **body}
             msg = _Message(getattr(self.topics, name),
-                           json.dumps(payload, separators=(",", ":")), 1, retain)
+                           json.dumps(payload, separators=(",", ":")), retain)
             if retain:
                 self._retained[msg.topic] = self._control[msg.topic] = msg
             else:
@@ -246,8 +228,7 @@ class Telemetry:
     def _send_loop(self) -> None:
         while (msg := self._next()) is not None:
             while True:
-                info = self._client.publish(msg.topic, msg.payload, qos=msg.qos,
-                                            retain=msg.retain)
+                info = self._client.publish(msg.topic, msg.payload, qos=1, retain=msg.retain)
                 if info.rc != MQTT_ERR_QUEUE_SIZE or self._closing:
                     break
                 time.sleep(0.02)  # the client's store is full: wait for the broker's acks
@@ -264,9 +245,9 @@ class Telemetry:
             return
         log.info("broker connected", broker=f"{self.config.host}:{self.config.port}")
         client.subscribe(self.topics.command, qos=1)  # with actions off, to say so
-        first = [_Message(self.topics.availability, "online", 1, True)]
+        first = [_Message(self.topics.availability, "online", True)]
         if self.config.discovery:
-            first += [_Message(topic, json.dumps(body), 1, True)
+            first += [_Message(topic, json.dumps(body), True)
                       for topic, body in discovery_messages(self.config, self.topics)]
         with self._wake:  # the retained messages may have been lost with the broker
             self._control = {m.topic: m for m in (*first, *self._retained.values())}
@@ -299,22 +280,19 @@ class Telemetry:
                          "already waiting; try again")
 
     def _refuse(self, request: str | None, kind: str, message: str) -> None:
-        self.refused += 1
         self._refusals.note(kind=kind, last=message)
-        self.publish("command_reply", {"request": request, "ok": False, "error": {
-            "kind": kind, "message": message, "exit": EXIT_USAGE}})
+        self.publish("command_reply", {"request": request,
+                                       **error_reply(RequestError(message, kind))})
 
     # -- the command worker -------------------------------------------------------------
     def _serve_commands(self) -> None:
         while (command := self.commands.get()) is not None:
             try:
-                reply = (self.on_command(command) if self.on_command
-                         else {"ok": False, "error": {"kind": "unsupported",
-                                                      "message": "no handler", "exit": EXIT_USAGE}})
+                reply = (self.on_command(command) if self.on_command else
+                         error_reply(RequestError("no handler", "unsupported")))
             except Exception as e:
                 log.exception("remote command failed")
-                reply = {"ok": False, "error": {"kind": "internal", "message": str(e),
-                                                "exit": EXIT_BUG}}
+                reply = error_reply(ShufflerError(str(e)))  # internal, exit 1
             log.info("remote command", cmd=command["cmd"], ok=bool(reply.get("ok")))
             self.publish("command_reply", {"request": command["id"], **reply})
 

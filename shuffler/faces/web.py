@@ -1,8 +1,6 @@
-"""The dealer's page: a small web server inside ``shuffler serve``.
-
-Off by default; on loopback when on; on the LAN only when the config says so. Built on
-the standard library's ``http.server`` (no framework: on a Pi Zero 2 W every
-megabyte counts, and the page needs only a few routes and one event stream)::
+"""The dealer's page: a small web server inside ``shuffler serve`` (the standard library's
+``http.server``: on a Pi Zero 2 W every megabyte counts). Off by default; on loopback when
+on; on the LAN only when the config says so::
 
     GET  /               the page (one HTML file, no external assets)
     GET  /api/panel      what the page shows, as JSON
@@ -11,31 +9,16 @@ megabyte counts, and the page needs only a few routes and one event stream)::
     GET  /tables         the tournament board (one HTML file): standings, the round clock
     GET  /api/board      the board as JSON (shuffler.faces.tables.board)
     GET  /api/results.csv  the standings as CSV, to print or keep
-    POST /api/pair       {"touch": true}: ask to pair; the page polls {"request": ID} for
-                         the token once the sensor is touched (shuffler.faces.pairing);
-                         {"code": "123456"}: a token for the code `shuffler pair` made
+    POST /api/pair       {"touch": true}, then {"request": ID}; or {"code": "123456"}
+                         (shuffler.faces.pairing)
     POST /api/<action>   clear, pass, score, undo, redo, new_game (JSON body)
 
-Every request must name this machine in ``Host`` (its host name, the address it was
-reached on, ``localhost`` or a name in ``[web] hosts``), or it is refused with 421: a
-web page whose name an attacker points at this machine (DNS rebinding) gets nothing.
-Reading needs nothing more. An action must be a JSON POST (an HTML form cannot send one
-across origins without the browser asking first, and we never answer that), from this
-page's own origin when the browser says where it comes from, and, from anywhere but
-loopback, carry a paired phone's token (``X-Pairing-Token``).
-
-The server is bounded (:mod:`shuffler.faces.web_limits`) so that no client can starve
-another or the Pi's memory: a request has 10 s from its first byte for its head (at
-most 8 KiB, else 431) and its body (at most 4 KiB, else 413) together, the body 3 s of
-it once the head is in (else 408 and closed); a connection waits at most 10 s for a
-request. At most 48 connections (12 from one address, 8 of them waiting for or sending
-a request): a new one past a cap takes the room of the oldest waiting connection of
-the address holding the most, so a phone that has none is always let in (503 only when
-every connection is being answered, or to an address cut for room a moment ago). At
-most 4 event streams per address (24 in all): a new stream closes that client's oldest,
-so a page that reconnects always gets through.
-Nothing here ever sends a plan or the card order: the panel is built from the same
-reports the CLI prints.
+Every request must name this machine in ``Host`` (else 421: DNS rebinding gets nothing).
+Reading needs nothing more. An action must be a JSON POST, from this page's own origin
+when the browser says where it comes from, and, from anywhere but loopback, carry a
+paired phone's token (``X-Pairing-Token``). No client can starve another or the Pi's
+memory (:mod:`shuffler.faces.web_limits`). Nothing here ever sends a plan or the card
+order.
 """
 
 from __future__ import annotations
@@ -52,12 +35,12 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 from urllib.parse import urlsplit
 
-from shuffler.constants import EXIT_USAGE
 from shuffler.faces import web_limits
-from shuffler.faces.pairing import TOUCH_WINDOW_S, Pairing, Throttle, TouchPairing
+from shuffler.faces.pairing import PagePairing
+from shuffler.faces.panel import DEALING, Panel
 from shuffler.faces.web_limits import (
     BUSY,
     MAX_CONNECTIONS,
@@ -75,6 +58,8 @@ from shuffler.faces.web_limits import (
 from shuffler.logs import Burst, get_logger
 from shuffler.service.listening import STOP_POLL_SECONDS
 from shuffler.service.machine import PAGE, sent_by
+from shuffler.service.protocol import error_reply
+from shuffler.service.request import RequestError
 
 log = get_logger("shuffler.web")
 
@@ -83,54 +68,23 @@ KEEPALIVE_S = 15.0
 STREAM_SLICE_S = 1.0  # a closed stream notices within this
 
 
-class PanelSource(Protocol):
-    """What the web server needs from the service."""
-
-    def panel(self) -> tuple[int, dict[str, Any]]:
-        """(version, panel) now."""
-        ...
-
-    def wait_panel(self, version: int, timeout: float) -> tuple[int, dict[str, Any]]:
-        """The panel once its version is past ``version``, or the same after ``timeout``."""
-        ...
-
-    def act(self, action: str, body: dict[str, Any]) -> dict[str, Any]:
-        """Carry out an action; returns ``{"ok": ..., "result"|"error": ...}``."""
-        ...
-
-    def tables(self) -> list[dict[str, Any]]:
-        """Every table on the broker (the tournament view), or none."""
-        ...
-
-    def tournament(self) -> dict[str, Any]:
-        """The tournament board (shuffler.faces.tables.board); empty without MQTT."""
-        ...
-
-
-def is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class WebServer:
-    """Serves the page for ``source`` on ``host:port`` in its own threads. ``folder``
-    holds the pairing files (:class:`shuffler.faces.pairing.Pairing`)."""
+    """Serves ``board`` (the panel) on ``host:port`` in its own threads; ``act(action,
+    body)`` answers the page's actions (shuffler.faces.router.Faces.act) and
+    ``tournament()`` the board of the room. ``folder`` holds the pairing files."""
 
-    def __init__(self, source: PanelSource, host: str, port: int, folder: Path, *,
-                 hosts: tuple[str, ...] = (), page: Callable[[], bytes] | None = None,
+    def __init__(self, board: Panel, act: Callable[[str, dict[str, Any]], dict[str, Any]],
+                 tournament: Callable[[], dict[str, Any]], host: str, port: int,
+                 folder: Path, *, hosts: tuple[str, ...] = (),
+                 page: Callable[[], bytes] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.source = source
-        self.pairing = Pairing(folder)
-        self.throttle = Throttle()
-        self.throttle_lock = threading.Lock()
-        self.asking = TouchPairing()
+        self.board, self.act, self.tournament = board, act, tournament
+        self.pairing = PagePairing(folder)
         self.names = own_names(hosts)
         self.clock = clock
         self.streams = Streams(MAX_STREAMS, STREAMS_PER_CLIENT)
         self.stopping = threading.Event()
-        self._page = page or _default_page
+        self._page = page or (lambda: _html("page.html"))
         self.httpd = _Server((host, port), self)
         self.thread = threading.Thread(target=self.httpd.serve_forever,
                                        args=(STOP_POLL_SECONDS,), name="web", daemon=True)
@@ -140,9 +94,13 @@ class WebServer:
         host, port = self.httpd.server_address[:2]
         return str(host), int(port)
 
+    @property
+    def url(self) -> str:
+        return f"http://{self.address[0]}:{self.address[1]}/"
+
     def start(self) -> WebServer:
         self.thread.start()
-        log.info("dealer page", url=f"http://{self.address[0]}:{self.address[1]}/")
+        log.info("dealer page", url=self.url)
         return self
 
     def close(self) -> None:
@@ -151,90 +109,8 @@ class WebServer:
         self.httpd.server_close()
 
     def touched(self) -> bool:
-        """The dealer touched the sensor between hands (the service's touch claim): True
-        if it was for pairing (a phone asks), and then no pass starts."""
-        with self.throttle_lock:
-            taken = self.asking.touched(self.clock())
-        if taken:
-            log.info("touch for pairing")
-        return taken
-
-    def ask(self, client: str, agent: str) -> tuple[int, dict[str, Any]]:
-        """A phone asks to pair with a touch: (status, reply)."""
-        phase = self.source.panel()[1].get("phase")
-        if phase in ("dealing", "stack"):
-            return HTTPStatus.CONFLICT, _error(
-                "pairing_busy", "a hand is being dealt (a touch now starts its next pass): pair "
-                "after its last pass")
-        with self.throttle_lock:
-            rid = self.asking.ask(client, agent, self.clock())
-        log.info("a phone asks to pair by touch", client=client)
-        return HTTPStatus.ACCEPTED, {"ok": True, "result": {
-            "request": rid, "state": "asking", "left_s": TOUCH_WINDOW_S,
-            "message": f"touch the sensor on the machine to pair (within "
-                       f"{TOUCH_WINDOW_S:.0f} s)"}}
-
-    def answer(self, client: str, rid: str) -> tuple[int, dict[str, Any]]:
-        """Where a touch pairing stands for request ``rid``: (status, reply)."""
-        with self.throttle_lock:
-            state, left, asked = self.asking.answer(rid, self.clock())
-        if state == "asking":
-            return HTTPStatus.ACCEPTED, {"ok": True, "result": {
-                "request": rid, "state": "asking", "left_s": round(left, 1),
-                "message": f"touch the sensor on the machine to pair ({left:.0f} s left)"}}
-        if state == "both":
-            return HTTPStatus.CONFLICT, _error(
-                "pairing_ambiguous", "two devices asked to pair at the same moment, so "
-                "the touch paired neither: ask again and touch, or enter a code from "
-                "`shuffler pair`")
-        if state != "confirmed" or asked is None or asked.client != client:
-            return HTTPStatus.GONE, _error(
-                "pairing_expired", f"no touch within {TOUCH_WINDOW_S:.0f} s: ask again, "
-                "then touch the sensor")
-        try:
-            phone, token = self.pairing.add(client, asked.agent)
-        except OSError as e:
-            return self._unusable(e)
-        with self.throttle_lock:
-            self.throttle.succeeded(client)
-        log.info("phone paired", phone=phone.id, client=client, by="touch")
-        return HTTPStatus.OK, {"ok": True, "result": {"phone": phone.id, "token": token}}
-
-    def _unusable(self, e: OSError) -> tuple[int, dict[str, Any]]:
-        log.warning("pairing files unusable", folder=str(self.pairing.folder), error=str(e))
-        return (HTTPStatus.SERVICE_UNAVAILABLE, _error(
-            "file_access", f"the machine cannot use its pairing files: {e.strerror}"))
-
-    def pair(self, client: str, given: str, agent: str) -> tuple[int, dict[str, Any], float]:
-        """Judge a pairing code from ``client``: (status, reply, seconds to wait)."""
-        now = self.clock()
-        with self.throttle_lock:
-            wait = self.throttle.wait(client, now)
-            if wait > 0:
-                if self.throttle.first_of_burst(client):
-                    log.warning("pairing attempts throttled", client=client,
-                                retry_after_s=math.ceil(wait))
-                return (HTTPStatus.TOO_MANY_REQUESTS, _error(
-                    "throttled", f"too many wrong codes: wait {math.ceil(wait)} s"), wait)
-            try:
-                found = self.pairing.redeem(given, client, agent)
-            except OSError as e:
-                return (*self._unusable(e), 0.0)
-            if found is None:
-                wait = self.throttle.failed(client, now)
-                log.debug("pairing code wrong", client=client)
-                return (HTTPStatus.FORBIDDEN, _error(
-                    "forbidden", "wrong or expired code: run `shuffler pair` for the code, "
-                    "or pair with a touch on the machine"),
-                        wait)
-            self.throttle.succeeded(client)
-        phone, token = found
-        log.info("phone paired", phone=phone.id, client=client)
-        return HTTPStatus.OK, {"ok": True, "result": {"phone": phone.id, "token": token}}, 0.0
-
-
-def _error(kind: str, message: str) -> dict[str, Any]:
-    return {"ok": False, "error": {"kind": kind, "message": message, "exit": EXIT_USAGE}}
+        """The service's touch claim (Hub.on_touch): True if the touch pairs a phone."""
+        return self.pairing.touched(self.clock())
 
 
 class _Server(ThreadingHTTPServer):
@@ -246,8 +122,7 @@ class _Server(ThreadingHTTPServer):
     def __init__(self, address: tuple[str, int], web: WebServer) -> None:
         self.web = web
         self.gate = Connections(MAX_CONNECTIONS, MAX_PER_CLIENT)
-        self.turned_away = 0
-        self._conns: dict[int, Connection] = {}  # by the request socket's id
+        self.conns: dict[int, Connection] = {}  # by the request socket's id
         self._busy_log = Burst(log, "dealer page connections turned away (over the caps)")
         super().__init__(address, Handler)
 
@@ -255,30 +130,25 @@ class _Server(ThreadingHTTPServer):
         client = str(client_address[0])
         conn = self.gate.enter(client, request)
         if conn is None:
-            self.turned_away += 1
             self._busy_log.note(client=client)
             with contextlib.suppress(OSError):  # never wait on it: this is the accept loop
                 request.setblocking(False)
                 request.send(BUSY)
             self.shutdown_request(request)
             return
-        self._conns[id(request)] = conn
+        self.conns[id(request)] = conn
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._conns.pop(id(request), None)
+            self.conns.pop(id(request), None)
             self.gate.leave(conn)
             raise
-
-    def connection(self, request: Any) -> Connection:
-        """The count kept of ``request`` (its handler's)."""
-        return self._conns[id(request)]
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
             super().process_request_thread(request, client_address)
         finally:
-            conn = self._conns.pop(id(request), None)
+            conn = self.conns.pop(id(request), None)
             if conn is not None:
                 self.gate.leave(conn)
 
@@ -286,12 +156,8 @@ class _Server(ThreadingHTTPServer):
         log.debug("web connection failed", client=client_address[0], exc_info=True)
 
 
-def _default_page() -> bytes:
-    return resources.files("shuffler.faces").joinpath("page.html").read_bytes()
-
-
-def _board_page() -> bytes:
-    return resources.files("shuffler.faces").joinpath("tables.html").read_bytes()
+def _html(name: str) -> bytes:
+    return resources.files("shuffler.faces").joinpath(name).read_bytes()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -314,15 +180,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        self.counted = self.server.connection(self.request)
+        self.counted = self.server.conns[id(self.request)]
         self.reader = RequestReader(self.rfile, self.connection, self.web.clock)
         self.rfile = self.reader  # type: ignore[assignment]
 
     def handle_one_request(self) -> None:
         """One request: the head and body within their limits, then the method."""
         self.server.gate.busy(self.counted, False)
+        self.close_connection = True  # unless the request's head keeps it (parse_request)
         if self.counted.closed:  # closed for room meanwhile
-            self.close_connection = True
             return
         self.reader.arm()
         try:
@@ -331,13 +197,9 @@ class Handler(BaseHTTPRequestHandler):
             except http.client.LineTooLong:
                 self.requestline, self.request_version, self.command = "", "", ""
                 self.send_error(HTTPStatus.REQUEST_URI_TOO_LONG)
-                self.close_connection = True
                 return
-            if not self.raw_requestline:
-                self.close_connection = True
-                return
-            if not self.parse_request():  # reads the headers (431 past the budget)
-                self.close_connection = True
+            # parse_request reads the headers (431 past the budget)
+            if not self.raw_requestline or not self.parse_request():
                 return
             self.reader.head_done()
             method = getattr(self, f"do_{self.command}", None)
@@ -388,53 +250,47 @@ class Handler(BaseHTTPRequestHandler):
             return False
 
     # -- answers ---------------------------------------------------------------
-    def send_json(self, status: int, obj: dict[str, Any],
+    def send_body(self, status: int, ctype: str, body: bytes,
                   headers: dict[str, str] | None = None) -> None:
-        body = json.dumps(obj).encode()
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(body)
 
+    def send_json(self, status: int, obj: dict[str, Any],
+                  headers: dict[str, str] | None = None) -> None:
+        self.send_body(status, "application/json", json.dumps(obj).encode(),
+                       {"Cache-Control": "no-store", **(headers or {})})
+
     def refuse(self, status: int, kind: str, message: str,
                headers: dict[str, str] | None = None) -> None:
         log.debug("web request refused", client=self.client, kind=kind, path=self.path)
-        self.send_json(status, _error(kind, message), headers)
+        self.send_json(status, error_reply(RequestError(message, kind)), headers)
 
     # -- reading -----------------------------------------------------------------
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
         if path in ("/", "/tables"):
-            body = self.web._page() if path == "/" else _board_page()
-            self.send_response(HTTPStatus.OK)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("Content-Security-Policy",
-                             "default-src 'self'; style-src 'unsafe-inline'; "
-                             "script-src 'unsafe-inline'; frame-ancestors 'none'")
-            self.send_header("X-Frame-Options", "DENY")
-            self.end_headers()
-            self.wfile.write(body)
+            self.send_body(HTTPStatus.OK, "text/html; charset=utf-8",
+                           self.web._page() if path == "/" else _html("tables.html"),
+                           {"Content-Security-Policy": "default-src 'self'; style-src "
+                            "'unsafe-inline'; script-src 'unsafe-inline'; frame-ancestors "
+                            "'none'", "X-Frame-Options": "DENY"})
         elif path == "/api/panel":
-            self.send_json(HTTPStatus.OK, self.web.source.panel()[1])
+            self.send_json(HTTPStatus.OK, self.web.board.snapshot()[1])
         elif path == "/api/tables":
-            self.send_json(HTTPStatus.OK, {"tables": self.web.source.tables()})
+            self.send_json(HTTPStatus.OK, {"tables": self.web.tournament()["tables"]})
         elif path == "/api/board":
-            self.send_json(HTTPStatus.OK, self.web.source.tournament())
+            self.send_json(HTTPStatus.OK, self.web.tournament())
         elif path == "/api/results.csv":
             from shuffler.faces.tables import results_csv
 
-            sheet = results_csv(self.web.source.tournament()["standings"]).encode("utf-8")
-            self.send_response(HTTPStatus.OK)
-            self.send_header("Content-Type", "text/csv; charset=utf-8")
-            self.send_header("Content-Disposition", 'attachment; filename="results.csv"')
-            self.send_header("Content-Length", str(len(sheet)))
-            self.end_headers()
-            self.wfile.write(sheet)
+            self.send_body(HTTPStatus.OK, "text/csv; charset=utf-8", results_csv(
+                self.web.tournament()["standings"]).encode("utf-8"),
+                {"Content-Disposition": 'attachment; filename="results.csv"'})
         elif path == "/api/events":
             self.stream()
         elif path == "/favicon.ico":
@@ -456,7 +312,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             version, quiet = -1, 0.0
             while not (web.stopping.is_set() or closed.is_set()):
-                new, panel = web.source.wait_panel(version, STREAM_SLICE_S)
+                new, panel = web.board.wait(version, STREAM_SLICE_S)
                 if new != version:
                     version, quiet = new, 0.0
                     self.wfile.write(b"data: " + json.dumps(panel).encode() + b"\n\n")
@@ -491,24 +347,26 @@ class Handler(BaseHTTPRequestHandler):
         if action == "pair":
             self.do_pair(body)
             return
-        reply = self.web.source.act(action, body)
+        reply = self.web.act(action, body)
         self.send_json(HTTPStatus.OK if reply.get("ok") else HTTPStatus.CONFLICT, reply)
 
     def do_pair(self, body: dict[str, Any]) -> None:
+        pairing, now = self.web.pairing, self.web.clock()
+        agent = self.headers.get("User-Agent", "")
         if body.get("touch") is True:
-            self.send_json(*self.web.ask(self.client, self.headers.get("User-Agent", "")))
+            dealing = self.web.board.snapshot()[1]["phase"] in DEALING
+            self.send_json(*pairing.ask(self.client, agent, dealing, now))
             return
         rid = body.get("request")
         if isinstance(rid, str) and len(rid) <= 64:
-            self.send_json(*self.web.answer(self.client, rid))
+            self.send_json(*pairing.answer(self.client, rid, now))
             return
         given = body.get("code")
         if not isinstance(given, str) or len(given) > 16:
             self.refuse(HTTPStatus.BAD_REQUEST, "bad_request",
                         'send {"touch": true}, {"request": ID} or {"code": "123456"}')
             return
-        status, reply, wait = self.web.pair(self.client, given.strip(),
-                                            self.headers.get("User-Agent", ""))
+        status, reply, wait = pairing.pair(self.client, given.strip(), agent, now)
         headers = {"Retry-After": str(math.ceil(wait))} if wait > 0 else None
         self.send_json(status, reply, headers)
 
@@ -533,9 +391,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def unpaired(self) -> str | None:
         """Why this client may not act (not on loopback, and no paired phone's token)."""
-        if is_loopback(self.client):
-            return None
-        if self.web.pairing.known(self.headers.get("X-Pairing-Token", "")):
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_address(self.client).is_loopback:
+                return None
+        if self.web.pairing.files.known(self.headers.get("X-Pairing-Token", "")):
             return None
         return "this phone is not paired: pair it by touch, or with the code from `shuffler pair`"
 

@@ -6,14 +6,9 @@ No slow client can hold the server: a connection waits at most :data:`IDLE_S` fo
 request's first byte; from that byte the whole request, head and body, has
 :data:`REQUEST_S` (the body, at most 4 KiB, :data:`BODY_S` of it once the head is in);
 an answer is written within :data:`WRITE_TIMEOUT_S`. And no address can take another's
-room: an address has a share of its own, and while a connection waits for or reads a
-request it is *waiting* and may be closed to make room (:class:`Connections`), the
-oldest of the address holding the most going first, so a fresh phone is always let in,
-whatever many addresses hold. An address whose connection was closed for room before it
-had asked anything is a *suspect* for :data:`SUSPECT_S`: while the server is full it is
-turned away at once rather than take someone else's room, so fifty addresses that
-reconnect the moment they are cut cannot keep the server busy making room for each
-other while a phone's connection waits its turn behind them."""
+room: a connection waiting for a request may be closed to make room for a fresh phone
+(:class:`Connections`), and a client's oldest event stream for its newest
+(:class:`Streams`)."""
 
 from __future__ import annotations
 
@@ -169,10 +164,6 @@ class Connections:
             if conn in self.conns:
                 self.conns.remove(conn)
 
-    def count(self) -> int:
-        with self.lock:
-            return len(self.conns)
-
 
 class Streams:
     """The open event streams, oldest first; adding one past a cap closes the oldest
@@ -203,10 +194,6 @@ class Streams:
     def remove(self, closed: threading.Event) -> None:
         with self.lock:
             self.open = [s for s in self.open if s[1] is not closed]
-
-    def count(self) -> int:
-        with self.lock:
-            return len(self.open)
 
 
 class RequestReader:
@@ -274,9 +261,6 @@ class RequestReader:
                 break
             out += chunk
         return bytes(out)
-
-    def read(self, size: int = -1) -> bytes:
-        return bytes(self.raw.read(size))
 
     def close(self) -> None:
         self.raw.close()
