@@ -230,7 +230,7 @@ def test_a_hand_waiting_for_a_touch_on_the_rig_times_out(tmp_path):
 
     def hand() -> None:
         try:
-            session.do_hand(passes=3)
+            session.do_hand(session.terms(3))
         except DeviceTimeoutError as e:
             out.append(e)
     worker = threading.Thread(target=hand, daemon=True)
@@ -292,7 +292,7 @@ def test_taps_between_passes_start_each_pass_of_a_hand(tmp_path):
     device = RiggedGpioDevice(rig)
     session = Session(PassController(device, StateStore(tmp_path)), Config(), random.Random(4))
     out: list = []
-    worker = threading.Thread(target=lambda: out.append(session.do_hand(passes=3)),
+    worker = threading.Thread(target=lambda: out.append(session.do_hand(session.terms(3))),
                               daemon=True)
     start = rig.clock.now()
     worker.start()

@@ -61,8 +61,8 @@ def test_a_planned_hand_on_the_rig_ends_in_the_order_the_plan_implies(rigged, tm
         seen.append(([start[i] for i in runner.tracker.order], list(dev.rig.mechanism.tray)))
 
     hand = runner.run(4, 24, on_pass_done=after)
-    assert hand.completed and [r.report.counted for r in hand.records] == [24] * 4
-    assert [r.stacking for r in hand.records] == [Pile.LEFT] * 4
+    assert hand.completed and [r.counted for r in hand.pass_reports] == [24] * 4
+    assert [r.stacking for r in hand.pass_reports] == ["left"] * 4
     assert hand.tracking
     for tracked, real in seen:
         assert tracked == real

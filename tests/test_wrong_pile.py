@@ -13,7 +13,6 @@ from shuffler.config import Config
 from shuffler.control.controller import PassController
 from shuffler.control.hand import HandRunner, Lifts
 from shuffler.control.prompts import wrong_pile_prompt
-from shuffler.control.reports import HandResult
 from shuffler.control.session import stack_event
 from shuffler.control.touch import (
     BEFORE_FAULT,
@@ -166,8 +165,8 @@ HABITS = ["other", "both", "follows-but-last", "taller", "last-card", "first-car
 @pytest.mark.parametrize("habit", HABITS)
 def test_a_dealer_of_any_habit_who_listens_gets_the_plan_exactly(sim, tmp_path, habit):
     hand, events, _ = hand_on(sim, tmp_path, habit)
-    stacked = [r.stacked for r in hand.records]
-    assert hand.completed and hand.departures == [] and hand.distance == 0
+    stacked = [Stacked(r.stacked) for r in hand.pass_reports]
+    assert hand.completed and hand.departures == () and hand.distance == 0
     assert hand.distance_exact and hand.tracking
     assert set(stacked) <= {Stacked.FOLLOWED, Stacked.CORRECTED}
     warnings = [st for kind, st in events if kind == "stack" and st.warn]
@@ -175,18 +174,18 @@ def test_a_dealer_of_any_habit_who_listens_gets_the_plan_exactly(sim, tmp_path, 
     assert not [e for e in events if e[0] == "ignored"]  # the dealer waited for the light
     if habit == "other":
         assert stacked == [Stacked.CORRECTED] * 5
-        assert [r.stacked for r in HandResult.of(hand).pass_reports] == ["corrected"] * 5
+        assert [r.stacked for r in hand.pass_reports] == ["corrected"] * 5
 
 
 def test_a_dealer_who_ignores_the_warning_is_refused_until_it_corrects(sim, tmp_path):
     """Touched and held to keep its stack, every stack refused, the last one included:
     the dealer corrects in the end, and the hand is the plan's."""
     hand, events, _ = hand_on(sim, tmp_path, "other:ignores")
-    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 5
-    assert hand.completed and hand.departures == [] and hand.distance_exact
+    assert [Stacked(r.stacked) for r in hand.pass_reports] == [Stacked.CORRECTED] * 5
+    assert hand.completed and hand.departures == () and hand.distance_exact
     refused = [why for kind, why in events if kind == "ignored"]
     assert refused == [WRONG_PILE.why, KEEP_REFUSED.why] * 5
-    report = HandResult.of(hand).to_json()
+    report = hand.to_json()
     assert [r["stacked"] for r in report["pass_reports"]] == ["corrected"] * 5
     assert report["distance_note"] is None
 
@@ -207,8 +206,8 @@ def backend(request):
 def test_on_the_gpio_rig_and_the_serial_link_a_listening_dealer_is_corrected(
         backend, tmp_path, habit):
     hand, events, _ = hand_on(backend, tmp_path, habit, passes=3)
-    assert hand.completed and hand.departures == [] and hand.distance_exact
-    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 3
+    assert hand.completed and hand.departures == () and hand.distance_exact
+    assert [Stacked(r.stacked) for r in hand.pass_reports] == [Stacked.CORRECTED] * 3
     assert [st.warn for kind, st in events if kind == "stack"] == [False, True, False] * 3
 
 
@@ -221,8 +220,8 @@ def test_on_the_gpio_rig_a_deaf_dealer_is_refused_its_keep_and_corrects(tmp_path
         hand, events, _ = hand_on(rig, tmp_path, "other:ignores", passes=3)
     finally:
         rig.close()
-    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 3
-    assert hand.completed and hand.departures == [] and hand.distance_exact
+    assert [Stacked(r.stacked) for r in hand.pass_reports] == [Stacked.CORRECTED] * 3
+    assert hand.completed and hand.departures == () and hand.distance_exact
     assert [why for kind, why in events if kind == "ignored"] == [KEEP_REFUSED.why] * 3
 
 

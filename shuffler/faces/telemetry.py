@@ -60,7 +60,6 @@ from shuffler.service.events import (
 )
 from shuffler.service.hub import MqttConfig
 from shuffler.service.machine import MQTT, sent_by
-from shuffler.service.results import thaw
 
 log = get_logger("shuffler.telemetry")
 
@@ -208,7 +207,7 @@ class Telemetry:
             case FaultChanged(fault):
                 self.publish("fault", {"fault": fault and fault.to_json()}, retain=True)
             case ScoreChanged(score):
-                self.publish("score", {"score": thaw(score)}, retain=True)
+                self.publish("score", {"score": score.to_json()}, retain=True)
             case PassReported(report):
                 self.publish("pass", {"pass": report.to_json()})
             case HandSummary(hand):

@@ -114,7 +114,7 @@ def outcome(cmd: Command, result: Result) -> Event | None:
     state that follows it."""
     body = result.body
     if cmd.score:
-        return ScoreChanged(body["score"])  # type: ignore[index]
+        return ScoreChanged(body.score)  # type: ignore[attr-defined]
     if isinstance(body, HandAnswer):
         return HandSummary(body.hand, LastHand.of(body.hand))
     if isinstance(body, PassAnswer):
@@ -281,7 +281,7 @@ class Service(Publisher):
         return self.session.controller.store.folder
 
     def score(self) -> dict[str, Any]:
-        return self.session.score()
+        return self.session.scores.show().to_json()
 
     @property
     def touch_waiting(self) -> bool:
