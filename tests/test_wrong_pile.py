@@ -11,9 +11,9 @@ import pytest
 
 from shuffler.config import Config
 from shuffler.control.controller import PassController
-from shuffler.control.hand import HandRunner, Lifts
+from shuffler.control.events import StackAsked, TouchIgnored
+from shuffler.control.hand import HandRunner, Lifts, stack_event
 from shuffler.control.prompts import wrong_pile_prompt
-from shuffler.control.session import stack_event
 from shuffler.control.touch import (
     BEFORE_FAULT,
     KEEP_REFUSED,
@@ -151,11 +151,17 @@ def test_the_page_and_the_prompt_say_the_other_pile_first():
 
 def hand_on(sim, tmp_path, habit: str, passes: int = 5, device=None):
     dev = device or sim.make(24, (), habit)
-    events: list[tuple[str, Status | str]] = []
+    events: list[tuple[str, StackAsked | str]] = []
+
+    def heard(e):
+        if isinstance(e, StackAsked):
+            events.append(("stack", e))
+        elif isinstance(e, TouchIgnored):
+            events.append(("ignored", e.why))
+
     runner = HandRunner(PassController(dev, StateStore(tmp_path)),
                         PlannedPlanner(passes, random.Random(5)), Config())
-    hand = runner.run(passes, 24, on_stack=lambda st, _: events.append(("stack", st)),
-                      on_ignored=lambda why: events.append(("ignored", why)))
+    hand = runner.run(passes, 24, heard)
     return hand, events, dev
 
 
@@ -169,7 +175,7 @@ def test_a_dealer_of_any_habit_who_listens_gets_the_plan_exactly(sim, tmp_path, 
     assert hand.completed and hand.departures == () and hand.distance == 0
     assert hand.distance_exact and hand.tracking
     assert set(stacked) <= {Stacked.FOLLOWED, Stacked.CORRECTED}
-    warnings = [st for kind, st in events if kind == "stack" and st.warn]
+    warnings = [st for kind, st in events if kind == "stack" and st.warning]
     assert len(warnings) == stacked.count(Stacked.CORRECTED)
     assert not [e for e in events if e[0] == "ignored"]  # the dealer waited for the light
     if habit == "other":
@@ -208,7 +214,8 @@ def test_on_the_gpio_rig_and_the_serial_link_a_listening_dealer_is_corrected(
     hand, events, _ = hand_on(backend, tmp_path, habit, passes=3)
     assert hand.completed and hand.departures == () and hand.distance_exact
     assert [Stacked(r.stacked) for r in hand.pass_reports] == [Stacked.CORRECTED] * 3
-    assert [st.warn for kind, st in events if kind == "stack"] == [False, True, False] * 3
+    assert [bool(st.warning) for kind, st in events if kind == "stack"] == [
+        False, True, False] * 3
 
 
 def test_on_the_gpio_rig_a_deaf_dealer_is_refused_its_keep_and_corrects(tmp_path):

@@ -19,6 +19,16 @@ from typing import TYPE_CHECKING
 
 from shuffler.config import Config
 from shuffler.control.controller import PassController
+from shuffler.control.events import (
+    CardCounted,
+    Emit,
+    PassReported,
+    PassStarted,
+    StackAsked,
+    TouchIgnored,
+    quiet,
+)
+from shuffler.control.prompts import stack_prompt, wrong_pile_prompt
 from shuffler.control.reports import HandResult, PassResult, distance_note, stops, turn
 from shuffler.control.touch import PASS_RUNNING, Ignore, Machine, Start
 from shuffler.core.labels import Label, hand_label
@@ -117,16 +127,15 @@ class Lifts:
         return Stacked.IGNORED
 
 
-@dataclass(frozen=True)
-class Listeners:
-    """Who hears what a hand does (see :meth:`HandRunner.run`)."""
-
-    on_pass_start: Callable[[int, int], None] | None = None
-    on_card: Callable[[int, int], None] | None = None
-    on_pass_done: Callable[[PassResult], None] | None = None
-    on_stack: Callable[[Status, PassReport | None], None] | None = None
-    on_tick: Callable[[], None] | None = None
-    on_ignored: Callable[[str], None] | None = None
+def stack_event(status: Status, report: PassReport | None = None) -> StackAsked:
+    """Between passes: which pile goes on top, in the words the page uses too, and the
+    pass just dealt (``report``); with ``warning``, the other pile was lifted first."""
+    prompt = (wrong_pile_prompt(status.on_top) if status.warn
+              else stack_prompt(status.on_top, status.next_pass is None))
+    number = status.next_pass - 1 if status.next_pass else status.of
+    dealt = None if report is None or number is None else PassResult.of(report, number)
+    return StackAsked(status.on_top.name.lower() if status.on_top is not None else None,
+                      status.next_pass, status.of, prompt, dealt, True if status.warn else None)
 
 
 @dataclass
@@ -177,34 +186,20 @@ class HandRunner:
         self.planner = planner
         self.config = config
         self.tracker: PackTracker | None = None  # in memory only: it is as secret as a plan
-        self.hear = Listeners()
+        self.emit: Emit = quiet
+        self.on_tick: Callable[[], None] | None = None
         #: a pass dealt whose stack the sensors have not yet seen (see :class:`Paused`)
         self._unstacked: tuple[int, PassPlan, int] | None = None
 
-    def run(
-        self,
-        passes: int,
-        cards: int,
-        *,
-        on_pass_start: Callable[[int, int], None] | None = None,
-        on_card: Callable[[int, int], None] | None = None,
-        on_pass_done: Callable[[PassResult], None] | None = None,
-        on_stack: Callable[[Status, PassReport | None], None] | None = None,
-        on_tick: Callable[[], None] | None = None,
-        on_ignored: Callable[[str], None] | None = None,
-    ) -> HandResult:
-        """``on_stack`` hears what the status LED is about to ask the dealer (which pile
-        on top, or its warning: ``Status.warn``, the other pile lifted first), before the
-        dealer does it; its first ask after a pass comes with the report of the pass just
-        dealt (its record, with the stacking, follows the restack in ``on_pass_done``),
-        the warning and the ask again after it with None. ``on_tick()`` is called while
-        a pass runs (by a device that does so) and at least every :data:`TICK` seconds
-        while the hand waits for the dealer.
-        ``on_ignored(why)`` hears of every touch the machine did not take (while a pass
-        ran, inside the restack lock-out, while the warning stands): the dealer is told
-        too."""
-        self.hear = Listeners(on_pass_start, on_card, on_pass_done, on_stack, on_tick,
-                              on_ignored)
+    def run(self, passes: int, cards: int, emit: Emit = quiet,
+            on_tick: Callable[[], None] | None = None) -> HandResult:
+        """``emit`` hears the hand's progress: each pass's start, cards and report, and
+        each :class:`StackAsked` before the dealer sees the light (the first after a pass
+        with the pass just dealt: its report with the stacking follows the restack), and
+        every touch the machine did not take (the dealer is told too). ``on_tick()`` is
+        called while a pass runs (by a device that does so) and at least every
+        :data:`TICK` seconds while the hand waits for the dealer."""
+        self.emit, self.on_tick = emit, on_tick
         first = self._begin(passes, cards)
         try:
             if self._unstacked is not None:  # resumed: the stack it stopped at, first
@@ -214,7 +209,7 @@ class HandRunner:
                     break  # (a stack not seen is left only by a stop)
                 # after a stop, the next pass is refused and reported ``stopped``
                 done = self._pass(index, passes, cards)
-                self._reported(done)
+                self._reported(done, passes)
                 if stops(done.fault):
                     break
         except DeviceTimeoutError:
@@ -222,10 +217,9 @@ class HandRunner:
             raise
         return self._finish(first, passes, cards)
 
-    def _reported(self, done: PassResult) -> None:
+    def _reported(self, done: PassResult, passes: int) -> None:
         self.reports.append(done)
-        if self.hear.on_pass_done:
-            self.hear.on_pass_done(done)
+        self.emit(PassReported(done, passes))
 
     def _pause(self, passes: int, cards: int) -> None:
         """Keep the plan in memory for the next ``hand`` when the cards are where the
@@ -279,13 +273,13 @@ class HandRunner:
         """One pass and the restack after it (none after a fault that stops the hand)."""
         assert self.tracker is not None
         number = index + 1
-        if self.hear.on_pass_start:
-            self.hear.on_pass_start(number, passes)
+        self.emit(PassStarted(number, passes))
         plan = self.planner.plan(index, cards, self.tracker)
         context = {"hand": self.number, "pass": number, "mode": self.planner.mode.value}
-        result = self.controller.run_pass(plan, self.hear.on_card, passes_after=passes - number,
-                                          context=context, on_tick=self.hear.on_tick)
-        self._ignore_touches(PASS_RUNNING, tell=True)
+        result = self.controller.run_pass(plan, lambda c, e: self.emit(CardCounted(c, e)),
+                                          passes_after=passes - number, context=context,
+                                          on_tick=self.on_tick)
+        self._ignore_touches(PASS_RUNNING)
         if stops(result.fault):  # cut off: no restack follows, the cards lie unknown
             if result.counted or result.seconds:  # (not stopped before it started)
                 self.tracker.after_pass(plan, result.counted, None)
@@ -297,7 +291,7 @@ class HandRunner:
         try:
             lifts = self._stacked(index, passes, result)
         except DeviceTimeoutError:  # no touch: the pass that ran is still reported
-            self._reported(PassResult.of(result, number))
+            self._reported(PassResult.of(result, number), passes)
             raise
         if lifts is None:  # stopped before the stack was seen: paused at it
             return PassResult.of(result, number)
@@ -394,8 +388,7 @@ class HandRunner:
         return lifts
 
     def _ask(self, ask: Status, result: PassReport | None = None) -> None:
-        if self.hear.on_stack:
-            self.hear.on_stack(ask, result)
+        self.emit(stack_event(ask, result))
         self.controller.show(ask)
 
     def _lifted(self, lifts: Lifts, ev: InputEvent) -> None:
@@ -411,8 +404,8 @@ class HandRunner:
 
     def _wait(self, seconds: float) -> InputEvent | None:
         ev = self.device.wait_event(seconds)
-        if self.hear.on_tick is not None:
-            self.hear.on_tick()
+        if self.on_tick is not None:
+            self.on_tick()
         return ev
 
     def _await_stack(self, lifts: Lifts, done: int, of: int) -> None:
@@ -455,31 +448,29 @@ class HandRunner:
         the pile's colour: touch again; or the warning, while it stands), or the
         refusal's own light."""
         log.info("touch ignored", why=ignored.why)
-        if self.hear.on_ignored is not None:
-            self.hear.on_ignored(ignored.why)
+        self.emit(TouchIgnored(ignored.why))
         light = ignored.light or ask
         if light is not None:
             self.controller.show(light)
 
-    def _ignore_touches(self, ignored: Ignore | None = None,
-                        tell: bool = False) -> list[InputEvent]:
-        """Drop the touches queued so far (they never start a pass); keep the rest."""
-        kept = []
+    def _ignore_touches(self, ignored: Ignore | None = None) -> None:
+        """Drop the events queued so far: a touch never starts a pass (``ignored``: each
+        is told so)."""
         for ev in self.device.drain_events():
             if ev.kind is not EventKind.TOUCH:
-                kept.append(ev)
-            elif tell and ignored is not None:
+                continue
+            if ignored is not None:
                 self._told(ignored)
             else:
                 log.debug("touch ignored", why="a touch for a pass already decided")
-        return kept
 
 
 def play_hand(controller: PassController, config: Config, terms: HandTerms, *,
-              rng: RandomSource, **callbacks) -> HandResult:
+              rng: RandomSource, emit: Emit = quiet,
+              on_tick: Callable[[], None] | None = None) -> HandResult:
     """Run a hand on ``terms`` (:func:`hand_terms`): the one a crash, a fault or a missing
     touch left pending is finished."""
     if pending := terms.pending:
         log.info("resuming hand", number=pending["number"], at_pass=pending["done"] + 1)
     runner = HandRunner(controller, make_planner(terms.mode, terms.passes, rng), config)
-    return runner.run(terms.passes, terms.cards, **callbacks)
+    return runner.run(terms.passes, terms.cards, emit, on_tick)

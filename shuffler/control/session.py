@@ -17,18 +17,8 @@ from collections.abc import Callable, Iterator
 from shuffler.config import Config
 from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.control.controller import PassController
-from shuffler.control.events import (
-    CardCounted,
-    Emit,
-    PassReported,
-    PassStarted,
-    Resumed,
-    StackAsked,
-    TouchIgnored,
-    quiet,
-)
+from shuffler.control.events import CardCounted, Emit, PassStarted, Resumed, quiet
 from shuffler.control.hand import HandTerms, hand_terms, play_hand
-from shuffler.control.prompts import stack_prompt, wrong_pile_prompt
 from shuffler.control.reports import (
     BatteryReport,
     Cleared,
@@ -42,7 +32,7 @@ from shuffler.control.reports import (
 from shuffler.control.scorebook import ScoreBook
 from shuffler.control.signals import ENDINGS, ending
 from shuffler.core.planning import Mode, PackTracker, RandomSource, make_planner
-from shuffler.device.contract import PassReport, ShufflerDevice, Signal, Status
+from shuffler.device.contract import ShufflerDevice, Signal, Status
 
 Tick = Callable[[], None]
 
@@ -72,19 +62,6 @@ def motor_off_on_exit(device: ShufflerDevice) -> Iterator[None]:
         atexit.unregister(device.stop)
         for sig, handler in taken.items():
             signal.signal(sig, handler)
-
-
-def stack_event(status: Status, report: PassReport | None = None,
-                number: int | None = None) -> StackAsked:
-    """Between passes: which pile goes on top, in the words the page uses too, and the
-    pass just dealt; with ``warning``, the other pile was lifted first."""
-    last = status.next_pass is None
-    prompt = (wrong_pile_prompt(status.on_top) if status.warn
-              else stack_prompt(status.on_top, last))
-    dealt = (PassResult.of(report, number)
-             if report is not None and number is not None else None)
-    return StackAsked(status.on_top.name.lower() if status.on_top is not None else None,
-                      status.next_pass, status.of, prompt, dealt, True if status.warn else None)
 
 
 class Session:
@@ -123,15 +100,8 @@ class Session:
         if pending := terms.pending:
             on_event(Resumed(pending["number"], pending["done"] + 1, terms.passes))
         with motor_off_on_exit(self.device):
-            hand = play_hand(
-                self.controller, self.config, terms, rng=self.rng,
-                on_pass_start=lambda n, of: on_event(PassStarted(n, of)),
-                on_card=lambda c, e: on_event(CardCounted(c, e)),
-                on_stack=lambda st, report: on_event(stack_event(
-                    st, report, (st.next_pass - 1) if st.next_pass else st.of)),
-                on_pass_done=lambda r: on_event(PassReported(r, terms.passes)),
-                on_tick=on_tick,
-                on_ignored=lambda why: on_event(TouchIgnored(why)))
+            hand = play_hand(self.controller, self.config, terms, rng=self.rng,
+                             emit=on_event, on_tick=on_tick)
         self.controller.update(lambda s: setattr(s, "last_hand", LastHand.of(hand).to_json()))
         # a hand that finished is done, even with a degraded (double-fed) pass in it: its
         # report names the pass and the distance that still holds (README, exit codes)
