@@ -114,6 +114,10 @@ def test_every_result_record_is_listed_here():
     assert kept <= set(RECORDS)
 
 
+def status_of(session: Session) -> reports.StatusReport:
+    return reports.StatusReport.of(session.controller, session.config)
+
+
 @pytest.fixture
 def session(tmp_path):
     """A session on the simulator whose third card double-feeds (a degraded pass)."""
@@ -132,8 +136,9 @@ def test_real_records_round_trip_through_their_schemas(session):
     heard: list[Progress] = []
     answers = [session.do_hand(session.terms(2), on_event=heard.append),
                session.do_pass(24, on_event=heard.append)]
-    status = reports.ServiceStatus.told(session.status(), "a notice")
-    answers += [status, session.battery(32), session.do_clear()]
+    status = reports.ServiceStatus.told(status_of(session), "a notice")
+    answers += [status, reports.BatteryReport.of(session.controller, session.config, 32),
+                session.do_clear()]
     for answer, schema in zip(answers, ("hand", "pass", "status", "battery", "clear"),
                               strict=True):
         obj = answer.to_json()
@@ -199,7 +204,7 @@ def test_an_older_state_files_last_hand_reads_whole(session):
     assert "dealer" not in last.to_json()  # not a null the schema refuses: left out
     assert reports.LastHand.kept(last.to_json()) == last  # as the state file keeps it
     session.controller.update(lambda s: setattr(s, "last_hand", old))
-    shown = validate(session.status().to_json(), "status")["last_hand"]
+    shown = validate(status_of(session).to_json(), "status")["last_hand"]
     assert shown["fault"]["kind"] == "jam" and "dealer" not in shown
 
 
@@ -208,13 +213,13 @@ def test_the_last_hand_reads_the_same_from_memory_and_from_the_file(session, tmp
     are sorted) is the same JSON, key for key in the schema's order, as the one the
     process that dealt the hand gives: one order for every face."""
     session.do_hand(session.terms(2))
-    here = json.dumps(session.status().to_json())
+    here = json.dumps(status_of(session).to_json())
     config = Config()
     device = SimDevice.for_cards(24, rng=random.Random(5))
     try:
         other = Session(PassController(device, StateStore(tmp_path / "state"), config.battery,
                                        config.hand.passes), config, random.Random(1))
-        there = other.status().to_json()
+        there = status_of(other).to_json()
     finally:
         device.close()
     assert json.loads(here)["last_hand"] == there["last_hand"]

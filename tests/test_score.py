@@ -8,6 +8,7 @@ import pytest
 
 from shuffler.config import Config, load_config_text
 from shuffler.control.controller import PassController
+from shuffler.control.reports import StatusReport
 from shuffler.control.session import Session
 from shuffler.core.score import Game, Result, ScoreError, new_game, teams_for
 from shuffler.device.registry import open_device, plan_source
@@ -67,7 +68,7 @@ def test_the_score_and_the_dealer_survive_a_restart(tmp_path):
     assert s.scores.undo().score.totals == (4, 0)
     result = s.scores.new_game("West").score
     assert result.number == 2 and result.totals == (0, 0)
-    assert s.status().dealer == "West"
+    assert StatusReport.of(s.controller, s.config).dealer == "West"
     undone = s.scores.undo()  # a new game can be taken back: game 1 as it stood
     assert undone.score.number == 1 and undone.score.totals == (4, 0)
     assert undone.done == "undid the new game (game 1 stood 4 to 0)"
@@ -97,7 +98,7 @@ def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
                                  rng=random.Random(3), clock=VirtualClock())
     s = Session(PassController(device, StateStore(tmp_path)), config, plan_source(device, 1))
     hand = s.do_hand(s.terms(3)).hand
-    status = s.status()
+    status = StatusReport.of(s.controller, s.config)
     assert hand.passes_done == 0 and not hand.completed
     assert status.last_hand.passes_done == status.hand_in_progress.passes_done == 0
     assert status.last_hand.fault.kind.value == "jam"

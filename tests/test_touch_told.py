@@ -85,7 +85,7 @@ def test_a_touch_the_service_ignores_between_jobs_beeps_once_and_is_an_event(tmp
         told = [e for e in seen if isinstance(e, (TouchIgnored, PassStarted, CardCounted))]
         assert [type(e) for e in told] == [TouchIgnored]
         assert "restack" in told[0].why or "only just ended" in told[0].why
-        assert service.session.status().counters.passes == 0 and not rig.forward()
+        assert service.session.controller.store.load().passes == 0 and not rig.forward()
         import time
 
         deadline = time.monotonic() + 10  # the buzzer's blink runs on real time

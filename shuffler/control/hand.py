@@ -24,6 +24,7 @@ from shuffler.control.events import (
     Emit,
     PassReported,
     PassStarted,
+    Resumed,
     StackAsked,
     TouchIgnored,
     quiet,
@@ -469,8 +470,9 @@ def play_hand(controller: PassController, config: Config, terms: HandTerms, *,
               rng: RandomSource, emit: Emit = quiet,
               on_tick: Callable[[], None] | None = None) -> HandResult:
     """Run a hand on ``terms`` (:func:`hand_terms`): the one a crash, a fault or a missing
-    touch left pending is finished."""
+    touch left pending is finished (and :class:`Resumed` emitted)."""
     if pending := terms.pending:
         log.info("resuming hand", number=pending["number"], at_pass=pending["done"] + 1)
+        emit(Resumed(pending["number"], pending["done"] + 1, terms.passes))
     runner = HandRunner(controller, make_planner(terms.mode, terms.passes, rng), config)
     return runner.run(terms.passes, terms.cards, emit, on_tick)

@@ -242,13 +242,6 @@ class HandInProgress(Record):
     cards: int
     mode: str
 
-    @classmethod
-    def kept(cls, pending: Mapping[str, Any] | None) -> HandInProgress | None:
-        if pending is None:
-            return None
-        return cls(pending["number"], pending["passes"], pending["done"], pending["cards"],
-                   pending["mode"])
-
 
 @dataclass(frozen=True)
 class Counters(Record):
@@ -258,11 +251,6 @@ class Counters(Record):
     jams: int
     faults: int
     interrupted: int
-
-    @classmethod
-    def kept(cls, state: State) -> Counters:
-        return cls(state.hands_completed, state.passes, state.cards, state.jams,
-                   state.faults, state.interrupted)
 
 
 @dataclass(frozen=True)
@@ -305,9 +293,13 @@ class StatusReport(Record):
         device = controller.device
         state = controller.store.load()
         fault = controller.latched_fault()
+        p = state.hand  # the state file keeps ``done``
         return cls(device.info, HealthReport.of(device.health(), fault), fault,
                    controller.battery_estimate(config.hand.cards).figures(),
-                   Counters.kept(state), HandInProgress.kept(state.hand),
+                   Counters(state.hands_completed, state.passes, state.cards, state.jams,
+                            state.faults, state.interrupted),
+                   None if p is None else HandInProgress(p["number"], p["passes"], p["done"],
+                                                         p["cards"], p["mode"]),
                    LastHand.kept(state.last_hand), *turn(state, config)[1:])
 
 

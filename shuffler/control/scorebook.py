@@ -114,10 +114,6 @@ class ScoreBook:
             return new_game(self.config.table.seats, self.config.table.game_to), [], []
         return Game.from_dict(stored), list(stored.get("undo", [])), list(stored.get("redo", []))
 
-    def game(self) -> Game:
-        """The game being scored: the stored one, or a first game for the seats."""
-        return self._load()[0]
-
     def _reply(self, game: Game, undo: list[dict[str, Any]], redo: list[dict[str, Any]],
                done: str | None = None) -> ScoreAnswer:
         return ScoreAnswer(Score.of(game, undo, redo), done, EXIT_OK)

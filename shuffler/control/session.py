@@ -17,16 +17,14 @@ from collections.abc import Callable, Iterator
 from shuffler.config import Config
 from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.control.controller import PassController
-from shuffler.control.events import CardCounted, Emit, PassStarted, Resumed, quiet
+from shuffler.control.events import CardCounted, Emit, PassStarted, quiet
 from shuffler.control.hand import HandTerms, hand_terms, play_hand
 from shuffler.control.reports import (
-    BatteryReport,
     Cleared,
     HandAnswer,
     LastHand,
     PassAnswer,
     PassResult,
-    StatusReport,
     exit_code,
 )
 from shuffler.control.scorebook import ScoreBook
@@ -97,8 +95,6 @@ class Session:
                 on_tick: Tick | None = None) -> HandAnswer:
         """A hand on ``terms`` (:meth:`terms`); ``on_tick()`` is called while it runs,
         also while it waits for a touch."""
-        if pending := terms.pending:
-            on_event(Resumed(pending["number"], pending["done"] + 1, terms.passes))
         with motor_off_on_exit(self.device):
             hand = play_hand(self.controller, self.config, terms, rng=self.rng,
                              emit=on_event, on_tick=on_tick)
@@ -118,9 +114,3 @@ class Session:
     @property
     def scores(self) -> ScoreBook:
         return ScoreBook(self.controller.store, self.config)
-
-    def status(self) -> StatusReport:
-        return StatusReport.of(self.controller, self.config)
-
-    def battery(self, cards: int | None = None) -> BatteryReport:
-        return BatteryReport.of(self.controller, self.config, cards or self.config.hand.cards)
