@@ -136,7 +136,7 @@ def test_real_records_round_trip_through_their_schemas(session):
     heard: list[Progress] = []
     answers = [session.do_hand(session.terms(2), on_event=heard.append),
                session.do_pass(24, on_event=heard.append)]
-    status = reports.ServiceStatus.told(status_of(session), "a notice")
+    status = reports.ServiceStatus(**vars(status_of(session)), notice="a notice")
     answers += [status, reports.BatteryReport.of(session.controller, session.config, 32),
                 session.do_clear()]
     for answer, schema in zip(answers, ("hand", "pass", "status", "battery", "clear"),

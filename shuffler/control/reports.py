@@ -310,10 +310,6 @@ class ServiceStatus(StatusReport):
 
     notice: str | None = None
 
-    @classmethod
-    def told(cls, status: StatusReport, notice: str | None) -> ServiceStatus:
-        return cls(**vars(status), notice=notice)
-
 
 @dataclass(frozen=True)
 class BatteryReport(Figures):

@@ -62,7 +62,6 @@ from shuffler.control.touch import (
     Wait,
 )
 from shuffler.control.touch import Machine as Seen  # what the touch policy sees
-from shuffler.control.touch import refused as machine_refused
 from shuffler.device.clock import Clock, RealClock
 from shuffler.device.contract import EventKind, Fault, InputEvent, Signal, Status
 from shuffler.errors import ShufflerError, error_kind
@@ -448,7 +447,8 @@ class Service(Publisher):
         if final["ok"]:
             _settle(answer, Start())
         else:  # refused before its pass started (a latched fault, the battery)
-            _settle(answer, machine_refused(final["error"]["message"], final["error"]["kind"]))
+            # the machine's own sentence and error kind
+            _settle(answer, Ignore(final["error"]["message"], kind=final["error"]["kind"]))
 
     def _touch_ignored(self, ignored: Ignore) -> None:
         """Tell the dealer and the faces that a touch started nothing, and why: the event
@@ -552,7 +552,7 @@ class Service(Publisher):
             status = self.machine.run({"cmd": "status"}).body
             battery = self.machine.run({"cmd": "battery"}).body
             assert isinstance(status, StatusReport) and isinstance(battery, BatteryReport)
-            told = ServiceStatus.told(status, self.notice)
+            told = ServiceStatus(**vars(status), notice=self.notice)
             self.snapshot = {"status": told, "battery": battery}
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
