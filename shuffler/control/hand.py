@@ -204,7 +204,11 @@ class HandRunner:
         first = self._begin(passes, cards)
         try:
             if self._unstacked is not None:  # resumed: the stack it stopped at, first
-                self._stack_again(passes)
+                # what the dealer did while the machine was paused was not watched: the
+                # stack is asked for again, and lifts and touches from before count for
+                # nothing; the pass was reported when it ran
+                self.device.drain_events()
+                self._stacked(self._unstacked[0], passes, None)
             for index in range(first, passes):
                 if self._unstacked is not None and not self.controller.stop_requested:
                     break  # (a stack not seen is left only by a stop)
@@ -314,15 +318,6 @@ class HandRunner:
         self.planner.observe(index, plan, counted, lifts.stacking)
         return lifts
 
-    def _stack_again(self, passes: int) -> None:
-        """A paused hand resumed at a stack the sensors had not seen: ask for it again."""
-        assert self._unstacked is not None
-        index = self._unstacked[0]
-        # what the dealer did while the machine was paused was not watched: the stack is
-        # asked for again, and lifts and touches from before count for nothing
-        self.device.drain_events()
-        self._stacked(index, passes, None)  # the pass was reported when it ran
-
     def _finish(self, first: int, passes: int, cards: int) -> HandResult:
         """The hand's result; a completed hand moves the deal on and shows ready."""
         assert self.tracker is not None
@@ -403,12 +398,6 @@ class HandRunner:
             log.info("the stack now matches the light", asked=lifts.asked.name.lower())
             self._ask(lifts.ask)
 
-    def _wait(self, seconds: float) -> InputEvent | None:
-        ev = self.device.wait_event(seconds)
-        if self.on_tick is not None:
-            self.on_tick()
-        return ev
-
     def _await_stack(self, lifts: Lifts, done: int, of: int) -> None:
         """Follow the lifts until the stack matches the light and, between passes, a
         touch starts the next pass; after the last pass, until the stack matches (no
@@ -428,7 +417,9 @@ class HandRunner:
                 raise DeviceTimeoutError(
                     f"{what.capitalize()} within {timeout:.0f} s after pass {done} of {of}: "
                     "the hand waits here. Run the hand again when ready.")
-            ev = self._wait(min(TICK, left))
+            ev = self.device.wait_event(min(TICK, left))
+            if self.on_tick is not None:
+                self.on_tick()
             if ev is None:
                 continue
             if ev.kind is EventKind.PILE_LIFTED:
