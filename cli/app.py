@@ -282,8 +282,11 @@ class App(Output):
             from shuffler.control.hand import hand_terms
             from shuffler.store.state import StateStore
 
-            return hand_terms(StateStore(self.state_dir).load(), self.config, request["passes"],
-                              request["cards"], request["mode"]).cards
+            # the hand runs on them (service.machine._hand): resolved once
+            request["terms"] = terms = hand_terms(StateStore(self.state_dir).load(), self.config,
+                                                  request["passes"], request["cards"],
+                                                  request["mode"])
+            return terms.cards
         return request["cards"] or self.config.hand.cards
 
     def session(self, cards: int) -> Session:

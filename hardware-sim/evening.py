@@ -28,7 +28,7 @@ from pathlib import Path
 
 from shuffler.config import Config
 from shuffler.control.controller import PassController
-from shuffler.control.hand import HandReport, HandRunner
+from shuffler.control.hand import HandRunner
 from shuffler.core.cards import standard_pack
 from shuffler.core.labels import Label
 from shuffler.core.planning import Mode, make_planner
@@ -126,7 +126,7 @@ def _hand(controller: PassController, device: SimDevice, mode: Mode, passes: int
     while True:
         controller.begin_job()
         planner = make_planner(mode, passes, random.Random(rng.random()))
-        report: HandReport = HandRunner(controller, planner, config).run(passes, cards)
+        report = HandRunner(controller, planner, config).run(passes, cards)
         controller.end_job()
         if not report.paused:
             break

@@ -76,3 +76,33 @@ def test_a_hand_left_unfinished_opens_the_device_with_its_own_load(tmp_path):
     assert result.exit_code == 0, result.output
     assert hand["completed"] and hand["passes"] == 2
     assert [p["expected"] for p in hand["pass_reports"]] == [32]  # the one pass left
+
+
+def test_the_cli_resolves_a_hands_terms_once_and_the_hand_runs_on_them(tmp_path, monkeypatch):
+    """The CLI resolves the terms to open the device; the machine's hand runs on those
+    (Session.do_hand takes them), never resolving them a second time in the process."""
+    from shuffler.control import hand, session
+
+    resolved = []
+    real = hand.hand_terms
+
+    def counted(*args, **kwargs):
+        resolved.append(real(*args, **kwargs))
+        return resolved[-1]
+
+    monkeypatch.setattr(hand, "hand_terms", counted)
+    monkeypatch.setattr(session, "hand_terms", counted)
+    result = invoke(tmp_path, "--json", "hand", "--passes", "2", "--cards", "20")
+    assert result.exit_code == 0, result.output
+    assert [(t.passes, t.cards) for t in resolved] == [(2, 20)]
+    hand_json = json.loads(result.stdout)["hand"]
+    assert [p["expected"] for p in hand_json["pass_reports"]] == [20, 20]
+
+
+def test_a_socket_request_cannot_smuggle_in_the_terms():
+    """The resolved terms ride in the CLI's own request only: a request from a client
+    naming ``terms`` is refused by name before any handler runs."""
+    from shuffler.service.request import RequestError, check
+
+    with pytest.raises(RequestError, match=r"^terms: not a field of a request"):
+        check({"cmd": "hand", "terms": {"passes": 30, "cards": 104, "mode": "coin"}})

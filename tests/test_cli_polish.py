@@ -154,15 +154,7 @@ def test_a_departure_the_plan_still_covers_says_exactly_random_once():
 
     from shuffler.control.reports import distance_note
 
-    class Hand:  # what distance_note reads of a hand: a departure, and a distance of 0
-        records = ()
-        departures = (3,)
-        pattern = None
-        distance = Fraction(0)
-        fault = None
-        resumed_at = None
-        plan_lost = False
-
-    note = distance_note(Hand())  # type: ignore[arg-type]
+    # a departure, and a distance of 0
+    note = distance_note((), (3,), Fraction(0), resumed_at=None, plan_lost=False)
     assert note is not None and note.endswith("this hand is still exactly random")
     assert "within 0" not in note

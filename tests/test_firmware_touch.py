@@ -172,7 +172,8 @@ def test_taps_during_a_pass_over_serial_start_no_second_pass_and_each_is_told(tm
 
         tapping = threading.Thread(target=finger, daemon=True)
         tapping.start()
-        result = session.do_hand(passes=2, on_event=lambda e: events.append(e.to_json())).to_json()
+        result = session.do_hand(session.terms(2),
+                                 on_event=lambda e: events.append(e.to_json())).to_json()
         tapping.join(10)
         hand = result["hand"]
         assert hand["completed"] and hand["passes_done"] == 2

@@ -64,7 +64,7 @@ def test_a_long_press_with_nothing_latched_starts_nothing(tmp_path):
     service = Service(session, tmp_path / "s.sock", faces=Faces)
     try:
         press(service)
-        assert session.status().counters.passes == 0
+        assert session.controller.store.load().passes == 0
     finally:
         device.close()
 
@@ -149,7 +149,7 @@ def test_a_long_press_with_nothing_latched_starts_nothing_and_says_so(tmp_path):
         rig.long_press(2.5)
         rig.clock.sleep(3.5)
         service._idle()
-        assert service.session.status().counters.passes == 0
+        assert service.session.controller.store.load().passes == 0
         assert rig.motor_off_at == [] and not rig.forward()
         assert any(isinstance(e, TouchIgnored) and "nothing to clear" in e.why
                    for e in seen)
@@ -230,7 +230,7 @@ def test_a_hand_waiting_for_a_touch_on_the_rig_times_out(tmp_path):
 
     def hand() -> None:
         try:
-            session.do_hand(passes=3)
+            session.do_hand(session.terms(3))
         except DeviceTimeoutError as e:
             out.append(e)
     worker = threading.Thread(target=hand, daemon=True)
@@ -292,7 +292,7 @@ def test_taps_between_passes_start_each_pass_of_a_hand(tmp_path):
     device = RiggedGpioDevice(rig)
     session = Session(PassController(device, StateStore(tmp_path)), Config(), random.Random(4))
     out: list = []
-    worker = threading.Thread(target=lambda: out.append(session.do_hand(passes=3)),
+    worker = threading.Thread(target=lambda: out.append(session.do_hand(session.terms(3))),
                               daemon=True)
     start = rig.clock.now()
     worker.start()
@@ -373,7 +373,7 @@ def test_a_press_held_across_a_pass_is_one_long_press_that_starts_nothing(tmp_pa
         service._idle()
         rig.clock.sleep(2.0)
         service._idle()
-        assert service.session.status().counters.passes == 1  # no second pass
+        assert service.session.controller.store.load().passes == 1  # no second pass
         told = [e.why for e in seen if isinstance(e, TouchIgnored)]
         assert told == ["nothing to clear: no fault is latched"]  # one long press, no touch
     finally:

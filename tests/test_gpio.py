@@ -11,6 +11,7 @@ from hardware_sim import parse_fault_specs
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler.config import Config, EngineConfig, GpioConfig, load_config_text
 from shuffler.control.controller import PassController
+from shuffler.control.events import PassReported
 from shuffler.control.hand import HandRunner
 from shuffler.core.mechanics import Pile
 from shuffler.core.planning import PlannedPlanner, coin_plan
@@ -60,9 +61,9 @@ def test_a_planned_hand_on_the_rig_ends_in_the_order_the_plan_implies(rigged, tm
             time.sleep(0.005)
         seen.append(([start[i] for i in runner.tracker.order], list(dev.rig.mechanism.tray)))
 
-    hand = runner.run(4, 24, on_pass_done=after)
-    assert hand.completed and [r.report.counted for r in hand.records] == [24] * 4
-    assert [r.stacking for r in hand.records] == [Pile.LEFT] * 4
+    hand = runner.run(4, 24, lambda e: isinstance(e, PassReported) and after(e))
+    assert hand.completed and [r.counted for r in hand.pass_reports] == [24] * 4
+    assert [r.stacking for r in hand.pass_reports] == ["left"] * 4
     assert hand.tracking
     for tracked, real in seen:
         assert tracked == real

@@ -24,9 +24,9 @@ def run_hand(sim, tmp_path, *, cards=24, passes=4, faults=(), habit="instructed"
 @pytest.mark.parametrize("cards", [24, 32, 104])
 def test_a_hand_counts_every_card_on_every_pass(sim, tmp_path, cards):
     hand, _, _, _ = run_hand(sim, tmp_path, cards=cards)
-    assert hand.completed and len(hand.records) == 4
-    for rec in hand.records:
-        assert rec.report.counted == cards and sum(rec.report.piles) == cards
+    assert hand.completed and len(hand.pass_reports) == 4
+    for rec in hand.pass_reports:
+        assert rec.counted == cards and sum(rec.piles) == cards
 
 
 def test_the_deal_moves_left_and_hands_are_numbered(sim, tmp_path):
@@ -45,7 +45,7 @@ def test_the_deal_moves_left_and_hands_are_numbered(sim, tmp_path):
 def test_the_hand_reads_the_stacking_and_tracks_every_card(sim, tmp_path, habit, stacking,
                                                            planned):
     hand, runner, dev, start = run_hand(sim, tmp_path, habit=habit, planned=planned)
-    assert [r.stacking for r in hand.records] == [stacking] * 4
+    assert [r.stacking for r in hand.pass_reports] == [stacking.name.lower()] * 4
     assert hand.tracking
     assert [start[i] for i in runner.tracker.order] == sim.pack(dev)
 
@@ -54,14 +54,14 @@ def test_both_piles_lifted_at_once_is_warned_and_lifted_again_so_the_track_holds
     """Both at once (the sensors cannot tell) is warned of like the other pile first; the
     dealer who ignores it is refused until it lifts the piles one at a time (issue 47)."""
     hand, runner, dev, start = run_hand(sim, tmp_path, habit="both:ignores")
-    assert hand.completed and [r.stacking for r in hand.records] == [Pile.LEFT] * 4
-    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 4
+    assert hand.completed and [r.stacking for r in hand.pass_reports] == ["left"] * 4
+    assert [r.stacked for r in hand.pass_reports] == [Stacked.CORRECTED.value] * 4
     assert hand.tracking and [start[i] for i in runner.tracker.order] == sim.pack(dev)
 
 
 def test_a_jam_stops_the_hand_and_the_deal_stays(sim, tmp_path):
     hand, *_ = run_hand(sim, tmp_path, faults=["jam:13"])
-    assert not hand.completed and len(hand.records) == 1
+    assert not hand.completed and len(hand.pass_reports) == 1
     assert hand.fault.kind is FaultKind.JAM
     state = StateStore(tmp_path).load()
     assert state.hands_completed == 0 and state.fault["kind"] == "jam" and state.jams == 1
@@ -69,9 +69,9 @@ def test_a_jam_stops_the_hand_and_the_deal_stays(sim, tmp_path):
 
 def test_a_double_feed_degrades_the_pass_and_the_hand_goes_on(sim, tmp_path):
     hand, *_ = run_hand(sim, tmp_path, faults=["double:3"])
-    assert hand.completed and len(hand.records) == 4
-    assert hand.records[0].report.fault.kind is FaultKind.COUNT_MISMATCH
-    assert "Counted 23 of 24" in hand.records[0].report.fault.message
+    assert hand.completed and len(hand.pass_reports) == 4
+    assert hand.pass_reports[0].fault.kind is FaultKind.COUNT_MISMATCH
+    assert "Counted 23 of 24" in hand.pass_reports[0].fault.message
     assert not hand.tracking
 
 
@@ -89,7 +89,7 @@ def test_a_hand_stopped_by_a_jam_resumes_where_it_stopped(sim, tmp_path):
     assert not first.completed and StateStore(tmp_path).load().hand["done"] == 0
     assert controller.clear()
     again = HandRunner(controller, CoinPlanner(random.Random(2)), Config()).run(4, 24)
-    assert again.completed and again.number == first.number and len(again.records) == 4
+    assert again.completed and again.number == first.number and len(again.pass_reports) == 4
     state = StateStore(tmp_path).load()
     assert state.hand is None and state.hands_completed == 1
 
@@ -132,7 +132,7 @@ def test_a_hand_left_waiting_for_a_touch_resumes_after_the_passes_done(sim, tmp_
     dev.show = shown
     dev.mechanism.restack(Pile.LEFT)
     hand, *_ = run_hand(sim, tmp_path, device=dev)
-    assert hand.completed and hand.resumed_at == 2 and len(hand.records) == 3
+    assert hand.completed and hand.resumed_at == 2 and len(hand.pass_reports) == 3
 
 
 @pytest.mark.parametrize("passes", [4, 5])
@@ -141,20 +141,19 @@ def test_a_dealer_who_always_stacks_the_other_way_is_made_to_follow_the_light(
     """The dealer who ignores the warning, touches and holds the sensor to keep its stack
     is refused every time, the last stack included: it corrects, and the hand is the
     plan's (issue 47: a kept stack was a departure the dealer could choose by the cards)."""
-    from shuffler.control.reports import HandResult
     from shuffler.core.mixing import tv_planned
 
     hand, *_ = run_hand(sim, tmp_path, habit="other:ignores", planned=True, passes=passes)
-    assert hand.completed and [r.stacking for r in hand.records] == [Pile.LEFT] * passes
-    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * passes
+    assert hand.completed and [r.stacking for r in hand.pass_reports] == ["left"] * passes
+    assert [r.stacked for r in hand.pass_reports] == [Stacked.CORRECTED.value] * passes
     assert hand.distance == tv_planned(24, passes) and hand.distance_exact is True
-    assert hand.departures == [] and HandResult.of(hand).to_json()["distance_note"] is None
+    assert hand.departures == () and hand.distance_note is None
 
 
 def test_a_dealer_who_puts_the_taller_pile_on_top_follows_the_light(sim, tmp_path):
     # the planner shows the taller pile (or either, when equal): the habit costs nothing
     hand, *_ = run_hand(sim, tmp_path, habit="taller", planned=True, passes=5)
-    assert hand.completed and hand.departures == []
+    assert hand.completed and hand.departures == ()
     assert hand.distance == 0 and hand.distance_exact is True
 
 
@@ -168,19 +167,17 @@ def test_a_hand_resumed_at_its_first_pass_says_so(sim, tmp_path):
     assert not first.completed and StateStore(tmp_path).load().hand["done"] == 0
     assert controller.clear()
     again = HandRunner(controller, PlannedPlanner(5, random.Random(2)), Config()).run(5, 24)
-    assert again.completed and again.resumed_at == 1 and len(again.records) == 5
+    assert again.completed and again.resumed_at == 1 and len(again.pass_reports) == 5
     # cut off in a pass, its plan lost: the bound that holds against any dealer
-    assert again.distance == tv_any(24) and again.distance_exact is False and again.plan_lost
-    from shuffler.control.reports import HandResult
-
-    assert "resumed at pass 1 on a new plan" in HandResult.of(again).to_json()["distance_note"]
+    assert again.distance == tv_any(24) and again.distance_exact is False
+    assert "resumed at pass 1 on a new plan" in again.distance_note
     # notes that name only what happened: the jam is no departure and no unseen stacking,
     # the resume no wrong count
-    said = HandResult.of(first).to_json()
-    assert first.departures == [] and said["departures"] == []
+    said = first.to_json()
+    assert first.departures == () and said["departures"] == []
     assert "pile sensors" not in (said["distance_note"] or "")
     assert "pass 1 stopped (jam)" in said["distance_note"]
-    assert "count came out wrong" not in HandResult.of(again).to_json()["distance_note"]
+    assert "count came out wrong" not in again.distance_note
 
 
 def test_coin_mode_after_a_double_feed_reports_a_bound(sim, tmp_path):

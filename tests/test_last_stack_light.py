@@ -20,6 +20,7 @@ from hardware_sim import DealerHabit, SimDevice
 from hardware_sim.gpio_rig import GpioRig, RiggedGpioDevice
 from shuffler.config import Config, GpioConfig, load_config_text
 from shuffler.control.controller import PassController
+from shuffler.control.events import StackAsked
 from shuffler.control.hand import HandRunner
 from shuffler.control.touch import Ignore
 from shuffler.core.mechanics import Pile
@@ -40,10 +41,10 @@ machine = test_serial.machine
 def one_pass_hand(device, tmp_path, seed: int = 5, config: Config | None = None):
     """A one-pass planned hand (its only stack is the last): the report and the light
     each stack asked for."""
-    asked: list[Status] = []
+    asked: list[StackAsked] = []
     runner = HandRunner(PassController(device, StateStore(tmp_path)),
                         PlannedPlanner(1, random.Random(seed)), config or Config())
-    report = runner.run(1, 24, on_stack=lambda status, _result: asked.append(status))
+    report = runner.run(1, 24, lambda e: isinstance(e, StackAsked) and asked.append(e))
     return report, asked
 
 
@@ -65,12 +66,12 @@ def test_on_the_gpio_rig_the_last_stack_lights_its_pile_then_green(tmp_path):
         dev.close()
     assert report.completed and report.distance_exact
     (ask,) = asked
-    assert ask.signal is Signal.STACK and ask.next_pass is None  # the last stack
+    assert ask.next_pass is None  # the last stack
     stacks = [colour for status, colour in lit if status.signal is Signal.STACK]
     # blue for the left pile, magenta for the right: the dealer's cue to lift it first
-    assert stacks and stacks[0] == COLOURS[(Signal.STACK, ask.on_top)][0] != GREEN
+    assert stacks and stacks[0] == COLOURS[(Signal.STACK, Pile[ask.on_top.upper()])][0] != GREEN
     assert lit[-1] == (Status(Signal.READY), GREEN)  # once the stack was seen
-    assert report.records[-1].stacking is ask.on_top
+    assert report.pass_reports[-1].stacking == ask.on_top
 
 
 class Away(SimDevice):
@@ -114,7 +115,8 @@ def test_over_the_serial_link_the_chip_shows_the_last_stacks_pile(machine, tmp_p
     report, (ask,) = one_pass_hand(dev, tmp_path)
     assert report.completed and report.distance_exact
     stacks = [s for s in sim.shown if s.signal is Signal.STACK]
-    assert stacks and stacks[0].on_top is ask.on_top  # the chip lit the pile, not READY
+    # the chip lit the pile, not READY
+    assert stacks and stacks[0].on_top.name.lower() == ask.on_top
     deadline = time.monotonic() + 10  # READY crosses the link after the hand returned
     while sim.shown[-1].signal is not Signal.READY and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -141,9 +143,10 @@ def test_a_long_press_is_never_an_input_on_the_wire(machine, tmp_path, monkeypat
     started = time.monotonic()
     report, asked = one_pass_hand(dev, tmp_path)
     assert not raised, raised
-    assert asked[1].warn  # warned of the other pile, the dealer held the sensor: refused
+    assert asked[1].warning  # warned of the other pile, the dealer held the sensor: refused
     assert report.completed and report.distance_exact, report
-    assert report.records[-1].stacking is asked[0].on_top  # made to, it stacked as asked
+    # made to, it stacked as asked
+    assert report.pass_reports[-1].stacking == asked[0].on_top
     assert time.monotonic() - started < 60
 
 

@@ -121,7 +121,7 @@ def test_a_stop_between_the_passes_of_a_hand_ends_the_hand(tmp_path):
         reports = hand["pass_reports"]
         assert reports[0]["counted"] == 24 and reports[0]["fault"] is None
         assert reports[-1]["fault"]["kind"] == "stopped" and reports[-1]["counted"] == 0
-        assert len(reports) == 2 and service.session.status().counters.passes == 1
+        assert len(reports) == 2 and service.session.controller.store.load().passes == 1
     finally:
         device.close()
 

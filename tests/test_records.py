@@ -13,7 +13,7 @@ import pytest
 
 from hardware_sim import SimDevice, parse_fault_specs
 from shuffler.config import Config
-from shuffler.control import reports
+from shuffler.control import reports, scorebook
 from shuffler.control.controller import PassController
 from shuffler.control.events import (
     CardCounted,
@@ -64,6 +64,10 @@ RECORDS: dict[type[Record], dict[str, Any]] = {
     reports.BatteryReport: load("battery"),
     reports.Cleared: load("clear"),
     reports.Stopped: load("stop"),
+    scorebook.ScoreAnswer: load("score"),
+    scorebook.Score: prop(load("score"), "score"),
+    scorebook.ScoredHand: prop(load("score"), "score")["properties"]["hands"]["items"],
+    scorebook.PlayedGame: prop(load("score"), "score")["properties"]["played"]["items"],
 }
 
 
@@ -105,6 +109,13 @@ def test_every_result_record_is_listed_here():
     made = {v for v in vars(reports).values()
             if isinstance(v, type) and issubclass(v, Record) and v.__module__ == reports.__name__}
     assert made - set(RECORDS) == {reports.StatusReport}
+    kept = {v for v in vars(scorebook).values()
+            if isinstance(v, type) and issubclass(v, Record) and v.__module__ == scorebook.__name__}
+    assert kept <= set(RECORDS)
+
+
+def status_of(session: Session) -> reports.StatusReport:
+    return reports.StatusReport.of(session.controller, session.config)
 
 
 @pytest.fixture
@@ -123,10 +134,11 @@ def test_real_records_round_trip_through_their_schemas(session):
     clear, and every progress event they emitted: each JSON is what its schema says,
     survives a trip through text, and the record cannot be changed."""
     heard: list[Progress] = []
-    answers = [session.do_hand(2, on_event=heard.append),
+    answers = [session.do_hand(session.terms(2), on_event=heard.append),
                session.do_pass(24, on_event=heard.append)]
-    status = reports.ServiceStatus.told(session.status(), "a notice")
-    answers += [status, session.battery(32), session.do_clear()]
+    status = reports.ServiceStatus(**vars(status_of(session)), notice="a notice")
+    answers += [status, reports.BatteryReport.of(session.controller, session.config, 32),
+                session.do_clear()]
     for answer, schema in zip(answers, ("hand", "pass", "status", "battery", "clear"),
                               strict=True):
         obj = answer.to_json()
@@ -139,6 +151,25 @@ def test_real_records_round_trip_through_their_schemas(session):
     assert {type(e) for e in heard} >= {PassStarted, CardCounted, PassReported, StackAsked}
     for e in heard:
         validate(e.to_json(), "event")
+
+
+def test_the_score_round_trips_through_its_schema_and_cannot_be_changed(session):
+    """A game with a loner, a euchre and a renege, after a played game and an undo: its
+    answer is what score.json says, its hands and played games records, none changeable."""
+    book = session.scores
+    book.record(0, 5, alone=True)
+    book.new_game(target=5, names=["Us", "Them"])
+    book.record(1, 2)
+    book.record(0, 3, renege=1)
+    answer = book.undo()
+    obj = answer.to_json()
+    assert validate(obj, "score") == json.loads(json.dumps(obj))
+    game = answer.score
+    assert game.totals == (2, 0) and game.names == ("Us", "Them") and game.redo is not None
+    assert [(h.scored_by, h.points, h.euchre) for h in game.hands] == [(0, 2, True)]
+    assert [(p.number, p.totals, p.hands) for p in game.played] == [(1, (4, 0), 1)]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        game.hands[0].points = 9  # type: ignore[misc]
 
 
 def test_the_omitted_and_spread_fields_are_left_out_or_spread():
@@ -173,7 +204,7 @@ def test_an_older_state_files_last_hand_reads_whole(session):
     assert "dealer" not in last.to_json()  # not a null the schema refuses: left out
     assert reports.LastHand.kept(last.to_json()) == last  # as the state file keeps it
     session.controller.update(lambda s: setattr(s, "last_hand", old))
-    shown = validate(session.status().to_json(), "status")["last_hand"]
+    shown = validate(status_of(session).to_json(), "status")["last_hand"]
     assert shown["fault"]["kind"] == "jam" and "dealer" not in shown
 
 
@@ -181,14 +212,14 @@ def test_the_last_hand_reads_the_same_from_memory_and_from_the_file(session, tmp
     """The status a second process gives (its state read back from the file, whose keys
     are sorted) is the same JSON, key for key in the schema's order, as the one the
     process that dealt the hand gives: one order for every face."""
-    session.do_hand(2)
-    here = json.dumps(session.status().to_json())
+    session.do_hand(session.terms(2))
+    here = json.dumps(status_of(session).to_json())
     config = Config()
     device = SimDevice.for_cards(24, rng=random.Random(5))
     try:
         other = Session(PassController(device, StateStore(tmp_path / "state"), config.battery,
                                        config.hand.passes), config, random.Random(1))
-        there = other.status().to_json()
+        there = status_of(other).to_json()
     finally:
         device.close()
     assert json.loads(here)["last_hand"] == there["last_hand"]

@@ -8,6 +8,7 @@ import pytest
 
 from shuffler.config import Config, load_config_text
 from shuffler.control.controller import PassController
+from shuffler.control.reports import StatusReport
 from shuffler.control.session import Session
 from shuffler.core.score import Game, Result, ScoreError, new_game, teams_for
 from shuffler.device.registry import open_device, plan_source
@@ -60,17 +61,17 @@ def test_the_score_and_the_dealer_survive_a_restart(tmp_path):
     s = session(tmp_path)
     s.scores.record(0, 5, True)
     s.scores.record(1, 3)
-    assert s.score()["score"]["totals"] == [4, 1]
+    assert s.scores.show().score.totals == (4, 1)
     s.device.close()
     s = session(tmp_path)  # a new process on the same state folder
-    assert s.score()["score"]["totals"] == [4, 1]
-    assert s.scores.undo()["score"]["totals"] == [4, 0]
-    result = s.scores.new_game("West")
-    assert result["score"]["number"] == 2 and result["score"]["totals"] == [0, 0]
-    assert s.status().dealer == "West"
+    assert s.scores.show().score.totals == (4, 1)
+    assert s.scores.undo().score.totals == (4, 0)
+    result = s.scores.new_game("West").score
+    assert result.number == 2 and result.totals == (0, 0)
+    assert StatusReport.of(s.controller, s.config).dealer == "West"
     undone = s.scores.undo()  # a new game can be taken back: game 1 as it stood
-    assert undone["score"]["number"] == 1 and undone["score"]["totals"] == [4, 0]
-    assert undone["done"] == "undid the new game (game 1 stood 4 to 0)"
+    assert undone.score.number == 1 and undone.score.totals == (4, 0)
+    assert undone.done == "undid the new game (game 1 stood 4 to 0)"
     with pytest.raises(ScoreError, match="first_dealer"):
         s.scores.new_game("Nobody")
     s.device.close()
@@ -81,7 +82,7 @@ def test_the_game_length_comes_from_the_config(tmp_path):
     s = session(tmp_path, config)
     s.scores.record(0, 5, True)
     s.scores.record(0, 3)
-    assert s.score()["score"]["winner"] == 0
+    assert s.scores.show().score.winner == 0
     assert teams_for(("A", "B")) == (("A",), ("B",))
     s.device.close()
 
@@ -96,8 +97,8 @@ def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
     device = SimDevice.for_cards(24, faults=parse_fault_specs(["jam:13"]),
                                  rng=random.Random(3), clock=VirtualClock())
     s = Session(PassController(device, StateStore(tmp_path)), config, plan_source(device, 1))
-    hand = s.do_hand(passes=3).hand
-    status = s.status()
+    hand = s.do_hand(s.terms(3)).hand
+    status = StatusReport.of(s.controller, s.config)
     assert hand.passes_done == 0 and not hand.completed
     assert status.last_hand.passes_done == status.hand_in_progress.passes_done == 0
     assert status.last_hand.fault.kind.value == "jam"
@@ -106,10 +107,19 @@ def test_a_hand_stopped_by_a_jam_counts_the_same_everywhere(tmp_path):
 
 # -- the keeper: versions, history, edits, renege, target, names -------------------------
 
-def book(tmp_path, text=""):
-    from shuffler.control.scorebook import ScoreBook
+class Book:
+    """A scorebook whose answers are read as the socket sends them: their JSON."""
 
-    return ScoreBook(StateStore(tmp_path), load_config_text(text))
+    def __init__(self, tmp_path, text=""):
+        from shuffler.control.scorebook import ScoreBook
+
+        self.book = ScoreBook(StateStore(tmp_path), load_config_text(text))
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: getattr(self.book, name)(*args, **kwargs).to_json()
+
+
+book = Book
 
 
 def test_two_phones_entering_the_same_hand_score_it_once(tmp_path):

@@ -538,7 +538,7 @@ def hand_told(dev, tmp_path, passes=3) -> list[dict]:
 
     session = Session(PassController(dev, StateStore(tmp_path)), Config(), random.Random(1))
     events: list[dict] = []
-    result = session.do_hand(passes=passes,
+    result = session.do_hand(session.terms(passes),
                               on_event=lambda e: events.append(e.to_json())).to_json()
     assert result["hand"]["completed"]
     return [e for e in events if e["event"] == "touch_ignored"]

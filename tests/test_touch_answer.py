@@ -74,7 +74,7 @@ def test_a_touch_that_starts_a_pass_is_answered_started(table):
     _, service = table
     rested()
     assert page_touch(service) == {"ok": True, "result": {"touch": True, "started": True}}
-    assert service.session.status().counters.passes > 0
+    assert service.session.controller.store.load().passes > 0
 
 
 def test_a_touch_with_a_jam_latched_is_refused_as_the_machine_refuses_it(table):
@@ -84,7 +84,7 @@ def test_a_touch_with_a_jam_latched_is_refused_as_the_machine_refuses_it(table):
     rested()
     reply = page_touch(service)
     assert not reply["ok"] and reply["error"]["kind"] == "fault_latched", reply
-    assert service.session.status().counters.passes == 1  # nothing moved
+    assert service.session.controller.store.load().passes == 1  # nothing moved
 
 
 def test_a_touch_while_a_pass_runs_is_answered_at_once(table):
@@ -107,7 +107,7 @@ def test_two_faces_touching_at_once_are_both_answered_one_pass_starts(table):
             break
         service.step(0.01)
     assert [first.result(0), second.result(0)] == [Start(), RESTACKING]  # pressed in it
-    assert service.session.status().counters.passes > 0
+    assert service.session.controller.store.load().passes > 0
 
 
 def test_a_touch_while_a_client_holds_the_machine_waits_then_starts(table):

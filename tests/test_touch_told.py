@@ -34,7 +34,7 @@ def test_a_touch_inside_the_restack_lockout_is_told_and_a_second_touch_goes(tmp_
     session = Session(PassController(device, StateStore(tmp_path)), Config(),
                       random.Random(1))
     events: list[dict] = []
-    result = session.do_hand(passes=3, on_event=lambda e: events.append(e.to_json()))
+    result = session.do_hand(session.terms(3), on_event=lambda e: events.append(e.to_json()))
     assert result.hand.completed
     told = [e for e in events if e["event"] == "touch_ignored"]
     assert told and all("restacking" in e["why"] for e in told)
@@ -85,7 +85,7 @@ def test_a_touch_the_service_ignores_between_jobs_beeps_once_and_is_an_event(tmp
         told = [e for e in seen if isinstance(e, (TouchIgnored, PassStarted, CardCounted))]
         assert [type(e) for e in told] == [TouchIgnored]
         assert "restack" in told[0].why or "only just ended" in told[0].why
-        assert service.session.status().counters.passes == 0 and not rig.forward()
+        assert service.session.controller.store.load().passes == 0 and not rig.forward()
         import time
 
         deadline = time.monotonic() + 10  # the buzzer's blink runs on real time

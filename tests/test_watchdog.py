@@ -204,7 +204,7 @@ def test_a_touch_during_a_pass_is_not_the_next_start(tmp_path, clock):
     for _ in range(50):
         service.step(0)
         clock.sleep(0.1)
-    assert service.session.status().counters.passes == 1  # nothing else started
+    assert service.session.controller.store.load().passes == 1  # nothing else started
 
 
 def test_a_touch_within_the_lockout_is_ignored_and_after_it_starts_the_hand(tmp_path, clock):
@@ -214,11 +214,11 @@ def test_a_touch_within_the_lockout_is_ignored_and_after_it_starts_the_hand(tmp_
     device.mechanism.gather()  # the dealer puts the pack back at once
     device.events.put(InputEvent(EventKind.TOUCH, clock.now()))
     service.step(0)
-    assert service.session.status().counters.passes == 1
+    assert service.session.controller.store.load().passes == 1
     clock.sleep(RESTACK_LOCKOUT)
     device.events.put(InputEvent(EventKind.TOUCH, clock.now()))
     service.step(0)
-    assert service.session.status().counters.passes == 1 + Config().hand.passes
+    assert service.session.controller.store.load().passes == 1 + Config().hand.passes
 
 
 def test_a_touch_with_an_empty_tray_starts_nothing_and_says_why(tmp_path, clock):
@@ -254,12 +254,12 @@ def test_a_touch_waits_for_a_clients_short_job_and_then_starts_the_hand(tmp_path
     assert service.claim.acquire(blocking=False)  # a remote clear has the machine
     device.events.put(InputEvent(EventKind.TOUCH, clock.now()))
     service.step(0)
-    assert service.touch_waiting and service.session.status().counters.passes == 0
+    assert service.touch_waiting and service.session.controller.store.load().passes == 0
     service.jobs.put(Job({"cmd": "clear"}))  # its job runs, and frees the machine
     service.step(0)
     service.step(0)
     assert not service.touch_waiting
-    assert service.session.status().counters.passes == Config().hand.passes
+    assert service.session.controller.store.load().passes == Config().hand.passes
 
 
 def test_a_touch_that_cannot_start_within_its_wait_says_why(tmp_path, clock):
@@ -276,7 +276,7 @@ def test_a_touch_that_cannot_start_within_its_wait_says_why(tmp_path, clock):
     assert "touch ignored" in service.snapshot["status"].notice
     service.claim.release()
     service.step(0)
-    assert service.session.status().counters.passes == 0  # the old touch is gone
+    assert service.session.controller.store.load().passes == 0  # the old touch is gone
 
 
 def test_a_loop_that_spins_while_the_machine_stands_still_is_not_pinged(tmp_path, clock):

@@ -11,10 +11,9 @@ import pytest
 
 from shuffler.config import Config
 from shuffler.control.controller import PassController
-from shuffler.control.hand import HandRunner, Lifts
+from shuffler.control.events import StackAsked, TouchIgnored
+from shuffler.control.hand import HandRunner, Lifts, stack_event
 from shuffler.control.prompts import wrong_pile_prompt
-from shuffler.control.reports import HandResult
-from shuffler.control.session import stack_event
 from shuffler.control.touch import (
     BEFORE_FAULT,
     KEEP_REFUSED,
@@ -152,11 +151,17 @@ def test_the_page_and_the_prompt_say_the_other_pile_first():
 
 def hand_on(sim, tmp_path, habit: str, passes: int = 5, device=None):
     dev = device or sim.make(24, (), habit)
-    events: list[tuple[str, Status | str]] = []
+    events: list[tuple[str, StackAsked | str]] = []
+
+    def heard(e):
+        if isinstance(e, StackAsked):
+            events.append(("stack", e))
+        elif isinstance(e, TouchIgnored):
+            events.append(("ignored", e.why))
+
     runner = HandRunner(PassController(dev, StateStore(tmp_path)),
                         PlannedPlanner(passes, random.Random(5)), Config())
-    hand = runner.run(passes, 24, on_stack=lambda st, _: events.append(("stack", st)),
-                      on_ignored=lambda why: events.append(("ignored", why)))
+    hand = runner.run(passes, 24, heard)
     return hand, events, dev
 
 
@@ -166,27 +171,27 @@ HABITS = ["other", "both", "follows-but-last", "taller", "last-card", "first-car
 @pytest.mark.parametrize("habit", HABITS)
 def test_a_dealer_of_any_habit_who_listens_gets_the_plan_exactly(sim, tmp_path, habit):
     hand, events, _ = hand_on(sim, tmp_path, habit)
-    stacked = [r.stacked for r in hand.records]
-    assert hand.completed and hand.departures == [] and hand.distance == 0
+    stacked = [Stacked(r.stacked) for r in hand.pass_reports]
+    assert hand.completed and hand.departures == () and hand.distance == 0
     assert hand.distance_exact and hand.tracking
     assert set(stacked) <= {Stacked.FOLLOWED, Stacked.CORRECTED}
-    warnings = [st for kind, st in events if kind == "stack" and st.warn]
+    warnings = [st for kind, st in events if kind == "stack" and st.warning]
     assert len(warnings) == stacked.count(Stacked.CORRECTED)
     assert not [e for e in events if e[0] == "ignored"]  # the dealer waited for the light
     if habit == "other":
         assert stacked == [Stacked.CORRECTED] * 5
-        assert [r.stacked for r in HandResult.of(hand).pass_reports] == ["corrected"] * 5
+        assert [r.stacked for r in hand.pass_reports] == ["corrected"] * 5
 
 
 def test_a_dealer_who_ignores_the_warning_is_refused_until_it_corrects(sim, tmp_path):
     """Touched and held to keep its stack, every stack refused, the last one included:
     the dealer corrects in the end, and the hand is the plan's."""
     hand, events, _ = hand_on(sim, tmp_path, "other:ignores")
-    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 5
-    assert hand.completed and hand.departures == [] and hand.distance_exact
+    assert [Stacked(r.stacked) for r in hand.pass_reports] == [Stacked.CORRECTED] * 5
+    assert hand.completed and hand.departures == () and hand.distance_exact
     refused = [why for kind, why in events if kind == "ignored"]
     assert refused == [WRONG_PILE.why, KEEP_REFUSED.why] * 5
-    report = HandResult.of(hand).to_json()
+    report = hand.to_json()
     assert [r["stacked"] for r in report["pass_reports"]] == ["corrected"] * 5
     assert report["distance_note"] is None
 
@@ -207,9 +212,10 @@ def backend(request):
 def test_on_the_gpio_rig_and_the_serial_link_a_listening_dealer_is_corrected(
         backend, tmp_path, habit):
     hand, events, _ = hand_on(backend, tmp_path, habit, passes=3)
-    assert hand.completed and hand.departures == [] and hand.distance_exact
-    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 3
-    assert [st.warn for kind, st in events if kind == "stack"] == [False, True, False] * 3
+    assert hand.completed and hand.departures == () and hand.distance_exact
+    assert [Stacked(r.stacked) for r in hand.pass_reports] == [Stacked.CORRECTED] * 3
+    assert [bool(st.warning) for kind, st in events if kind == "stack"] == [
+        False, True, False] * 3
 
 
 def test_on_the_gpio_rig_a_deaf_dealer_is_refused_its_keep_and_corrects(tmp_path):
@@ -221,8 +227,8 @@ def test_on_the_gpio_rig_a_deaf_dealer_is_refused_its_keep_and_corrects(tmp_path
         hand, events, _ = hand_on(rig, tmp_path, "other:ignores", passes=3)
     finally:
         rig.close()
-    assert [r.stacked for r in hand.records] == [Stacked.CORRECTED] * 3
-    assert hand.completed and hand.departures == [] and hand.distance_exact
+    assert [Stacked(r.stacked) for r in hand.pass_reports] == [Stacked.CORRECTED] * 3
+    assert hand.completed and hand.departures == () and hand.distance_exact
     assert [why for kind, why in events if kind == "ignored"] == [KEEP_REFUSED.why] * 3
 
 

@@ -68,7 +68,7 @@ class Table:
 
     def _hand(self) -> None:
         self.result.update(self.service.session.do_hand(
-            passes=3, cards=8, mode="planned",
+            self.service.session.terms(3, 8, "planned"),
             on_event=lambda e: self.events.append(e.to_json())).to_json())
 
     def stacks(self) -> list[dict]:

@@ -58,30 +58,25 @@ def count_fault(report: PassReport) -> Fault | None:
     counted more than it planned) counted wrong: a latched ``miscount``."""
     if report.fault is not None:
         return report.fault
-    if report.counted > report.expected or (report.counted == report.expected
-                                            and not report.tray_empty):
-        return miscount_fault(report.counted, report.expected)
-    if report.counted < report.expected:
+    counted, expected = report.counted, report.expected
+    if counted > expected or (counted == expected and not report.tray_empty):
+        return Fault(  # the beam counted more cards than went through it
+            FaultKind.MISCOUNT,
+            f"The beam counted {counted} of {expected} cards but the tray still holds "
+            "cards: it saw a card as two (a drop-out inside a card: a dirty or misaligned "
+            "beam, a bent or holed card), or the tray holds more cards than the pass was "
+            f"for. The count cannot be trusted. Clean and check the beam, put every card "
+            f"back in the tray (exactly {expected}), then run `shuffler clear` and start "
+            "again.",
+        )
+    if counted < expected:
         return Fault(
             FaultKind.COUNT_MISMATCH,
-            f"Counted {report.counted} of {report.expected} cards: two cards went "
+            f"Counted {counted} of {expected} cards: two cards went "
             "through as one (double feed) or cards are missing. The pass is done but "
-            f"degraded; check that the pack holds {report.expected} cards.",
+            f"degraded; check that the pack holds {expected} cards.",
         )
     return None
-
-
-def miscount_fault(counted: int, expected: int) -> Fault:
-    """The beam counted more cards than went through it."""
-    return Fault(
-        FaultKind.MISCOUNT,
-        f"The beam counted {counted} of {expected} cards but the tray still holds "
-        "cards: it saw a card as two (a drop-out inside a card: a dirty or misaligned "
-        "beam, a bent or holed card), or the tray holds more cards than the pass was "
-        f"for. The count cannot be trusted. Clean and check the beam, put every card "
-        f"back in the tray (exactly {expected}), then run `shuffler clear` and start "
-        "again.",
-    )
 
 
 def interrupted_fault(flight: dict[str, Any]) -> Fault:
@@ -314,15 +309,9 @@ class PassController:
         """A pass that ended by an exception: recorded as interrupted, its latch kept
         (best effort: when even this cannot be written the next start settles it)."""
         try:
-            if self.audit.append({**entry, "time": self.wall(), "interrupted": True,
-                                  "counted": None, "version": __version__}) is not None:
+            if self.audit.append(self._cut_off(entry)) is not None:
                 return  # settled by another process already: its counters stand
-
-            def change(s: State) -> None:
-                s.interrupted += 1
-                s.in_flight = None
-                s.fault = s.fault or interrupted_fault(entry).to_json()
-            self.update(change)
+            self.update(lambda s: self._interrupted(s, entry))
         except Exception as e:  # the original error matters more than this one
             log.warning("could not record the interrupted pass", error=str(e))
 
@@ -372,8 +361,7 @@ class PassController:
         flight = state.in_flight
         if not flight:
             return None
-        cut_off = {**flight, "time": self.wall(), "interrupted": True, "counted": None,
-                   "version": __version__}
+        cut_off = self._cut_off(flight)
         done = self.audit.append(cut_off)  # the record there if the pass has one already
         if done is None:
             done = cut_off
@@ -381,17 +369,29 @@ class PassController:
 
         def change(s: State) -> None:
             if done.get("interrupted"):
-                s.interrupted += 1
-                s.fault = s.fault or interrupted_fault(flight).to_json()
-            else:  # finished, but the crash came before the counters and latch were saved
-                counted = done.get("counted")
-                if s.fault == interrupted_fault(flight).to_json():
-                    s.fault = None  # the pass ended: its own result replaces the latch
-                self._count(s, counted if type(counted) is int and counted >= 0 else 0,
-                            self._logged_fault(done))
+                self._interrupted(s, flight)
+                return
+            # finished, but the crash came before the counters and latch were saved
+            counted = done.get("counted")
+            if s.fault == interrupted_fault(flight).to_json():
+                s.fault = None  # the pass ended: its own result replaces the latch
+            self._count(s, counted if type(counted) is int and counted >= 0 else 0,
+                        self._logged_fault(done))
             s.in_flight = None
         self.update(change)
         return done
+
+    def _cut_off(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The audit record of a pass that did not finish."""
+        return {**entry, "time": self.wall(), "interrupted": True, "counted": None,
+                "version": __version__}
+
+    @staticmethod
+    def _interrupted(s: State, entry: dict[str, Any]) -> None:
+        """Count the pass ``entry`` as interrupted; its latch stays (or is set)."""
+        s.interrupted += 1
+        s.in_flight = None
+        s.fault = s.fault or interrupted_fault(entry).to_json()
 
     @staticmethod
     def _logged_fault(entry: dict[str, Any]) -> Fault | None:

@@ -14,11 +14,23 @@ holds against any dealer (docs/mixing.md, "The last stack").
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from shuffler.config import Config
 from shuffler.control.controller import PassController
+from shuffler.control.events import (
+    CardCounted,
+    Emit,
+    PassReported,
+    PassStarted,
+    Resumed,
+    StackAsked,
+    TouchIgnored,
+    quiet,
+)
+from shuffler.control.prompts import stack_prompt, wrong_pile_prompt
+from shuffler.control.reports import HandResult, PassResult, distance_note, stops, turn
 from shuffler.control.touch import PASS_RUNNING, Ignore, Machine, Start
 from shuffler.core.labels import Label, hand_label
 from shuffler.core.mechanics import Pile, Stacked
@@ -32,7 +44,6 @@ from shuffler.core.planning import (
 )
 from shuffler.device.contract import (
     EventKind,
-    FaultKind,
     InputEvent,
     PassReport,
     Signal,
@@ -44,59 +55,12 @@ from shuffler.logs import get_logger
 from shuffler.store.state import State
 
 if TYPE_CHECKING:
-    from fractions import Fraction
+    from shuffler.device.contract import Fault
 
 log = get_logger("shuffler.hand")
 
 #: seconds of device time between ``on_tick`` calls while the hand waits for the dealer
 TICK = 0.1
-#: faults after which the hand goes on (the pass finished, only degraded)
-CONTINUABLE = frozenset({FaultKind.COUNT_MISMATCH})
-
-
-@dataclass(frozen=True)
-class PassRecord:
-    number: int  # 1-based within the hand
-    report: PassReport
-    stacking: Pile | None  # which pile the sensors saw go on top afterwards
-    #: how that stacking came about (None: no restack followed, a fault stopped the hand)
-    stacked: Stacked | None = None
-
-
-@dataclass
-class HandReport:
-    number: int
-    dealer: str
-    next_dealer: str
-    passes_planned: int
-    mode: Mode
-    records: list[PassRecord] = field(default_factory=list)
-    completed: bool = False
-    tracking: bool = True  # the controller still knows where every card is
-    distance: Fraction | None = None  # total variation from uniform that holds
-    distance_exact: bool = True  # False: ``distance`` is only an upper bound
-    resumed_at: int | None = None  # the pass an interrupted hand resumed at
-    departures: list[int] = field(default_factory=list)  # passes stacked off the light
-    deck: str | None = None  # with two decks in turn: "A" or "B", the one shuffled
-    #: resumed without its plan (a pass cut off, or the process that held it ended):
-    #: re-planned, and bound by what holds against any dealer
-    plan_lost: bool = False
-    #: stopped or left waiting with its plan held in memory: the next hand resumes it
-    paused: bool = False
-
-    @property
-    def fault(self):
-        return next((r.report.fault for r in reversed(self.records) if r.report.fault), None)
-
-
-def stacked_as(stacking: Pile | None, asked: Pile, *, warned: bool = False) -> Stacked:
-    """The pass's record: how the stacking the sensors saw came about."""
-    if stacking is None:
-        return Stacked.UNKNOWN
-    if stacking is asked:
-        return Stacked.CORRECTED if warned else Stacked.FOLLOWED
-    return Stacked.IGNORED
-
 
 class Lifts:
     """The pile lifts after a pass, as the sensors see them, against the light's ask.
@@ -156,19 +120,23 @@ class Lifts:
 
     @property
     def stacked(self) -> Stacked:
-        return stacked_as(self.stacking, self.asked, warned=self.ever_warned)
+        """The pass's record: how the stacking the sensors saw came about."""
+        if self.stacking is None:
+            return Stacked.UNKNOWN
+        if self.stacking is self.asked:
+            return Stacked.CORRECTED if self.ever_warned else Stacked.FOLLOWED
+        return Stacked.IGNORED
 
 
-@dataclass(frozen=True)
-class Listeners:
-    """Who hears what a hand does (see :meth:`HandRunner.run`)."""
-
-    on_pass_start: Callable[[int, int], None] | None = None
-    on_card: Callable[[int, int], None] | None = None
-    on_pass_done: Callable[[PassRecord], None] | None = None
-    on_stack: Callable[[Status, PassReport | None], None] | None = None
-    on_tick: Callable[[], None] | None = None
-    on_ignored: Callable[[str], None] | None = None
+def stack_event(status: Status, report: PassReport | None = None) -> StackAsked:
+    """Between passes: which pile goes on top, in the words the page uses too, and the
+    pass just dealt (``report``); with ``warning``, the other pile was lifted first."""
+    prompt = (wrong_pile_prompt(status.on_top) if status.warn
+              else stack_prompt(status.on_top, status.next_pass is None))
+    number = status.next_pass - 1 if status.next_pass else status.of
+    dealt = None if report is None or number is None else PassResult.of(report, number)
+    return StackAsked(status.on_top.name.lower() if status.on_top is not None else None,
+                      status.next_pass, status.of, prompt, dealt, True if status.warn else None)
 
 
 @dataclass
@@ -212,14 +180,6 @@ def hand_terms(state: State, config: Config, passes: int | None = None,
                      Mode(mode) if mode else config.hand.mode)
 
 
-def dealer_index(state: State, config: Config) -> int:
-    """Whose deal it is: the stored seat, or the configured first dealer."""
-    seats = config.table.seats
-    if state.dealer is None:
-        return seats.index(config.table.first_dealer)
-    return state.dealer % len(seats)
-
-
 class HandRunner:
     def __init__(self, controller: PassController, planner: Planner, config: Config) -> None:
         self.controller = controller
@@ -227,74 +187,67 @@ class HandRunner:
         self.planner = planner
         self.config = config
         self.tracker: PackTracker | None = None  # in memory only: it is as secret as a plan
-        self.hear = Listeners()
+        self.emit: Emit = quiet
+        self.on_tick: Callable[[], None] | None = None
         #: a pass dealt whose stack the sensors have not yet seen (see :class:`Paused`)
         self._unstacked: tuple[int, PassPlan, int] | None = None
 
-    def run(
-        self,
-        passes: int,
-        cards: int,
-        *,
-        on_pass_start: Callable[[int, int], None] | None = None,
-        on_card: Callable[[int, int], None] | None = None,
-        on_pass_done: Callable[[PassRecord], None] | None = None,
-        on_stack: Callable[[Status, PassReport | None], None] | None = None,
-        on_tick: Callable[[], None] | None = None,
-        on_ignored: Callable[[str], None] | None = None,
-    ) -> HandReport:
-        """``on_stack`` hears what the status LED is about to ask the dealer (which pile
-        on top, or its warning: ``Status.warn``, the other pile lifted first), before the
-        dealer does it; its first ask after a pass comes with the report of the pass just
-        dealt (its record, with the stacking, follows the restack in ``on_pass_done``),
-        the warning and the ask again after it with None. ``on_tick()`` is called while
-        a pass runs (by a device that does so) and at least every :data:`TICK` seconds
-        while the hand waits for the dealer.
-        ``on_ignored(why)`` hears of every touch the machine did not take (while a pass
-        ran, inside the restack lock-out, while the warning stands): the dealer is told
-        too."""
-        self.hear = Listeners(on_pass_start, on_card, on_pass_done, on_stack, on_tick,
-                              on_ignored)
-        report, first, dealer = self._begin(passes, cards)
+    def run(self, passes: int, cards: int, emit: Emit = quiet,
+            on_tick: Callable[[], None] | None = None) -> HandResult:
+        """``emit`` hears the hand's progress: each pass's start, cards and report, and
+        each :class:`StackAsked` before the dealer sees the light (the first after a pass
+        with the pass just dealt: its report with the stacking follows the restack), and
+        every touch the machine did not take (the dealer is told too). ``on_tick()`` is
+        called while a pass runs (by a device that does so) and at least every
+        :data:`TICK` seconds while the hand waits for the dealer."""
+        self.emit, self.on_tick = emit, on_tick
+        first = self._begin(passes, cards)
         try:
             if self._unstacked is not None:  # resumed: the stack it stopped at, first
-                self._stack_again(passes)
+                # what the dealer did while the machine was paused was not watched: the
+                # stack is asked for again, and lifts and touches from before count for
+                # nothing; the pass was reported when it ran
+                self.device.drain_events()
+                self._stacked(self._unstacked[0], passes, None)
             for index in range(first, passes):
                 if self._unstacked is not None and not self.controller.stop_requested:
                     break  # (a stack not seen is left only by a stop)
                 # after a stop, the next pass is refused and reported ``stopped``
-                record = self._pass(report, index, passes, cards)
-                report.records.append(record)
-                if self.hear.on_pass_done:
-                    self.hear.on_pass_done(record)
-                if self._stops(record.report):
+                done = self._pass(index, passes, cards)
+                self._reported(done, passes)
+                if stops(done.fault):
                     break
         except DeviceTimeoutError:
-            self._pause(report, first, passes, cards)
+            self._pause(passes, cards)
             raise
-        self._finish(report, first, passes, cards, dealer)
-        return report
+        return self._finish(first, passes, cards)
 
-    def _pause(self, report: HandReport, first: int, passes: int, cards: int) -> None:
+    def _reported(self, done: PassResult, passes: int) -> None:
+        self.reports.append(done)
+        self.emit(PassReported(done, passes))
+
+    def _pause(self, passes: int, cards: int) -> None:
         """Keep the plan in memory for the next ``hand`` when the cards are where the
         controller knows them (a stop between passes, a missing touch; not a pass cut
         off, whose cards lie who knows where)."""
         assert self.tracker is not None
         if not self.tracker.known:
             return
-        report.paused = True
-        self.controller.paused = Paused(report.number, passes, cards, self.planner,
-                                        self.tracker, self._unstacked, report.plan_lost)
+        self.paused = True
+        self.controller.paused = Paused(self.number, passes, cards, self.planner,
+                                        self.tracker, self._unstacked, self.plan_lost)
 
-    def _begin(self, passes: int, cards: int) -> tuple[HandReport, int, int]:
-        """The hand's report, and the pass it starts at (a pending hand resumes)."""
-        seats = self.config.table.seats
+    def _begin(self, passes: int, cards: int) -> int:
+        """The pass the hand starts at (a pending hand resumes)."""
         state = self.controller.store.load()
-        dealer = dealer_index(state, self.config)
-        report = HandReport(state.hands_completed + 1, seats[dealer],
-                            seats[(dealer + 1) % len(seats)], passes, self.planner.mode)
-        if self.config.table.decks == 2:
-            report.deck = "AB"[state.deck % 2]
+        self.number = state.hands_completed + 1
+        self.turn = turn(state, self.config)  # whose deal: it moves on when the hand is done
+        self.reports: list[PassResult] = []  # the passes run so far
+        #: resumed without its plan (a pass cut off, or the process that held it ended):
+        #: re-planned, and bound by what holds against any dealer
+        self.plan_lost = False
+        #: stopped or left waiting with its plan held in memory: the next hand resumes it
+        self.paused = False
         tracker = self.tracker = PackTracker(cards, self.device.info.feed)
         pending = state.hand
         first, resuming = 0, False
@@ -307,55 +260,47 @@ class HandRunner:
                 # the same plan, held in memory: as if the hand had never stopped
                 self.planner, self.tracker, self._unstacked = (
                     paused.planner, paused.tracker, paused.restack)
-                report.plan_lost = paused.plan_lost
+                self.plan_lost = paused.plan_lost
             else:  # the plan is lost: re-planned from an order nobody tracked
-                report.plan_lost = True
+                self.plan_lost = True
                 tracker.order, tracker.from_start = None, False
         if self._unstacked is None:  # a resume at a stack moves nothing first
             self.controller.check_ready(cards, passes - first, what="hand")
         self.controller.update(lambda s: setattr(s, "hand", {
-            "number": report.number, "passes": passes, "cards": cards,
+            "number": self.number, "passes": passes, "cards": cards,
             "mode": self.planner.mode.value, "done": first}))
         # a hand left pending resumes, even at its first pass (a jam in pass 1): the
         # field says so whenever "resuming hand N at pass P" was said
-        report.resumed_at = first + 1 if resuming else None
-        return report, first, dealer
+        self.resumed_at: int | None = first + 1 if resuming else None
+        return first
 
-    @staticmethod
-    def _stops(result: PassReport) -> bool:
-        return result.fault is not None and result.fault.kind not in CONTINUABLE
-
-    def _pass(self, report: HandReport, index: int, passes: int, cards: int) -> PassRecord:
+    def _pass(self, index: int, passes: int, cards: int) -> PassResult:
         """One pass and the restack after it (none after a fault that stops the hand)."""
         assert self.tracker is not None
         number = index + 1
-        if self.hear.on_pass_start:
-            self.hear.on_pass_start(number, passes)
+        self.emit(PassStarted(number, passes))
         plan = self.planner.plan(index, cards, self.tracker)
-        context = {"hand": report.number, "pass": number, "mode": self.planner.mode.value}
-        result = self.controller.run_pass(plan, self.hear.on_card, passes_after=passes - number,
-                                          context=context, on_tick=self.hear.on_tick)
-        self._ignore_touches(PASS_RUNNING, tell=True)
-        if self._stops(result):  # cut off: no restack follows, the cards lie unknown
-            if not (result.counted or result.seconds):  # stopped before it started
-                return PassRecord(number, result, None)
-            self.tracker.after_pass(plan, result.counted, None)
-            self.planner.observe(index, plan, result.counted, None)
-            return PassRecord(number, result, None)
+        context = {"hand": self.number, "pass": number, "mode": self.planner.mode.value}
+        result = self.controller.run_pass(plan, lambda c, e: self.emit(CardCounted(c, e)),
+                                          passes_after=passes - number, context=context,
+                                          on_tick=self.on_tick)
+        self._ignore_touches(PASS_RUNNING)
+        if stops(result.fault):  # cut off: no restack follows, the cards lie unknown
+            if result.counted or result.seconds:  # (not stopped before it started)
+                self.tracker.after_pass(plan, result.counted, None)
+                self.planner.observe(index, plan, result.counted, None)
+            return PassResult.of(result, number)
         # done, whatever happens while the dealer restacks
         self.controller.update(lambda s, n=number: s.hand and s.hand.update(done=n))
         self._unstacked = (index, plan, result.counted)
         try:
             lifts = self._stacked(index, passes, result)
         except DeviceTimeoutError:  # no touch: the pass that ran is still reported
-            record = PassRecord(number, result, None)
-            report.records.append(record)
-            if self.hear.on_pass_done:
-                self.hear.on_pass_done(record)
+            self._reported(PassResult.of(result, number), passes)
             raise
         if lifts is None:  # stopped before the stack was seen: paused at it
-            return PassRecord(number, result, None)
-        return PassRecord(number, result, lifts.stacking, lifts.stacked)
+            return PassResult.of(result, number)
+        return PassResult.of(result, number, lifts.stacking, lifts.stacked)
 
     def _stacked(self, index: int, passes: int, result: PassReport | None) -> Lifts | None:
         """Ask for pass ``index``'s stack and follow it to the light (None: a stop came
@@ -373,33 +318,25 @@ class HandRunner:
         self.planner.observe(index, plan, counted, lifts.stacking)
         return lifts
 
-    def _stack_again(self, passes: int) -> None:
-        """A paused hand resumed at a stack the sensors had not seen: ask for it again."""
-        assert self._unstacked is not None
-        index = self._unstacked[0]
-        # what the dealer did while the machine was paused was not watched: the stack is
-        # asked for again, and lifts and touches from before count for nothing
-        self.device.drain_events()
-        self._stacked(index, passes, None)  # the pass was reported when it ran
-
-    def _finish(self, report: HandReport, first: int, passes: int, cards: int,
-                dealer: int) -> None:
-        """The hand's figures; a completed hand moves the deal on and shows ready."""
+    def _finish(self, first: int, passes: int, cards: int) -> HandResult:
+        """The hand's result; a completed hand moves the deal on and shows ready."""
         assert self.tracker is not None
         seats = self.config.table.seats
-        report.tracking = self.tracker.known and self.tracker.from_start
-        done = first + len(report.records)
-        report.completed = done == passes and self._unstacked is None and not (
-            report.fault and report.fault.kind not in CONTINUABLE
-        )
-        if not report.completed:
-            self._pause(report, first, passes, cards)
-        label = self._label(report, cards, done)
-        report.distance, report.distance_exact = label.distance, label.exact
+        dealer, dealt_by, next_dealer, deck = self.turn
+        reports = tuple(self.reports)
+        fault: Fault | None = next((r.fault for r in reversed(reports) if r.fault), None)
+        done = first + len(reports)
+        completed = done == passes and self._unstacked is None and not stops(fault)
+        if not completed:
+            self._pause(passes, cards)
+        # exact only for a hand finished on its own plan, every stack seen to match the
+        # light; a hand not finished has no label (its distance unknown)
+        label = hand_label(self.planner.exact, self.planner.distance(cards, done),
+                           cards if self.plan_lost else None) if completed else Label(False, None)
         # a pass a fault stopped was never restacked: no departure (a jam is a jam)
-        unfinished = {r.number for r in report.records if r.stacked is None}
-        report.departures = [d for d in self.planner.departures if d not in unfinished]
-        if report.completed:
+        unfinished = {r.number for r in reports if r.stacked is None}
+        departures = tuple(d for d in self.planner.departures if d not in unfinished)
+        if completed:
 
             def advance(s: State) -> None:
                 s.hands_completed += 1
@@ -410,16 +347,18 @@ class HandRunner:
 
             self.controller.update(advance)
             self.controller.show(Status(Signal.READY))
-        log.info("hand", number=report.number, dealer=report.dealer,
-                 passes=len(report.records), completed=report.completed)
-
-    def _label(self, report: HandReport, cards: int, done: int) -> Label:
-        """Exact only for a hand finished on its own plan, every stack seen to match the
-        light; a hand not finished has no label (its distance unknown)."""
-        if not report.completed:
-            return Label(False, None)
-        return hand_label(self.planner.exact, self.planner.distance(cards, done),
-                          cards if report.plan_lost else None)
+        log.info("hand", number=self.number, dealer=dealt_by, passes=len(reports),
+                 completed=completed)
+        # passes done: those that ran to the end (a degraded pass did; a jammed one did
+        # not), counting those before a resume: the one count the summary, ``status``
+        # and the page all show
+        return HandResult(
+            self.number, dealt_by, next_dealer, self.planner.mode, passes,
+            (self.resumed_at or 1) - 1 + sum(not stops(r.fault) for r in reports),
+            completed, self.tracker.known and self.tracker.from_start, label.distance,
+            label.exact, self.resumed_at, departures, self.paused,
+            distance_note(reports, departures, label.distance, self.resumed_at,
+                          self.plan_lost), deck, fault, reports)
 
     def _now(self) -> float:
         return self.device.now()
@@ -445,8 +384,7 @@ class HandRunner:
         return lifts
 
     def _ask(self, ask: Status, result: PassReport | None = None) -> None:
-        if self.hear.on_stack:
-            self.hear.on_stack(ask, result)
+        self.emit(stack_event(ask, result))
         self.controller.show(ask)
 
     def _lifted(self, lifts: Lifts, ev: InputEvent) -> None:
@@ -459,12 +397,6 @@ class HandRunner:
         elif said == "right":
             log.info("the stack now matches the light", asked=lifts.asked.name.lower())
             self._ask(lifts.ask)
-
-    def _wait(self, seconds: float) -> InputEvent | None:
-        ev = self.device.wait_event(seconds)
-        if self.hear.on_tick is not None:
-            self.hear.on_tick()
-        return ev
 
     def _await_stack(self, lifts: Lifts, done: int, of: int) -> None:
         """Follow the lifts until the stack matches the light and, between passes, a
@@ -485,7 +417,9 @@ class HandRunner:
                 raise DeviceTimeoutError(
                     f"{what.capitalize()} within {timeout:.0f} s after pass {done} of {of}: "
                     "the hand waits here. Run the hand again when ready.")
-            ev = self._wait(min(TICK, left))
+            ev = self.device.wait_event(min(TICK, left))
+            if self.on_tick is not None:
+                self.on_tick()
             if ev is None:
                 continue
             if ev.kind is EventKind.PILE_LIFTED:
@@ -506,31 +440,30 @@ class HandRunner:
         the pile's colour: touch again; or the warning, while it stands), or the
         refusal's own light."""
         log.info("touch ignored", why=ignored.why)
-        if self.hear.on_ignored is not None:
-            self.hear.on_ignored(ignored.why)
+        self.emit(TouchIgnored(ignored.why))
         light = ignored.light or ask
         if light is not None:
             self.controller.show(light)
 
-    def _ignore_touches(self, ignored: Ignore | None = None,
-                        tell: bool = False) -> list[InputEvent]:
-        """Drop the touches queued so far (they never start a pass); keep the rest."""
-        kept = []
+    def _ignore_touches(self, ignored: Ignore | None = None) -> None:
+        """Drop the events queued so far: a touch never starts a pass (``ignored``: each
+        is told so)."""
         for ev in self.device.drain_events():
             if ev.kind is not EventKind.TOUCH:
-                kept.append(ev)
-            elif tell and ignored is not None:
+                continue
+            if ignored is not None:
                 self._told(ignored)
             else:
                 log.debug("touch ignored", why="a touch for a pass already decided")
-        return kept
 
 
 def play_hand(controller: PassController, config: Config, terms: HandTerms, *,
-              rng: RandomSource, **callbacks) -> HandReport:
+              rng: RandomSource, emit: Emit = quiet,
+              on_tick: Callable[[], None] | None = None) -> HandResult:
     """Run a hand on ``terms`` (:func:`hand_terms`): the one a crash, a fault or a missing
-    touch left pending is finished."""
+    touch left pending is finished (and :class:`Resumed` emitted)."""
     if pending := terms.pending:
         log.info("resuming hand", number=pending["number"], at_pass=pending["done"] + 1)
+        emit(Resumed(pending["number"], pending["done"] + 1, terms.passes))
     runner = HandRunner(controller, make_planner(terms.mode, terms.passes, rng), config)
-    return runner.run(terms.passes, terms.cards, **callbacks)
+    return runner.run(terms.passes, terms.cards, emit, on_tick)

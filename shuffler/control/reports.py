@@ -4,7 +4,7 @@ order; JSON is made from them only at the edges. Never a plan."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -20,10 +20,28 @@ if TYPE_CHECKING:
 
     from shuffler.config import Config
     from shuffler.control.controller import PassController
-    from shuffler.control.hand import HandReport, PassRecord
     from shuffler.core.mechanics import Pile, Stacked
     from shuffler.device.contract import PassReport
     from shuffler.store.state import State
+
+
+#: faults after which the hand goes on (the pass finished, only degraded)
+CONTINUABLE = frozenset({FaultKind.COUNT_MISMATCH})
+
+
+def stops(fault: Fault | None) -> bool:
+    """Whether ``fault`` stops the hand (a pass cut off, never restacked)."""
+    return fault is not None and fault.kind not in CONTINUABLE
+
+
+def turn(state: State, config: Config) -> tuple[int, str, str, str | None]:
+    """Whose deal it is (the stored seat, or the configured first dealer), as an index and
+    a name, who deals next, and with two decks in turn the one shuffled: "A" or "B"."""
+    seats = config.table.seats
+    dealer = (seats.index(config.table.first_dealer) if state.dealer is None
+              else state.dealer % len(seats))
+    return (dealer, seats[dealer], seats[(dealer + 1) % len(seats)],
+            "AB"[state.deck % 2] if config.table.decks == 2 else None)
 
 
 def exit_code(fault: Fault | None) -> int:
@@ -57,10 +75,6 @@ class PassResult(Record):
                    report.retries, stacking.name.lower() if stacking is not None else None,
                    stacked.value if stacked is not None else None)
 
-    @classmethod
-    def of_record(cls, record: PassRecord) -> PassResult:
-        return cls.of(record.report, record.number, record.stacking, record.stacked)
-
 
 @dataclass(frozen=True)
 class PassAnswer(Record):
@@ -82,43 +96,36 @@ def pass_log(p: dict[str, Any]) -> dict[str, Any]:
             "min_volts": None if p["min_volts"] is None else round(p["min_volts"], 2)}
 
 
-def passes_done(hand: HandReport) -> int:
-    """Passes of the hand that ran to the end (a degraded pass did; a jammed one did
-    not), counting those before a resume: the one count the summary, ``status`` and
-    the page all show."""
-    from shuffler.control.hand import CONTINUABLE
-
-    before = (hand.resumed_at or 1) - 1
-    return before + sum(1 for r in hand.records
-                        if r.report.fault is None or r.report.fault.kind in CONTINUABLE)
-
-
 def _passes(numbers: list[int]) -> str:
     words = [str(n) for n in numbers]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
-def distance_note(hand: HandReport) -> str | None:
-    """Why the distance is a bound, in the dealer's words (None: it is what was planned).
+def distance_note(reports: Sequence[PassResult], departures: Sequence[int],
+                  distance: Fraction | None, resumed_at: int | None,
+                  plan_lost: bool) -> str | None:
+    """Why the hand's distance is a bound, in the dealer's words (None: it is what was
+    planned).
 
     The bound after a departure from the light covers a dealer who chose the pile by
     looking at the cards (docs/mixing.md): the figure is what can be promised, not what
     a careless dealer usually costs."""
-    said = [*_stacking_reasons(hand), *_fault_reasons(hand)]
+    said = [*_stacking_reasons(reports, departures),
+            *_fault_reasons(reports, resumed_at, plan_lost)]
     if not said:
         return None
-    if hand.distance is None:
+    if distance is None:
         return "; ".join(said) + ": how random this hand is cannot be said"
-    if hand.distance == 0:  # a departure the plan still covers: no bound to state
+    if distance == 0:  # a departure the plan still covers: no bound to state
         return "; ".join(said) + ": this hand is still exactly random"
-    return "; ".join(said) + f": this hand is random to within {_limit_words(hand.distance)}"
+    return "; ".join(said) + f": this hand is random to within {_limit_words(distance)}"
 
 
-def _stacking_reasons(hand: HandReport) -> list[str]:
+def _stacking_reasons(reports: Sequence[PassResult], departures: Sequence[int]) -> list[str]:
     """What the dealer's stacking did to the hand: departures, seen and unseen."""
-    seen = {r.number: r.stacking for r in hand.records}
-    unseen = [n for n in hand.departures if seen.get(n, 0) is None]
-    other = [n for n in hand.departures if n not in unseen]
+    seen = {r.number: r.stacking for r in reports}
+    unseen = [n for n in departures if seen.get(n, "") is None]
+    other = [n for n in departures if n not in unseen]
     said = []
     if other:
         said.append(f"you put the other pile on top after pass {_passes(other)}")
@@ -128,24 +135,22 @@ def _stacking_reasons(hand: HandReport) -> list[str]:
     return said
 
 
-def _fault_reasons(hand: HandReport) -> list[str]:
+def _fault_reasons(reports: Sequence[PassResult], resumed_at: int | None,
+                   plan_lost: bool) -> list[str]:
     """What the machine did to the hand: a resume, a wrong count, a pass that stopped."""
-    from shuffler.control.hand import CONTINUABLE
-
-    stopped = [r for r in hand.records
-               if r.report.fault is not None and r.report.fault.kind not in CONTINUABLE]
-    miscounted = [r.number for r in hand.records
-                  if r not in stopped and r.report.counted != r.report.expected]
+    stopped = [r for r in reports if stops(r.fault)]
+    miscounted = [r.number for r in reports
+                  if not stops(r.fault) and r.counted != r.expected]
     said = []
-    if hand.plan_lost:
-        said.append(f"the hand resumed at pass {hand.resumed_at} on a new plan (a pass "
+    if plan_lost:
+        said.append(f"the hand resumed at pass {resumed_at} on a new plan (a pass "
                     "was cut off, or the process that held the plan ended), from an order "
                     "nobody tracked")
     if miscounted:
         said.append(f"the count came out wrong in pass {_passes(miscounted)}, so the "
                     "controller lost track of the cards")
     for r in stopped:
-        kind = r.report.fault.kind.value.replace("_", " ")  # type: ignore[union-attr]
+        kind = r.fault.kind.value.replace("_", " ")  # type: ignore[union-attr]
         said.append(f"pass {r.number} stopped ({kind})")
     return said
 
@@ -158,7 +163,8 @@ def _limit_words(distance: Fraction) -> str:
 
 @dataclass(frozen=True)
 class HandResult(Record):
-    """A hand's summary (shuffler/schemas/hand.json's ``hand``)."""
+    """A hand's summary (shuffler/schemas/hand.json's ``hand``), as
+    :class:`~shuffler.control.hand.HandRunner` returns it."""
 
     number: int
     dealer: str
@@ -177,14 +183,6 @@ class HandResult(Record):
     deck: str | None
     fault: Fault | None
     pass_reports: tuple[PassResult, ...]
-
-    @classmethod
-    def of(cls, hand: HandReport) -> HandResult:
-        return cls(hand.number, hand.dealer, hand.next_dealer, hand.mode, hand.passes_planned,
-                   passes_done(hand), hand.completed, hand.tracking, hand.distance,
-                   hand.distance_exact, hand.resumed_at, tuple(hand.departures), hand.paused,
-                   distance_note(hand), hand.deck, hand.fault,
-                   tuple(PassResult.of_record(r) for r in hand.records))
 
 
 @dataclass(frozen=True)
@@ -244,13 +242,6 @@ class HandInProgress(Record):
     cards: int
     mode: str
 
-    @classmethod
-    def kept(cls, pending: Mapping[str, Any] | None) -> HandInProgress | None:
-        if pending is None:
-            return None
-        return cls(pending["number"], pending["passes"], pending["done"], pending["cards"],
-                   pending["mode"])
-
 
 @dataclass(frozen=True)
 class Counters(Record):
@@ -260,11 +251,6 @@ class Counters(Record):
     jams: int
     faults: int
     interrupted: int
-
-    @classmethod
-    def kept(cls, state: State) -> Counters:
-        return cls(state.hands_completed, state.passes, state.cards, state.jams,
-                   state.faults, state.interrupted)
 
 
 @dataclass(frozen=True)
@@ -304,19 +290,17 @@ class StatusReport(Record):
 
     @classmethod
     def of(cls, controller: PassController, config: Config) -> StatusReport:
-        from shuffler.control.hand import dealer_index
-
         device = controller.device
         state = controller.store.load()
         fault = controller.latched_fault()
-        seats = config.table.seats
-        dealer = dealer_index(state, config)
+        p = state.hand  # the state file keeps ``done``
         return cls(device.info, HealthReport.of(device.health(), fault), fault,
                    controller.battery_estimate(config.hand.cards).figures(),
-                   Counters.kept(state), HandInProgress.kept(state.hand),
-                   LastHand.kept(state.last_hand), seats[dealer],
-                   seats[(dealer + 1) % len(seats)],
-                   "AB"[state.deck % 2] if config.table.decks == 2 else None)
+                   Counters(state.hands_completed, state.passes, state.cards, state.jams,
+                            state.faults, state.interrupted),
+                   None if p is None else HandInProgress(p["number"], p["passes"], p["done"],
+                                                         p["cards"], p["mode"]),
+                   LastHand.kept(state.last_hand), *turn(state, config)[1:])
 
 
 @dataclass(frozen=True)
@@ -325,10 +309,6 @@ class ServiceStatus(StatusReport):
     nothing (None: a pass or hand has run since)."""
 
     notice: str | None = None
-
-    @classmethod
-    def told(cls, status: StatusReport, notice: str | None) -> ServiceStatus:
-        return cls(**vars(status), notice=notice)
 
 
 @dataclass(frozen=True)

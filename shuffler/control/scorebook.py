@@ -15,10 +15,12 @@ version number is taken by undo and redo too, so nothing made before them applie
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from shuffler.config import Config
 from shuffler.constants import EXIT_OK
+from shuffler.core.record import Record
 from shuffler.core.score import (
     Game,
     Result,
@@ -33,6 +35,73 @@ from shuffler.store.state import State, StateStore
 HISTORY = 20  # undo steps kept with the game
 
 
+@dataclass(frozen=True)
+class ScoredHand(Record):
+    """A hand scored (score.json's ``hands``)."""
+
+    makers: int
+    tricks: int
+    alone: bool
+    renege: int | None
+    scored_by: int
+    points: int
+    euchre: bool
+
+
+@dataclass(frozen=True)
+class PlayedGame(Record):
+    """A game the table played before this one (score.json's ``played``)."""
+
+    number: int
+    target: int
+    names: tuple[str, ...] | None
+    team_names: tuple[str, ...]
+    totals: tuple[int, ...]
+    winner: int | None
+    hands: int
+
+    @classmethod
+    def kept(cls, g: dict[str, Any]) -> PlayedGame:
+        names = g["names"]
+        return cls(g["number"], g["target"], None if names is None else tuple(names),
+                   tuple(g["team_names"]), tuple(g["totals"]), g["winner"], g["hands"])
+
+
+@dataclass(frozen=True)
+class Score(Record):
+    """The game in play (score.json's ``score``), with what Undo and Redo would do."""
+
+    number: int
+    target: int
+    version: int
+    teams: tuple[tuple[str, ...], ...]
+    names: tuple[str, str] | None
+    team_names: tuple[str, str]
+    totals: tuple[int, int]
+    winner: int | None
+    hands: tuple[ScoredHand, ...]
+    played: tuple[PlayedGame, ...]
+    undo: str | None  # what Undo would take back; None: nothing
+    redo: str | None
+
+    @classmethod
+    def of(cls, game: Game, undo: list[dict[str, Any]], redo: list[dict[str, Any]]) -> Score:
+        return cls(game.number, game.target, game.version, game.teams, game.names,
+                   (game.team_name(0), game.team_name(1)), game.totals, game.winner,
+                   tuple(ScoredHand(**r.to_dict()) for r in game.results),
+                   tuple(PlayedGame.kept(g) for g in game.played),
+                   undo[-1]["label"] if undo else None, redo[-1]["label"] if redo else None)
+
+
+@dataclass(frozen=True)
+class ScoreAnswer(Record):
+    """The score's commands (shuffler/schemas/score.json)."""
+
+    score: Score
+    done: str | None  # what the change did, in words; None: a reading
+    exit: int
+
+
 class ScoreBook:
     def __init__(self, store: StateStore, config: Config) -> None:
         self.store = store
@@ -45,17 +114,9 @@ class ScoreBook:
             return new_game(self.config.table.seats, self.config.table.game_to), [], []
         return Game.from_dict(stored), list(stored.get("undo", [])), list(stored.get("redo", []))
 
-    def game(self) -> Game:
-        """The game being scored: the stored one, or a first game for the seats."""
-        return self._load()[0]
-
     def _reply(self, game: Game, undo: list[dict[str, Any]], redo: list[dict[str, Any]],
-               done: str | None = None
-               ) -> dict[str, Any]:
-        score = game.to_dict()
-        score["undo"] = undo[-1]["label"] if undo else None
-        score["redo"] = redo[-1]["label"] if redo else None
-        return {"score": score, "done": done, "exit": EXIT_OK}
+               done: str | None = None) -> ScoreAnswer:
+        return ScoreAnswer(Score.of(game, undo, redo), done, EXIT_OK)
 
     def _save(self, game: Game, undo: list[dict[str, Any]], redo: list[dict[str, Any]],
               dealer: int | None = None) -> None:
@@ -66,7 +127,7 @@ class ScoreBook:
         self.store.save(state)
 
     def _change(self, version: int | None, change: Callable[[Game], str | tuple[Game, str]],
-                dealer: int | None = None) -> dict[str, Any]:
+                dealer: int | None = None) -> ScoreAnswer:
         """Apply ``change`` to the current game, if ``version`` is current: it edits the
         game in place and names what it did, or returns the game that replaces it and the
         name. It can be undone."""
@@ -86,12 +147,12 @@ class ScoreBook:
         return self._reply(game, undo, [], label)
 
     # -- what a table asks -------------------------------------------------------------
-    def show(self) -> dict[str, Any]:
+    def show(self) -> ScoreAnswer:
         return self._reply(*self._load())
 
     def record(self, makers: int, tricks: int, alone: bool = False, *,
                renege: int | None = None, hand: int | None = None,
-               version: int | None = None) -> dict[str, Any]:
+               version: int | None = None) -> ScoreAnswer:
         """Score the next hand, or with ``hand`` put this result in that hand's place."""
         result = Result(makers, tricks, alone, renege)
 
@@ -103,14 +164,14 @@ class ScoreBook:
             return "the edit of " + game.describe(hand)
         return self._change(version, change)
 
-    def delete(self, hand: int, version: int | None = None) -> dict[str, Any]:
+    def delete(self, hand: int, version: int | None = None) -> ScoreAnswer:
         def change(game: Game) -> str:
             old = game.delete(hand)
             return "the deletion of " + game.describe(hand, old)
         return self._change(version, change)
 
     def settings(self, target: int | None = None, names: Any = None,
-                 version: int | None = None) -> dict[str, Any]:
+                 version: int | None = None) -> ScoreAnswer:
         """Change the game's target or the teams' names."""
         def change(game: Game) -> str:
             said, reopened = [], ""
@@ -131,13 +192,13 @@ class ScoreBook:
             return " and ".join(said) + reopened
         return self._change(version, change)
 
-    def undo(self, version: int | None = None) -> dict[str, Any]:
+    def undo(self, version: int | None = None) -> ScoreAnswer:
         return self._step(version, back=True)
 
-    def redo(self, version: int | None = None) -> dict[str, Any]:
+    def redo(self, version: int | None = None) -> ScoreAnswer:
         return self._step(version, back=False)
 
-    def _step(self, version: int | None, back: bool) -> dict[str, Any]:
+    def _step(self, version: int | None, back: bool) -> ScoreAnswer:
         game, undo, redo = self._load()
         check_version(game, version, undo)
         source, sink = (undo, redo) if back else (redo, undo)
@@ -154,7 +215,7 @@ class ScoreBook:
 
     def new_game(self, first_dealer: str | None = None, *, target: int | None = None,
                  names: Any = None, version: int | None = None,
-                 replace_in_progress: bool = True) -> dict[str, Any]:
+                 replace_in_progress: bool = True) -> ScoreAnswer:
         """A new game; the deal starts again with ``first_dealer`` (the configured one if
         None). The target is the one given, else the last game's (chosen on screen),
         else ``[table] game_to``. ``replace_in_progress=False`` (remote commands that name

@@ -13,38 +13,24 @@ import contextlib
 import signal
 import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from shuffler.config import Config
 from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.control.controller import PassController
-from shuffler.control.events import (
-    CardCounted,
-    Emit,
-    PassReported,
-    PassStarted,
-    Resumed,
-    StackAsked,
-    TouchIgnored,
-    quiet,
-)
-from shuffler.control.hand import HandReport, HandTerms, hand_terms, play_hand
-from shuffler.control.prompts import stack_prompt, wrong_pile_prompt
+from shuffler.control.events import CardCounted, Emit, PassStarted, quiet
+from shuffler.control.hand import HandTerms, hand_terms, play_hand
 from shuffler.control.reports import (
-    BatteryReport,
     Cleared,
     HandAnswer,
-    HandResult,
     LastHand,
     PassAnswer,
     PassResult,
-    StatusReport,
     exit_code,
 )
 from shuffler.control.scorebook import ScoreBook
 from shuffler.control.signals import ENDINGS, ending
 from shuffler.core.planning import Mode, PackTracker, RandomSource, make_planner
-from shuffler.device.contract import PassReport, ShufflerDevice, Signal, Status
+from shuffler.device.contract import ShufflerDevice, Signal, Status
 
 Tick = Callable[[], None]
 
@@ -76,19 +62,6 @@ def motor_off_on_exit(device: ShufflerDevice) -> Iterator[None]:
             signal.signal(sig, handler)
 
 
-def stack_event(status: Status, report: PassReport | None = None,
-                number: int | None = None) -> StackAsked:
-    """Between passes: which pile goes on top, in the words the page uses too, and the
-    pass just dealt; with ``warning``, the other pile was lifted first."""
-    last = status.next_pass is None
-    prompt = (wrong_pile_prompt(status.on_top) if status.warn
-              else stack_prompt(status.on_top, last))
-    dealt = (PassResult.of(report, number)
-             if report is not None and number is not None else None)
-    return StackAsked(status.on_top.name.lower() if status.on_top is not None else None,
-                      status.next_pass, status.of, prompt, dealt, True if status.warn else None)
-
-
 class Session:
     def __init__(self, controller: PassController, config: Config, rng: RandomSource) -> None:
         self.controller = controller
@@ -113,32 +86,23 @@ class Session:
             self.controller.show(Status(Signal.READY))
         return PassAnswer(self.device.info, PassResult.of(report), exit_code(report.fault))
 
-    def do_hand(self, passes: int | None = None, cards: int | None = None,
-                mode: str | None = None, on_event: Emit = quiet,
+    def terms(self, passes: int | None = None, cards: int | None = None,
+              mode: str | None = None) -> HandTerms:
+        """The hand's terms, as :func:`~shuffler.control.hand.hand_terms` resolves them."""
+        return hand_terms(self.controller.store.load(), self.config, passes, cards, mode)
+
+    def do_hand(self, terms: HandTerms, on_event: Emit = quiet,
                 on_tick: Tick | None = None) -> HandAnswer:
-        """A hand; ``on_tick()`` is called while it runs, also while it waits for a touch."""
-        terms = hand_terms(self.controller.store.load(), self.config, passes, cards, mode)
-        if pending := terms.pending:
-            on_event(Resumed(pending["number"], pending["done"] + 1, terms.passes))
+        """A hand on ``terms`` (:meth:`terms`); ``on_tick()`` is called while it runs,
+        also while it waits for a touch."""
         with motor_off_on_exit(self.device):
-            hand = HandResult.of(self._hand(terms, on_event, on_tick))
+            hand = play_hand(self.controller, self.config, terms, rng=self.rng,
+                             emit=on_event, on_tick=on_tick)
         self.controller.update(lambda s: setattr(s, "last_hand", LastHand.of(hand).to_json()))
         # a hand that finished is done, even with a degraded (double-fed) pass in it: its
         # report names the pass and the distance that still holds (README, exit codes)
         return HandAnswer(self.device.info, hand,
                           EXIT_OK if hand.completed else exit_code(hand.fault))
-
-    def _hand(self, terms: HandTerms, on_event: Emit, on_tick: Tick | None) -> HandReport:
-        of = terms.passes
-        return play_hand(
-            self.controller, self.config, terms, rng=self.rng,
-            on_pass_start=lambda n, of: on_event(PassStarted(n, of)),
-            on_card=lambda c, e: on_event(CardCounted(c, e)),
-            on_stack=lambda st, report: on_event(stack_event(
-                st, report, (st.next_pass - 1) if st.next_pass else st.of)),
-            on_pass_done=lambda r: on_event(PassReported(PassResult.of_record(r), of)),
-            on_tick=on_tick,
-            on_ignored=lambda why: on_event(TouchIgnored(why)))
 
     def do_clear(self) -> Cleared:
         had = self.controller.latched_fault()
@@ -150,12 +114,3 @@ class Session:
     @property
     def scores(self) -> ScoreBook:
         return ScoreBook(self.controller.store, self.config)
-
-    def score(self) -> dict[str, Any]:
-        return self.scores.show()
-
-    def status(self) -> StatusReport:
-        return StatusReport.of(self.controller, self.config)
-
-    def battery(self, cards: int | None = None) -> BatteryReport:
-        return BatteryReport.of(self.controller, self.config, cards or self.config.hand.cards)

@@ -96,14 +96,6 @@ NOTHING_TO_KEEP = Ignore("nothing to keep: the stack follows the light; touch fo
                          "pass")
 
 
-
-
-def refused(why: str, kind: str) -> Ignore:
-    """A touch the policy started whose pass the machine then refused (a latched fault,
-    the battery): the machine's own sentence and error kind."""
-    return Ignore(why, kind=kind)
-
-
 @dataclass(frozen=True)
 class Machine:
     """What the caller knows of the machine as it decides."""
@@ -135,10 +127,6 @@ class TouchPolicy:
         pressed before ``at`` plus :data:`RESTACK_LOCKOUT` start nothing."""
         self.ended = max(self.ended, at)
 
-    def too_soon(self, touch: InputEvent) -> bool:
-        """Pressed before the lock-out after the last pass ended (or during that pass)."""
-        return touch.at - self.ended < RESTACK_LOCKOUT
-
     def decide(self, event: InputEvent, machine: Machine) -> Decision:
         if event.kind is EventKind.LONG_PRESS:
             if machine.latched:
@@ -155,7 +143,7 @@ class TouchPolicy:
             return WRONG_PILE
         if machine.restacking and not machine.stacked:
             return NOT_STACKED
-        if self.too_soon(event):
+        if event.at - self.ended < RESTACK_LOCKOUT:  # during the last pass, or just after
             return RESTACKING
         if not machine.tray_loaded:
             return TRAY_EMPTY

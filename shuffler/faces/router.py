@@ -29,7 +29,6 @@ from shuffler.service.hub import Ignore, Start
 from shuffler.service.machine import COMMANDS, MQTT, PAGE
 from shuffler.service.protocol import error_reply
 from shuffler.service.request import RequestError
-from shuffler.service.results import thaw
 
 if TYPE_CHECKING:
     from shuffler.faces.telemetry import Telemetry
@@ -113,7 +112,7 @@ class Faces:
             case StateChanged(status):  # the panel is the page's JSON: made here
                 self.board.status(status.to_json())
             case ScoreChanged(score):
-                self.board.score(thaw(score))
+                self.board.score(score.to_json())
             case HandSummary(_, last):
                 self.board.hand_done(last.to_json())
 

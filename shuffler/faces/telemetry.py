@@ -42,7 +42,6 @@ from shuffler.service.hub import MqttConfig
 from shuffler.service.machine import MQTT, sent_by
 from shuffler.service.protocol import error_reply
 from shuffler.service.request import RequestError
-from shuffler.service.results import thaw
 
 log = get_logger("shuffler.telemetry")
 
@@ -190,7 +189,7 @@ class Telemetry:
             case FaultChanged(fault):
                 self.publish("fault", {"fault": fault and fault.to_json()}, retain=True)
             case ScoreChanged(score):
-                self.publish("score", {"score": thaw(score)}, retain=True)
+                self.publish("score", {"score": score.to_json()}, retain=True)
             case PassReported(report):
                 self.publish("pass", {"pass": report.to_json()})
             case HandSummary(hand):

@@ -18,8 +18,8 @@
 
 Every field is what a client of the socket may see: counts, piles, faults, volts,
 never a plan or the card order. Nothing on the bus is JSON, and nothing on it is a dict
-or a list: it carries the frozen records of :mod:`shuffler.control.reports` (the score:
-frozen by :func:`shuffler.service.results.freeze`), and the faces make JSON at their edges
+or a list: it carries the frozen records of :mod:`shuffler.control.reports` (the score's:
+:mod:`shuffler.control.scorebook`), and the faces make JSON at their edges
 (the page, MQTT: a record's ``to_json``), as the socket does. A callback runs on the
 service's threads and must not block.
 """
@@ -35,8 +35,8 @@ from shuffler.control.events import PassReported as PassReported
 from shuffler.control.events import PassStarted as PassStarted
 from shuffler.control.events import TouchIgnored as TouchIgnored
 from shuffler.control.reports import BatteryReport, HandResult, LastHand, ServiceStatus
+from shuffler.control.scorebook import Score
 from shuffler.device.contract import Fault, Status
-from shuffler.service.results import Frozen
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class HandSummary:
 
 @dataclass(frozen=True)
 class ScoreChanged:
-    score: Frozen | None  # the game; None: no game yet
+    score: Score
 
 
 @dataclass(frozen=True)

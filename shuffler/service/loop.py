@@ -49,7 +49,6 @@ from shuffler.control.touch import (
     Wait,
 )
 from shuffler.control.touch import Machine as Seen  # what the touch policy sees
-from shuffler.control.touch import refused as machine_refused
 from shuffler.device.clock import Clock, RealClock
 from shuffler.device.contract import EventKind, InputEvent, Signal, Status
 from shuffler.errors import ShufflerError, error_kind
@@ -102,7 +101,7 @@ def outcome(cmd: Command, result: Result) -> Event | None:
     state that follows it."""
     body = result.body
     if cmd.score:
-        return ScoreChanged(body["score"])  # type: ignore[index]
+        return ScoreChanged(body.score)  # type: ignore[attr-defined]
     if isinstance(body, HandAnswer):
         return HandSummary(body.hand, LastHand.of(body.hand))
     if isinstance(body, PassAnswer):
@@ -263,7 +262,7 @@ class Service(Publisher):
         return self.session.controller.store.folder
 
     def score(self) -> dict[str, Any]:
-        return self.session.score()
+        return self.session.scores.show().to_json()
 
     @property
     def touch_waiting(self) -> bool:
@@ -399,7 +398,8 @@ class Service(Publisher):
         if final["ok"]:
             _settle(answer, Start())
         else:  # refused before its pass started (a latched fault, the battery)
-            _settle(answer, machine_refused(final["error"]["message"], final["error"]["kind"]))
+            # the machine's own sentence and error kind
+            _settle(answer, Ignore(final["error"]["message"], kind=final["error"]["kind"]))
 
     def _touch_ignored(self, ignored: Ignore) -> None:
         """Tell the dealer and the faces that a touch started nothing, and why: the event
@@ -497,7 +497,7 @@ class Service(Publisher):
             status = self.machine.run({"cmd": "status"}).body
             battery = self.machine.run({"cmd": "battery"}).body
             assert isinstance(status, StatusReport) and isinstance(battery, BatteryReport)
-            told = ServiceStatus.told(status, self.notice)
+            told = ServiceStatus(**vars(status), notice=self.notice)
         except ShufflerError as e:
             log.warning("status refresh failed", error=str(e))
         else:  # the state to the faces, and the fault and the battery when they changed

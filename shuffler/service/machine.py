@@ -44,8 +44,8 @@ def _quiet(event: object) -> None:
     pass
 
 
-#: a command's handler: its record (the score's commands: the scorebook's object)
-Handler = Callable[["Machine", dict[str, Any], "Emit"], "Record | dict[str, Any]"]
+#: a command's handler: its record
+Handler = Callable[["Machine", dict[str, Any], "Emit"], "Record"]
 
 
 class NotAllowedError(BadInputError):
@@ -144,11 +144,12 @@ def _pass(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
 
 
 def _hand(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
-    return m.session.do_hand(req["passes"], req["cards"], req["mode"], on_event=emit,
-                             on_tick=m.tick)
+    # the CLI resolved the terms to open the device (cli/app.py, App.load): not again
+    terms = req.get("terms") or m.session.terms(req["passes"], req["cards"], req["mode"])
+    return m.session.do_hand(terms, on_event=emit, on_tick=m.tick)
 
 
-def _score(m: Machine, req: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _score(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
     """``score``: read it, or score a hand, edit or delete one, or change the game's
     target or names (the request's fields say which; request.RULES keeps them whole)."""
     book, version = m.scores, req.get("version")
@@ -162,7 +163,7 @@ def _score(m: Machine, req: dict[str, Any], emit: Emit) -> dict[str, Any]:
     return book.show()
 
 
-def _new_game(m: Machine, req: dict[str, Any], emit: Emit) -> dict[str, Any]:
+def _new_game(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
     return m.scores.new_game(req.get("first_dealer"), target=req.get("target"),
                              names=req.get("names"), version=req.get("version"),
                              replace_in_progress=req.get("replace", True))
