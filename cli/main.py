@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sys
 from importlib import import_module
+from itertools import islice
 from typing import Any
 
 import click
@@ -148,16 +149,30 @@ class LazyGroup(click.Group):
         return super().parse_args(ctx, self.hoist_global_options(ctx, args))
 
     def hoist_global_options(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Move global options written after the command name in front of it."""
+        """Move global options written after the command name (with their values) in front
+        of it; the command's own stay in order, and everything after ``--`` is its own."""
         takes_value, flags = options.option_names(self.params)
         flags -= {"-h", "--help"}  # after the command, --help is the command's own
         i = _command_index(args, takes_value)
         if i >= len(args) or args[i] == "--":
             return args
-        name, rest = args[i], args[i + 1:]
+        name, rest = args[i], iter(args[i + 1:])
         command = self.get_command(ctx, name) if name in self.commands_map else None
         own_value = options.option_names(command.params)[0] if command is not None else set()
-        moved, kept = _hoisted(rest, takes_value - own_value, flags, own_value)
+        global_value = takes_value - own_value
+        moved: list[str] = []
+        kept: list[str] = []
+        for tok in rest:
+            if tok == "--":
+                kept += [tok, *rest]
+                break
+            key = tok.split("=", 1)[0] if tok.startswith("--") else tok
+            hoist = key in global_value or (key not in own_value and (
+                key in flags or options.is_verbose_flag(key)))
+            out = moved if hoist else kept
+            out.append(tok)
+            if "=" not in tok and key in (global_value if hoist else own_value):
+                out.extend(islice(rest, 1))  # its value
         return args[:i] + moved + [name] + kept
 
 
@@ -173,36 +188,6 @@ def _command_index(args: list[str], takes_value: set[str]) -> int:
     return min(i, len(args))
 
 
-def _hoisted(rest: list[str], global_value: set[str], flags: set[str],
-             own_value: set[str]) -> tuple[list[str], list[str]]:
-    """The command's arguments split: the global options among them (with their values)
-    to move in front of its name, and the command's own, kept in order; everything
-    after ``--`` stays the command's."""
-    moved: list[str] = []
-    kept: list[str] = []
-    j = 0
-    while j < len(rest):
-        tok = rest[j]
-        if tok == "--":
-            kept.extend(rest[j:])
-            break
-        key = tok.split("=", 1)[0] if tok.startswith("--") else tok
-        flag = key in flags or options.is_verbose_flag(key)
-        own = key not in global_value and (key in own_value or not flag)
-        taken = _with_value(rest, j, key in (own_value if own else global_value))
-        (kept if own else moved).extend(taken)
-        j += len(taken)
-    return moved, kept
-
-
-def _with_value(rest: list[str], j: int, takes_value: bool) -> list[str]:
-    """The option at ``rest[j]``, and the word after it when it takes a value not given
-    with ``=``."""
-    if takes_value and "=" not in rest[j] and j + 1 < len(rest):
-        return rest[j:j + 2]
-    return rest[j:j + 1]
-
-
 def _print_version(ctx: click.Context, value: bool) -> None:
     """The release, and the commit where it is known (shuffler/version.py: only here
     does the CLI ask git or read .git)."""
@@ -211,13 +196,9 @@ def _print_version(ctx: click.Context, value: bool) -> None:
     from shuffler import version
 
     if getattr(ctx.command, "json_wanted", False):
-        import json
+        from .output import print_json
 
-        from .output import SCHEMA, check_json
-
-        out = {"schema": SCHEMA, **version.as_json()}
-        check_json(out, "version")
-        click.echo(json.dumps(out))
+        print_json(version.as_json(), "version")
     else:
         click.echo(f"shuffler {version.describe()}")
     ctx.exit()

@@ -1,9 +1,8 @@
-"""Text for people, from the same dicts ``--json`` prints; progress on stderr."""
+"""Text for people, from the same dicts ``--json`` prints."""
 
 from __future__ import annotations
 
-import sys
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
@@ -171,28 +170,3 @@ def battery_text(b: dict[str, Any]) -> str:
         text += "\n(from the battery's curve alone: no passes recorded on it yet)"
     return text + unsteady_text(b)
 
-
-class Progress:
-    """A one-line progress bar on stderr, drawn only on a terminal."""
-
-    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
-        self.stream = stream or sys.stderr
-        self.width = width
-        self.enabled = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.label = "pass"
-
-    def start(self, number: int, of: int) -> None:
-        self.label = f"pass {number}/{of}"
-
-    def card(self, counted: int, expected: int) -> None:
-        if not self.enabled:
-            return
-        filled = self.width * counted // max(expected, 1)
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {counted}/{expected}")
-        self.stream.flush()
-
-    def end(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
