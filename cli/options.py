@@ -14,14 +14,14 @@ from typing import Any
 
 import click
 
+from shuffler.constants import SOCKET_PATH_BYTES
+
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
 #: (the same figure as shuffler.device.registry.DEFAULT_SIM_SPEED; a test keeps them equal)
 DEFAULT_SIM_SPEED = 20.0
 #: the --sim-dealer habits, as hardware_sim.dealer.DealerHabit spells them (a test checks)
 SIM_DEALERS = ["instructed", "other", "both", "follows-but-last", "taller", "last-card",
                "first-card"]
-#: longest socket path a Unix socket takes (sun_path is 108 bytes on Linux)
-MAX_SOCKET_PATH = 107
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
         _option("--state-dir", type=SafePath(), default=None,
                 help="where counters and latched faults are kept  "
                      "[default: $XDG_STATE_HOME/shuffler]"),
-        _option("--socket", "socket_path", type=SafePath(MAX_SOCKET_PATH), default=None,
+        _option("--socket", "socket_path", type=SafePath(SOCKET_PATH_BYTES), default=None,
                 help="the service's socket  [default: the config's [service] socket, else "
                      "/run/shuffler/shuffler.sock when a service is installed]"),
         _option("--no-service", is_flag=True, help="drive the device in-process even if a "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from shuffler.constants import PROTOCOL
+from shuffler.constants import MAX_FILE_BYTES, PROTOCOL, SOCKET_PATH_BYTES
 
 TYPE_CHECKING = False  # not ``typing``'s: this module is on the stop's clock
 if TYPE_CHECKING:
@@ -34,9 +34,6 @@ MEANINGFUL = ("SHUFFLER_DEVICE", "SHUFFLER_NO_SERVICE", "SHUFFLER_VERBOSE",
 #: click's words for a flag's variable (click.types.BoolParamType)
 TRUE = ("1", "true", "t", "yes", "y", "on")
 FALSE = ("0", "false", "f", "no", "n", "off", "")
-#: the longest config file read (shuffler.files.MAX_FILE_BYTES) and socket path (sun_path)
-MAX_CONFIG = 1 << 20
-MAX_SOCKET = 107
 TIMEOUT = 2.0
 STOPPED = "stopped: the motor is off"
 NOTHING = "nothing to stop: no pass or hand was running (the motor is off)"
@@ -66,7 +63,7 @@ def parse(argv: list[str], env: dict[str, str]) -> dict[str, Any] | None:
     for option, variable in VALUED.items():
         named: str | None = given.get(option, env.get(variable))
         if named is not None and (not named or "\0" in named or len(os.fsencode(named)) > (
-                MAX_SOCKET if option == "--socket" else 4096)):
+                SOCKET_PATH_BYTES if option == "--socket" else 4096)):
             return None  # the full CLI names what is wrong with it
         opts[option[2:]] = named
     return opts
@@ -83,9 +80,9 @@ def read_config(path: Path) -> str | None:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONFIG:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
             return None
-        return os.read(fd, MAX_CONFIG + 1).decode("utf-8", "replace")
+        return os.read(fd, MAX_FILE_BYTES + 1).decode("utf-8", "replace")
     except OSError:
         return None
     finally:
@@ -118,7 +115,7 @@ def service_keys(paths: list[Path]) -> dict[str, str]:
         for key in ("socket", "user"):
             value = table.get(key)
             if isinstance(value, str) and value and "\0" not in value and len(
-                    os.fsencode(value)) <= MAX_SOCKET:
+                    os.fsencode(value)) <= SOCKET_PATH_BYTES:
                 keys[key] = value
     return keys
 
@@ -168,7 +165,7 @@ def _string(rest: str) -> str | None:
 
 def find_socket(opts: dict[str, Any]) -> tuple[Path, str | None]:
     """Where the service listens and ``[service] user``, as :mod:`shuffler_cli.app`
-    finds them (``client_socket``)."""
+    finds them (``make_app``)."""
     from pathlib import Path
 
     from shuffler.paths import discovered_config_paths

@@ -9,15 +9,6 @@ import click
 from shuffler.core.words import passes, plural
 
 
-def distance_number(distance) -> str:
-    """Four significant digits, and never "1" for a distance below 1 (0.99996 is ">0.9999")."""
-    x = float(distance)
-    text = f"{x:.4g}"
-    if x < 1 and float(text) >= 1:
-        return ">0.9999"
-    return text
-
-
 def table_distance(distance: float) -> str:
     """A distance for a fixed-width column: four decimals, small ones in e-notation."""
     if distance == 0:
@@ -34,7 +25,10 @@ def distance_text(distance, exact: bool = True) -> str:
         return "distance from random unknown"
     if distance == 0:  # a bound of 0 is exact too
         return "exactly random"
-    return f"distance from random {'' if exact else 'at most '}{distance_number(distance)}"
+    number = f"{float(distance):.4g}"  # never "1" below 1: 0.99996 is ">0.9999"
+    if float(distance) < 1 and float(number) >= 1:
+        number = ">0.9999"
+    return f"distance from random {'' if exact else 'at most '}{number}"
 
 
 def pass_line(p: dict[str, Any], of: int | None = None) -> str:

@@ -63,16 +63,11 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
       shuffler --json mixing              the same table as JSON
     """
     n = cards or app.config.hand.cards
-    rows = []
-    for k in range(1, passes + 1):
-        rows.append({
-            "passes": k,
-            "coin_distance": float(tv_coin(n, k)),
-            "planned_distance": float(tv_planned(n, k)),
-            "coin_guesses": float(guesses_coin(n, k)),
-            "planned_guesses": float(guesses_planned(n, k)),
-            "seconds": 5.0 * k * n / 24,
-        })
+    rows = [{"passes": k, "coin_distance": float(tv_coin(n, k)),
+             "planned_distance": float(tv_planned(n, k)),
+             "coin_guesses": float(guesses_coin(n, k)),
+             "planned_guesses": float(guesses_planned(n, k)), "seconds": 5.0 * k * n / 24}
+            for k in range(1, passes + 1)]
     rec = recommend(n, target)
     k = default_passes(n)  # the one rule every page quotes: what a hand runs
     obj = {"cards": n, "target": target, "rows": rows, "recommended": rec,
@@ -117,15 +112,6 @@ def _sim_options(app, cards: int, seed: int | None) -> tuple[int | None, DealerH
     return (seed if seed is not None else sim.seed), DealerHabit(sim.habit), plan.doubles
 
 
-def _euchre_labels(rng: random.Random):
-    """A gathered euchre pack: trick number and printed suit per starting position."""
-    hand = play_euchre_hand(rng)
-    groups = [t for t, trick in enumerate(hand.tricks) for _ in trick]
-    groups += [5] * len(hand.kitty) + [6] * len(hand.idle)
-    suits = [c.suit for c in hand.gathered()]
-    return groups, suits
-
-
 @dataclass
 class _Hands:
     """What the hands of one ``simulate`` run said: the battery and every label."""
@@ -154,20 +140,18 @@ def _play(n: int, k: int, mode: Mode, trials: int, start: str, rng: random.Rando
     """Deal ``trials`` hands, each labelled as the controller labels it."""
     hands = _Hands(Battery(n, lambda order: reading_order(order, k, feed)))
     for _ in range(trials):
-        extra = _euchre_labels(rng) if start == "euchre" else (None, None)
+        groups = suits = None  # a gathered euchre pack: trick and suit per starting place
+        if start == "euchre":
+            hand = play_euchre_hand(rng)
+            groups = [t for t, trick in enumerate(hand.tricks) for _ in trick]
+            groups += [5] * len(hand.kitty) + [6] * len(hand.idle)
+            suits = [c.suit for c in hand.gathered()]
         order, label = play_labelled(n, k, mode, rng, feed, flaws)
         hands.labels.append(label)
-        hands.battery.add(order, *extra)
+        hands.battery.add(order, groups, suits)
         if keep_orders:
             hands.orders += [" ".join(map(str, order)), label.word]
     return hands
-
-
-def _write_orders(path: str, lines: list[str]) -> None:
-    try:
-        atomic_write(Path(path), ("\n".join(lines) + "\n").encode())
-    except OSError as e:
-        raise BadInputError(f"--orders {path}: cannot write: {e}") from None
 
 
 def _test_lines(results, trials: int, level: str, passed: bool | None) -> list[str]:
@@ -255,7 +239,10 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
     hands = _play(n, k, Mode(mode), trials, start, random.Random(seed), feed_side, flaws,
                   bool(orders))
     if orders:
-        _write_orders(orders, hands.orders)
+        try:
+            atomic_write(Path(orders), ("\n".join(hands.orders) + "\n").encode())
+        except OSError as e:
+            raise BadInputError(f"--orders {orders}: cannot write: {e}") from None
     results = hands.battery.results()
     distance = tv_planned(n, k) if mode == "planned" else tv_coin(n, k)
     obj = {"cards": n, "passes": k, "mode": mode, "trials": trials, "start": start,

@@ -24,8 +24,6 @@ def _score_text(result: dict[str, Any]) -> str:
 
 
 def _ask_score(app: App, cmd: str, **args: Any) -> int:
-    """The service's answer when it runs; else the same command run on the state file,
-    under the machine lock (App.ask)."""
     result = app.ask(cmd, **args)
     code = result.pop("exit", 0)
     app.emit(result, _score_text(result))
