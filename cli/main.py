@@ -167,8 +167,8 @@ class LazyGroup(click.Group):
                 kept += [tok, *rest]
                 break
             key = tok.split("=", 1)[0] if tok.startswith("--") else tok
-            hoist = key in global_value or (key not in own_value and (
-                key in flags or options.is_verbose_flag(key)))
+            verbose = key.startswith("-") and set(key[1:]) == {"v"}  # -v, -vv, -vvvvv
+            hoist = key in global_value or (key not in own_value and (key in flags or verbose))
             out = moved if hoist else kept
             out.append(tok)
             if "=" not in tok and key in (global_value if hoist else own_value):

@@ -191,17 +191,13 @@ def given(ctx: click.Context, names: tuple[str, ...]) -> tuple[str, ...]:
     option (``--sim-fault``) from the command line, its variable (``SHUFFLER_SIM_FAULT``)
     from the environment."""
     spelled: list[str] = []
-    by_name = {p.name: p for p in ctx.command.params if isinstance(p, click.Option)}
+    by_name = {p.name: p for p in ctx.command.params}
     for name in names:
         source = ctx.get_parameter_source(name)
-        param = by_name.get(name)
-        if param is None or source is None:
-            continue
         if source is click.core.ParameterSource.COMMANDLINE:
-            spelled.append(max(param.opts, key=len))
-        elif source is click.core.ParameterSource.ENVIRONMENT:
-            envvar = param.envvar if isinstance(param.envvar, str) else None
-            spelled.append(envvar or max(param.opts, key=len))
+            spelled.append(max(by_name[name].opts, key=len))
+        elif source is click.core.ParameterSource.ENVIRONMENT:  # a global option's one
+            spelled.append(str(by_name[name].envvar))
     return tuple(spelled)
 
 
@@ -236,11 +232,6 @@ def follow_the_envvar_rule(command: str, param: click.Option) -> None:
     param.envvar = [rule, old]
     if os.environ.get(old) is not None and os.environ.get(rule) is None:
         click.echo(f"shuffler: {old} is deprecated: set {rule} instead", err=True)
-
-
-def is_verbose_flag(token: str) -> bool:
-    """``-v``, ``-vv``, ``-vvvvv``: any count of -v is one global option."""
-    return len(token) > 1 and token[0] == "-" and set(token[1:]) == {"v"}
 
 
 def wants_json(argv: list[str]) -> bool:

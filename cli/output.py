@@ -48,8 +48,11 @@ class Output:
     def emit(self, obj: dict[str, Any], text: str | None = None) -> None:
         """The command's result: JSON (checked against the command's schema when
         SHUFFLER_CHECK_SCHEMAS is set) with --json, else ``text``."""
-        if self.json:
-            print_json(obj, top_command())
+        if self.json:  # its schema: the command's name under shuffler (score for score add)
+            ctx = click.get_current_context(silent=True)
+            while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
+                ctx = ctx.parent
+            print_json(obj, ctx.info_name if ctx is not None and ctx.info_name else "?")
         elif text is not None:
             click.echo(text, color=self.color)
 
@@ -100,15 +103,6 @@ def log_line(message: str, level: str = "warning", **fields: Any) -> None:
     from shuffler.logs import get_logger
 
     getattr(get_logger("shuffler.cli"), level)(message, **fields)
-
-
-def top_command() -> str:
-    """The name of the command running under ``shuffler`` (``score`` for ``score add``):
-    its JSON schema's name."""
-    ctx = click.get_current_context(silent=True)
-    while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
-        ctx = ctx.parent
-    return ctx.info_name if ctx is not None and ctx.info_name else "?"
 
 
 def command_path() -> str:

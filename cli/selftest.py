@@ -25,8 +25,7 @@ class Person:
         click.echo(f"  {text}", err=True)
 
     def confirm(self, question: str, text: str) -> bool:
-        return click.prompt(f"  {text} (y: run it, s: skip)", type=click.Choice(["y", "s"]),
-                            show_choices=False, err=True, prompt_suffix=" [y/s] ") == "y"
+        return self.ask(question, text, {"y": "run it"}) == "y"
 
     def ask(self, question: str, text: str, choices: dict[str, str]) -> str | None:
         keys = "/".join(choices) + "/s"

@@ -12,21 +12,17 @@ import click
 from .app import App
 
 
-def _score_text(result: dict[str, Any]) -> str:
-    g = result["score"]
-    lines = [result["done"][0].upper() + result["done"][1:]] if result.get("done") else []
-    lines += [f"game {g['number']} to {g['target']}: {g['team_names'][0]} {g['totals'][0]}, "
-             f"{g['team_names'][1]} {g['totals'][1]}"]
-    if g["winner"] is not None:
-        lines.append(f"{g['team_names'][g['winner']]} win! `shuffler score new` starts the "
-                     "next game")
-    return "\n".join(lines)
-
-
 def _ask_score(app: App, cmd: str, **args: Any) -> int:
     result = app.ask(cmd, **args)
     code = result.pop("exit", 0)
-    app.emit(result, _score_text(result))
+    g = result["score"]
+    lines = [result["done"][0].upper() + result["done"][1:]] if result.get("done") else []
+    lines += [f"game {g['number']} to {g['target']}: {g['team_names'][0]} {g['totals'][0]}, "
+              f"{g['team_names'][1]} {g['totals'][1]}"]
+    if g["winner"] is not None:
+        lines.append(f"{g['team_names'][g['winner']]} win! `shuffler score new` starts the "
+                     "next game")
+    app.emit(result, "\n".join(lines))
     return code
 
 

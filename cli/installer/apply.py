@@ -248,8 +248,12 @@ class Installer:
                 return False
             shutil.rmtree(at, ignore_errors=True)
             self.say(f"removed {e['path']}/ and everything in it (--purge)")
-        elif kind == "line":
-            self.remove_line(at, e["line"])
+        elif kind == "line" and at.exists():
+            lines = at.read_text().splitlines(keepends=True)
+            if (kept := [ln for ln in lines if ln.rstrip("\n") != e["line"]]) != lines:
+                _write(at, "".join(kept).encode())
+                self.say(f"removed {e['line'].split('#')[0].strip()} from "
+                         f"{at.relative_to(self.root)} (reboot for it to take effect)")
         elif kind == "user" and self.sys.user_exists(e["name"]):
             self.sys.del_user(e["name"])
             self.say(f"removed the account {e['name']}")
@@ -257,16 +261,6 @@ class Installer:
             self.sys.del_group(e["name"])
             self.say(f"removed the group {e['name']}")
         return True
-
-    def remove_line(self, path: Path, line: str) -> None:
-        if not path.exists():
-            return
-        lines = path.read_text().splitlines(keepends=True)
-        kept = [ln for ln in lines if ln.rstrip("\n") != line]
-        if kept != lines:
-            _write(path, "".join(kept).encode())
-            self.say(f"removed {line.split('#')[0].strip()} from {path.relative_to(self.root)}"
-                     f" (reboot for it to take effect)")
 
 
 def _write(path: Path, data: bytes) -> None:
