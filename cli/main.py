@@ -2,12 +2,7 @@
 
 When a service (``shuffler serve``) answers on its socket, the commands ask it;
 otherwise they open the device in-process, holding the machine's lock. The output
-is the same either way.
-
-Exit codes: 0 ok; 1 an unexpected error (a bug: please report it); 2 usage or
-bad input (options, config, state file); 3 a device fault (jam, misfeed, count
-mismatch, timeout), a latched fault, a busy machine or a service that cannot be
-reached; 4 refused or stopped for low battery.
+is the same either way. The exit codes: README, "Exit codes" (shuffler/constants.py).
 
 This module stays light: ``shuffler --help`` imports click and nothing of ours
 beyond it. A command's module is imported only when that command runs (see
@@ -25,38 +20,23 @@ import click
 
 from . import options
 
-#: every command, in the order a dealer meets them: name -> "module:function"
-COMMANDS: dict[str, str] = {
-    "hand": "commands:hand",
-    "pass": "commands:pass_cmd",
-    "status": "commands:status",
-    "battery": "commands:battery",
-    "clear": "commands:clear",
-    "stop": "commands:stop",
-    "score": "table:score",
-    "serve": "commands:serve",
-    "pair": "table:pair",
-    "tables": "table:tables",
-    "mixing": "study:mixing",
-    "simulate": "study:simulate",
-    "selftest": "selftest:selftest",
-}
-
-#: one-line summaries for ``shuffler --help``, so listing the commands imports none
-SUMMARIES: dict[str, str] = {
-    "hand": "Run one euchre hand: N passes, then the deal moves left.",
-    "pass": "Run one pass of the loaded pack.",
-    "status": "The device, its health, the latched fault, battery and counters.",
-    "battery": "Battery volts and charge; passes and hands left.",
-    "clear": "Clear a latched fault once the machine is clear.",
-    "stop": "Stop the service's pass or hand: the motor off at once.",
-    "score": "The euchre score: show it, enter a hand, undo, a new game.",
-    "serve": "Own the machine: touch-driven hands, the socket, the page, MQTT.",
-    "pair": "The code a phone enters to act from the dealer's page.",
-    "tables": "Every table on the MQTT broker, problems first.",
-    "mixing": "How far from random the pack is after each pass.",
-    "simulate": "Many hands through the simulator, tested against random.",
-    "selftest": "Bring a freshly wired machine up, part by part.",
+#: every command, in the order a dealer meets them: name -> ("module:function", its
+#: one-line summary for ``shuffler --help``, so listing the commands imports none)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "hand": ("commands:hand", "Run one euchre hand: N passes, then the deal moves left."),
+    "pass": ("commands:pass_cmd", "Run one pass of the loaded pack."),
+    "status": ("commands:status",
+               "The device, its health, the latched fault, battery and counters."),
+    "battery": ("commands:battery", "Battery volts and charge; passes and hands left."),
+    "clear": ("commands:clear", "Clear a latched fault once the machine is clear."),
+    "stop": ("commands:stop", "Stop the service's pass or hand: the motor off at once."),
+    "score": ("table:score", "The euchre score: show it, enter a hand, undo, a new game."),
+    "serve": ("commands:serve", "Own the machine: touch-driven hands, the socket, the page, MQTT."),
+    "pair": ("table:pair", "The code a phone enters to act from the dealer's page."),
+    "tables": ("table:tables", "Every table on the MQTT broker, problems first."),
+    "mixing": ("study:mixing", "How far from random the pack is after each pass."),
+    "simulate": ("study:simulate", "Many hands through the simulator, tested against random."),
+    "selftest": ("selftest:selftest", "Bring a freshly wired machine up, part by part."),
 }
 
 EPILOG = """\b
@@ -75,7 +55,8 @@ input, 3 device fault or busy, 4 low battery. JSON: docs/json.md."""
 class LazyGroup(click.Group):
     """Commands imported on first use; global options accepted after the command too."""
 
-    def __init__(self, *args: Any, commands_map: dict[str, str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, commands_map: dict[str, tuple[str, str]],
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands_map = commands_map
         self.json_wanted = False
@@ -86,10 +67,9 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
             return self.commands[cmd_name]
-        target = self.commands_map.get(cmd_name)
-        if target is None:
+        if cmd_name not in self.commands_map:
             return None
-        module, _, attr = target.partition(":")
+        module, _, attr = self.commands_map[cmd_name][0].partition(":")
         command = getattr(import_module(f"{__package__}.{module}"), attr)
         for param in command.params:  # every option's SHUFFLER_* variable is in its --help
             if isinstance(param, click.Option):
@@ -112,8 +92,9 @@ class LazyGroup(click.Group):
         return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # summaries from SUMMARIES, so the help imports no command module
-        rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]
+        # the summaries from COMMANDS, so the help imports no command module
+        rows = [(name, self.commands_map.get(name, ("", ""))[1])
+                for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

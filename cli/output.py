@@ -82,20 +82,16 @@ class Output:
             log_line("pass", "info", **pass_log(report))
 
     def warn(self, message: str) -> None:
-        """A line for the dealer on stderr, ``shuffler:`` in red when colour is on (with
-        --log-json a JSON log line: every line on stderr is JSON then)."""
-        if self.options.log_json:
-            log_line(message)
-        else:
-            click.echo(click.style("shuffler:", fg="red", bold=True) + " " + message,
-                       err=True, color=self.color)
+        """A line for the dealer on stderr, ``shuffler:`` in red when colour is on."""
+        self.say(message, click.style("shuffler:", fg="red", bold=True))
 
-    def say(self, message: str) -> None:
-        """A note on stderr, ``shuffler:`` before it (a JSON log line with --log-json)."""
+    def say(self, message: str, head: str = "shuffler:") -> None:
+        """A note on stderr, ``head`` before it (with --log-json a JSON log line: every
+        line on stderr is JSON then)."""
         if self.options.log_json:
             log_line(message)
         else:
-            click.echo(f"shuffler: {message}", err=True)
+            click.echo(f"{head} {message}", err=True, color=self.color)
 
 
 def log_line(message: str, level: str = "warning", **fields: Any) -> None:

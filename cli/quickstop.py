@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from shuffler.constants import MAX_FILE_BYTES, PROTOCOL, SOCKET_PATH_BYTES
+from shuffler.constants import MAX_FILE_BYTES, PROTOCOL, SCHEMA, SOCKET_PATH_BYTES
 
 TYPE_CHECKING = False  # not ``typing``'s: this module is on the stop's clock
 if TYPE_CHECKING:
@@ -93,10 +93,9 @@ def service_keys(paths: list[Path]) -> dict[str, str]:
     """``[service] socket`` and ``user`` as the config files write them (the later
     file's over the earlier's), without checking anything else: where the service
     listens when the config does not load. A file TOML reads gives its keys as TOML
-    reads them; one with a TOML error anywhere is scanned line by line (:func:`scan`).
-    A file that writes them only the plain way (a ``[service]`` header, then ``key =
-    "..."`` lines; no dotted key, inline table or multi-line string) is scanned without
-    loading the TOML parser: the same keys, a few milliseconds sooner."""
+    reads them; one with a TOML error anywhere is scanned line by line (:func:`scan`),
+    and so is one written the plain way (:func:`plain`), without loading the TOML parser:
+    the same keys, a few milliseconds sooner."""
     keys: dict[str, str] = {}
     for path in paths:
         text = read_config(path)
@@ -238,7 +237,7 @@ def answered(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
     if reply.get("ok") is not True or not isinstance(result, dict) or not isinstance(
             result.get("stopped"), bool):
         return None
-    out = {"schema": 1, **result}
+    out = {"schema": SCHEMA, **result}
     if os.environ.get("SHUFFLER_CHECK_SCHEMAS", "") not in ("", "0"):
         from shuffler.schemas import validate
 

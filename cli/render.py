@@ -111,13 +111,10 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
     return "\n".join(lines)
 
 
-NOT_MEASURED = "battery: not measured (no battery monitor: [gpio] adc_channel = false)"
-
-
 def no_figures(b: dict[str, Any]) -> str | None:
     """No figures to give: no monitor, or its own fault (``battery.monitor``)."""
     if b.get("measured") is False:
-        return NOT_MEASURED
+        return "battery: not measured (no battery monitor: [gpio] adc_channel = false)"
     m = b.get("monitor")
     if b.get("state") != "monitor_fault" or not m:
         return None

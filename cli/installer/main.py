@@ -1,9 +1,5 @@
-"""The ``shuffler-setup`` command line (docs/deploy/README.md, "Install").
-
-Exit codes: 0 done (or nothing to change); 2 bad input (a config that does not load, a
-backup that is not one, not run as root, a usage error); 3 the system refused (a
-command such as useradd or systemctl failed, a file could not be written, the service
-runs during a restore); status: 3 when something differs from the install."""
+"""The ``shuffler-setup`` command line (docs/deploy/README.md, "Install"); its exit codes
+are :data:`EPILOG`'s, as ``--help`` says them."""
 
 from __future__ import annotations
 
