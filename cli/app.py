@@ -291,10 +291,8 @@ def something_at(path: Path) -> bool:
     that cannot be entered counts as there, so the client says why (the group to join)."""
     try:
         os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
+    except OSError as e:
+        return not isinstance(e, (FileNotFoundError, NotADirectoryError))
     return True
 
 

@@ -134,7 +134,9 @@ class LazyGroup(click.Group):
         of it; the command's own stay in order, and everything after ``--`` is its own."""
         takes_value, flags = options.option_names(self.params)
         flags -= {"-h", "--help"}  # after the command, --help is the command's own
-        i = _command_index(args, takes_value)
+        i = 0  # the command's name: past the global options (and their values) before it
+        while i < len(args) and args[i].startswith("-") and args[i] not in ("-", "--"):
+            i += 2 if args[i] in takes_value else 1
         if i >= len(args) or args[i] == "--":
             return args
         name, rest = args[i], iter(args[i + 1:])
@@ -155,18 +157,6 @@ class LazyGroup(click.Group):
             if "=" not in tok and key in (global_value if hoist else own_value):
                 out.extend(islice(rest, 1))  # its value
         return args[:i] + moved + [name] + kept
-
-
-def _command_index(args: list[str], takes_value: set[str]) -> int:
-    """Where the command's name is: past the global options (and their values) in front
-    of it; at a ``--``, a lone ``-`` or the first word that is no option."""
-    i = 0
-    while i < len(args):
-        tok = args[i]
-        if tok == "--" or not tok.startswith("-") or tok == "-":
-            break
-        i += 2 if tok in takes_value else 1
-    return min(i, len(args))
 
 
 def _print_version(ctx: click.Context, value: bool) -> None:

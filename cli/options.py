@@ -206,13 +206,8 @@ def option_names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
     takes_value: set[str] = set()
     flags: set[str] = set()
     for p in params:
-        if not isinstance(p, click.Option):
-            continue
-        names = [*p.opts, *p.secondary_opts]
-        if p.is_flag or p.count:
-            flags.update(names)
-        else:
-            takes_value.update(names)
+        if isinstance(p, click.Option):
+            (flags if p.is_flag or p.count else takes_value).update([*p.opts, *p.secondary_opts])
     return takes_value, flags
 
 

@@ -229,11 +229,10 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
            "reported_distance": None if worst is None else float(worst),
            "reported_exact": exact, "exact_share": exact_share,
            "measured_distance": battery.measured_distance(),
-           "tests": [r.to_dict() for r in results],
+           "tests": [{k: v for k, v in r.to_dict().items() if k != "histogram"}
+                     for r in results],
            "battery_level": battery_level(len(results)),
            "passed": verdict(results)}
-    for t in obj["tests"]:
-        t.pop("histogram", None)
     text = [f"{trials} hands of {k} {mode} passes on {n} cards ({start} start, seed {seed}); "
             f"ideal machine: {distance_text(distance)}"]
     if flaws.any:
