@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from shuffler.config import Config, load_config, load_config_text
+from shuffler.constants import EXIT_OK
 
 from . import plan as p
 from .manifest import Manifest, digest
@@ -61,7 +62,7 @@ class Installer:
         self.settle(upgrade)
         if not self.changed:
             self.say("nothing to change: the machine is as the package and the config want")
-        return 0
+        return EXIT_OK
 
     def accounts(self) -> None:
         for group in (*p.GROUPS, p.ACCOUNT):
@@ -203,7 +204,7 @@ class Installer:
     def uninstall(self, *, purge: bool) -> int:
         if not self.man.entries:
             self.say("nothing installed by shuffler-setup here: nothing to remove")
-            return 0
+            return EXIT_OK
         if self.sys.systemd and self.sys.unit_state() in ("active", "activating",
                                                             "reloading"):
             self.sys.stop()
@@ -216,9 +217,9 @@ class Installer:
             self.sys.udev_reload()
         if any(e["kind"] != "dir" for e in self.man.entries.values()):
             self.say("run `sudo shuffler-setup uninstall --purge` to remove what was kept")
-            return 0
+            return EXIT_OK
         self.man.remove()
-        return 0
+        return EXIT_OK
 
     def undo(self, e: dict[str, Any], purge: bool) -> bool:
         """Undo one entry; False: kept (the manifest keeps it)."""

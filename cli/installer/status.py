@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.errors import ShufflerError
 
 from . import plan as p
@@ -36,7 +37,7 @@ def status(system: System, say: Say) -> int:
     man = Manifest.load(system.root)
     if not man.entries:
         say(f"not installed here (no {MANIFEST_PATH}): run `sudo shuffler-setup install`")
-        return 3
+        return EXIT_FAULT
     problems = 0
     package: dict[str, bytes] = {}
     wanted: list[str] = []
@@ -68,4 +69,4 @@ def status(system: System, say: Say) -> int:
                                             " (no running systemd here)"))
     say("status: as installed" if not problems else
         f"status: {problems} thing(s) differ from the install")
-    return 0 if not problems else 3
+    return EXIT_OK if not problems else EXIT_FAULT
