@@ -14,7 +14,7 @@ import click
 
 from . import options
 from .options import GlobalOptions
-from .output import Output, command_path, fail, use_color
+from .output import Output, fail, use_color
 from .quickstop import default_socket, service_keys
 
 if TYPE_CHECKING:
@@ -89,8 +89,14 @@ class App(Output):
         from shuffler.store.lock import DeviceLock, MachineLock
 
         if not self.locks:
+            # the holder as the next command's "busy" names it: ``shuffler score add``,
+            # never a global option such as --json
+            ctx, names = click.get_current_context(silent=True), []
+            while ctx is not None and ctx.parent is not None:
+                names.append(ctx.info_name or "?")
+                ctx = ctx.parent
             lock = MachineLock(self.state_dir)
-            lock.acquire(holder or command_path(), reading=reading)
+            lock.acquire(holder or " ".join(["shuffler", *reversed(names)]), reading=reading)
             self.locks.append(lock)
             # and the machine itself, whatever the state folder (a second --state-dir)
             if (identity := device_identity(self.device_name)) is not None:
@@ -296,11 +302,6 @@ def something_at(path: Path) -> bool:
     return True
 
 
-#: commands that ask the service first, so reach it whatever the config on disk holds:
-#: a config that does not load is a warning for them, an error only if it is needed
-ASK_FIRST = frozenset({"stop", "status"})
-
-
 def read_config(o: GlobalOptions) -> Config | None:
     """The config the options name (``--config``), else the files found (the machine's
     in /etc/shuffler, the user's over it); None when there is none. Raises its error."""
@@ -336,7 +337,9 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
     try:
         config = read_config(o)
     except ShufflerError as e:
-        if not (use_service and ctx.invoked_subcommand in ASK_FIRST):
+        # stop and status ask the service first, whatever the config on disk holds: a
+        # config that does not load is a warning for them, an error only if it is needed
+        if not (use_service and ctx.invoked_subcommand in ("stop", "status")):
             fail(None, e, as_json=o.as_json, log_json=o.log_json)
         config_error = e  # stop and status still reach the service
     written = service_keys(found) if config_error is not None else {}

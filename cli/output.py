@@ -101,17 +101,6 @@ def log_line(message: str, level: str = "warning", **fields: Any) -> None:
     getattr(get_logger("shuffler.cli"), level)(message, **fields)
 
 
-def command_path() -> str:
-    """The command running, as the next one's "busy" message names it: ``shuffler hand``,
-    ``shuffler score add`` (never a global option such as ``--json``)."""
-    ctx = click.get_current_context(silent=True)
-    names: list[str] = []
-    while ctx is not None and ctx.parent is not None:
-        names.append(ctx.info_name or "?")
-        ctx = ctx.parent
-    return " ".join(["shuffler", *reversed(names)])
-
-
 def print_json(obj: dict[str, Any], name: str) -> None:
     """``obj`` on stdout, its schema version first (checked against the schema ``name``
     when SHUFFLER_CHECK_SCHEMAS is set)."""

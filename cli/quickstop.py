@@ -5,7 +5,7 @@ The console script (:mod:`.start`) hands a plain ``stop`` here before it imports
 structlog or the config's model. It takes ``--json``, ``--socket``, ``--config``,
 ``--state-dir`` and ``--color/--no-color`` (before or after ``stop``) and their
 ``SHUFFLER_*`` variables (:func:`parse`), finds the socket as the full CLI does
-(:func:`find_socket`; a config that is not TOML is scanned for the two keys it needs,
+(:func:`run`; a config that is not TOML is scanned for the two keys it needs,
 :func:`service_keys`), trusts it as :mod:`shuffler.service.client` does (:func:`ask`),
 sends ``stop`` and prints what the full ``stop`` prints, exit 0. Anything else falls
 back to the full command line, which says what it says; the stop is idempotent, so a
@@ -145,33 +145,13 @@ def scan(text: str) -> dict[str, str]:
         key = key.strip().strip("\"'")
         if not (inside and eq and key in ("socket", "user")):
             continue
-        value = _string(rest.strip())
-        if value is not None:
-            found[key] = value
+        rest = rest.strip()  # one plain string, then at most a comment
+        end = rest.find(rest[0], 1) if rest[:1] in ("\"", "'") else -1
+        if end < 0 or (rest[0] == '"' and "\\" in rest[1:end]):
+            continue
+        if not (after := rest[end + 1:].strip()) or after.startswith("#"):
+            found[key] = rest[1:end]
     return found
-
-
-def _string(rest: str) -> str | None:
-    """The string a TOML value starts with, if it is one plain string (then a comment)."""
-    if len(rest) < 2 or rest[0] not in "\"'":
-        return None
-    end = rest.find(rest[0], 1)
-    if end < 0 or (rest[0] == '"' and "\\" in rest[1:end]):
-        return None
-    after = rest[end + 1:].strip()
-    return rest[1:end] if not after or after.startswith("#") else None
-
-
-def find_socket(opts: dict[str, Any]) -> tuple[Path, str | None]:
-    """Where the service listens and ``[service] user``, as :mod:`shuffler_cli.app`
-    finds them (``make_app``)."""
-    from pathlib import Path
-
-    from shuffler.paths import discovered_config_paths
-
-    keys = service_keys([Path(opts["config"])] if opts["config"] else discovered_config_paths())
-    socket = Path(opts["socket"]) if opts["socket"] else default_socket(keys.get("socket"))
-    return socket, keys.get("user")
 
 
 def default_socket(written: str | None) -> Path:
@@ -258,10 +238,15 @@ def run(argv: list[str]) -> None:
     opts = parse(argv, dict(os.environ))
     if opts is None:
         return
-    path, user = find_socket(opts)
+    from pathlib import Path
+
+    from shuffler.paths import discovered_config_paths
     from shuffler.service.trust import trusted_uids
 
-    messages = ask(path, trusted_uids(user))
+    # where the service listens and [service] user, as the full CLI finds them (make_app)
+    keys = service_keys([Path(opts["config"])] if opts["config"] else discovered_config_paths())
+    path = Path(opts["socket"]) if opts["socket"] else default_socket(keys.get("socket"))
+    messages = ask(path, trusted_uids(keys.get("user")))
     out = answered(messages) if messages is not None else None
     if out is None:
         return

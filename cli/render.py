@@ -136,24 +136,20 @@ def battery_line(b: dict[str, Any]) -> str:
             + unsteady_text(b))
 
 
-def passes_left_text(b: dict[str, Any]) -> str:
-    """The passes and hands left, in words: "about 2 passes of 24 cards left (1 to 2), no
-    hand of 5 passes", never "about 0 passes (0 to 0)" or "1 hands"."""
-    low, high = b["passes_left_range"]
-    cards, left = plural(b["cards"], "card"), b["passes_left"]
-    hands = plural(b["hands_left"], "hand", none="no hand")
-    of = f"of {passes(b['passes_per_hand'])}"
-    if high == 0:
-        return f"not one pass of {cards} left, {hands} {of}"
-    spread = f" ({low} to {high})" if low != high else ""
-    return f"about {passes(left)} of {cards} left{spread}, {hands} {of}"
-
-
 def battery_text(b: dict[str, Any]) -> str:
     if (fault := no_figures(b)) is not None:
         return fault
+    # the passes and hands left, in words: "about 2 passes of 24 cards left (1 to 2), no
+    # hand of 5 passes", never "about 0 passes (0 to 0)" or "1 hands"
+    low, high = b["passes_left_range"]
+    cards = plural(b["cards"], "card")
+    spread = f" ({low} to {high})" if low != high else ""
+    left = (f"not one pass of {cards} left" if high == 0
+            else f"about {passes(b['passes_left'])} of {cards} left{spread}")
+    hands = plural(b["hands_left"], "hand", none="no hand")
     text = (f"battery: {b['volts']:.2f} V {'under load' if b['under_load'] else 'at rest'}, "
-            f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n" + passes_left_text(b))
+            f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n{left}, {hands} of "
+            f"{passes(b['passes_per_hand'])}")
     if b.get("swapped"):
         text += ("\n(another block than the last pass's: the estimate starts again from "
                  "its curve)")

@@ -130,9 +130,7 @@ def restore(system: System, file: Path) -> None:
 
 def main() -> None:
     try:
-        setup.main(standalone_mode=False)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
+        setup.main(standalone_mode=False)  # --help and --version return: exit 0
     except click.ClickException as e:
         e.show()
         sys.exit(EXIT_USAGE)
