@@ -14,7 +14,7 @@ import click
 
 from . import options
 from .options import GlobalOptions
-from .output import Output, command_path, fail, use_color
+from .output import Output, fail, use_color
 from .quickstop import default_socket, service_keys
 
 if TYPE_CHECKING:
@@ -89,8 +89,14 @@ class App(Output):
         from shuffler.store.lock import DeviceLock, MachineLock
 
         if not self.locks:
+            # the holder as the next command's "busy" names it: ``shuffler score add``,
+            # never a global option such as --json
+            ctx, names = click.get_current_context(silent=True), []
+            while ctx is not None and ctx.parent is not None:
+                names.append(ctx.info_name or "?")
+                ctx = ctx.parent
             lock = MachineLock(self.state_dir)
-            lock.acquire(holder or command_path(), reading=reading)
+            lock.acquire(holder or " ".join(["shuffler", *reversed(names)]), reading=reading)
             self.locks.append(lock)
             # and the machine itself, whatever the state folder (a second --state-dir)
             if (identity := device_identity(self.device_name)) is not None:
@@ -98,16 +104,19 @@ class App(Output):
                 self.device_locks.append(
                     DeviceLock(path, self.device_name, create=create).acquire())
 
-    @property
-    def read_only(self) -> bool:
-        """The state folder cannot be written: this command only looks."""
-        return bool(self.locks) and self.locks[0].read_only
-
     def open(self, cards: int, *, reading: bool = False) -> ShufflerDevice:
         from shuffler.control.signals import leave_if_pending
         from shuffler.device.registry import open_device
 
-        self.check_fault_specs(cards)
+        if self.options.sim_faults:  # a fault at a card the load lacks would never fire
+            from hardware_sim.faults import parse_fault_specs
+            from shuffler.errors import BadInputError
+
+            plan = parse_fault_specs(self.options.sim_faults)
+            if beyond := sorted(c for c in (*plan.jams, *plan.misfeeds, *plan.doubles)
+                                if c > cards):
+                raise BadInputError(f"--sim-fault: card {beyond[0]} is beyond the load of "
+                                    f"{cards} cards, so that fault would never happen")
         first_run = not self.json and not self.state_dir.exists()
         leave_if_pending()  # a signal whose exit was swallowed while we imported
         self.lock(reading=reading)
@@ -122,27 +131,13 @@ class App(Output):
                      "the config, to keep them elsewhere)")
         return device
 
-    def check_fault_specs(self, cards: int) -> None:
-        """--sim-fault at a card the load does not have would never fire: refuse it."""
-        if not self.options.sim_faults:
-            return
-        from hardware_sim.faults import parse_fault_specs
-        from shuffler.errors import BadInputError
-
-        plan = parse_fault_specs(self.options.sim_faults)
-        beyond = sorted(c for c in (*plan.jams, *plan.misfeeds, *plan.doubles) if c > cards)
-        if beyond:
-            raise BadInputError(f"--sim-fault: card {beyond[0]} is beyond the load of {cards} "
-                                "cards, so that fault would never happen")
-
     def controller(self, device: ShufflerDevice) -> PassController:
         from shuffler.control.controller import PassController
+        from shuffler.control.signals import leave_if_pending
         from shuffler.store.state import StateStore
 
         controller = PassController(device, StateStore(self.state_dir), self.config.battery,
                                     self.config.hand.passes)
-        from shuffler.control.signals import leave_if_pending
-
         verify = self.locks[0].verify if self.locks else None
 
         def guard() -> None:  # before every pass: a lost signal, a removed lock file
@@ -151,7 +146,7 @@ class App(Output):
                 verify()
 
         controller.guard = guard
-        if self.read_only:  # a look only: nothing is settled, nothing written
+        if self.locks and self.locks[0].read_only:  # a look: nothing settled, nothing written
             device.stop()
             self.warn(f"the state folder {self.state_dir} cannot be written (read-only?): "
                       "showing the last state it holds; commands that must write refuse "
@@ -169,13 +164,10 @@ class App(Output):
         so is a missing one on a machine whose service drives a real device."""
         if not self.use_service:
             return None
-        if self.sim_given:
-            self.no_service_for_sim()
-            if self.config_error is None:
-                self.no_service_here()
-            return None
-        if not something_at(self.socket):  # no socket: no service
-            if self.socket_named is not None:
+        if self.sim_given or not something_at(self.socket):  # no service to ask
+            if self.sim_given:
+                self.no_service_for_sim()
+            elif self.socket_named is not None:
                 from shuffler.service.client import NO_SERVICE_HINT, ServiceUnreachableError
 
                 raise ServiceUnreachableError(
@@ -308,16 +300,9 @@ def something_at(path: Path) -> bool:
     that cannot be entered counts as there, so the client says why (the group to join)."""
     try:
         os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False
-    except OSError:
-        return True
+    except OSError as e:
+        return not isinstance(e, (FileNotFoundError, NotADirectoryError))
     return True
-
-
-#: commands that ask the service first, so reach it whatever the config on disk holds:
-#: a config that does not load is a warning for them, an error only if it is needed
-ASK_FIRST = frozenset({"stop", "status"})
 
 
 def read_config(o: GlobalOptions) -> Config | None:
@@ -355,7 +340,9 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
     try:
         config = read_config(o)
     except ShufflerError as e:
-        if not (use_service and ctx.invoked_subcommand in ASK_FIRST):
+        # stop and status ask the service first, whatever the config on disk holds: a
+        # config that does not load is a warning for them, an error only if it is needed
+        if not (use_service and ctx.invoked_subcommand in ("stop", "status")):
             fail(None, e, as_json=o.as_json, log_json=o.log_json)
         config_error = e  # stop and status still reach the service
     written = service_keys(found) if config_error is not None else {}
@@ -363,8 +350,11 @@ def make_app(ctx: click.Context, o: GlobalOptions) -> App:
               o.device_name or (config.device if config is not None else "sim"),
               Path(o.state_dir) if o.state_dir else (
                   (config.state_dir if config is not None else None) or default_state_dir()),
-              Path(o.socket_path) if o.socket_path else client_socket(
-                  config, written.get("socket")),
+              Path(o.socket_path) if o.socket_path else (
+                  # the config's [service] socket, as written if it does not load; else as
+                  # the fast stop finds it
+                  config.service.socket if config is not None and config.service.socket
+                  else default_socket(written.get("socket"))),
               use_service=use_service, config_error=config_error,
               service_user=written.get("user"),
               socket_named=socket_named(ctx, o, config, found),
@@ -396,12 +386,3 @@ def socket_named(ctx: click.Context, o: GlobalOptions, config: Config | None,
             service_keys(users).get("socket") is not None):
         return f"[service] socket in {users[0]}"
     return None
-
-
-def client_socket(config: Config | None, written: str | None = None) -> Path:
-    """Where a command asks the service, given no --socket: the config's ``[service]
-    socket`` (``written``: as a config that does not load writes it), else as the fast
-    stop finds it (:func:`~shuffler_cli.quickstop.default_socket`)."""
-    if config is not None and config.service.socket is not None:
-        return config.service.socket
-    return default_socket(written)

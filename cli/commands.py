@@ -59,7 +59,7 @@ def pass_cmd(app: App, cards: int | None, mode: str | None) -> int:
     """
     progress = Progress(app)
     result = app.ask("pass", progress, cards=cards, mode=mode)
-    progress.bar.end()
+    progress.end()
     return app.emit_result(result, "pass", render.pass_line(result["pass"]))
 
 

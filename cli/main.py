@@ -2,12 +2,7 @@
 
 When a service (``shuffler serve``) answers on its socket, the commands ask it;
 otherwise they open the device in-process, holding the machine's lock. The output
-is the same either way.
-
-Exit codes: 0 ok; 1 an unexpected error (a bug: please report it); 2 usage or
-bad input (options, config, state file); 3 a device fault (jam, misfeed, count
-mismatch, timeout), a latched fault, a busy machine or a service that cannot be
-reached; 4 refused or stopped for low battery.
+is the same either way. The exit codes: README, "Exit codes" (shuffler/constants.py).
 
 This module stays light: ``shuffler --help`` imports click and nothing of ours
 beyond it. A command's module is imported only when that command runs (see
@@ -18,44 +13,30 @@ from __future__ import annotations
 
 import sys
 from importlib import import_module
+from itertools import islice
 from typing import Any
 
 import click
 
 from . import options
 
-#: every command, in the order a dealer meets them: name -> "module:function"
-COMMANDS: dict[str, str] = {
-    "hand": "commands:hand",
-    "pass": "commands:pass_cmd",
-    "status": "commands:status",
-    "battery": "commands:battery",
-    "clear": "commands:clear",
-    "stop": "commands:stop",
-    "score": "table:score",
-    "serve": "commands:serve",
-    "pair": "table:pair",
-    "tables": "table:tables",
-    "mixing": "study:mixing",
-    "simulate": "study:simulate",
-    "selftest": "selftest:selftest",
-}
-
-#: one-line summaries for ``shuffler --help``, so listing the commands imports none
-SUMMARIES: dict[str, str] = {
-    "hand": "Run one euchre hand: N passes, then the deal moves left.",
-    "pass": "Run one pass of the loaded pack.",
-    "status": "The device, its health, the latched fault, battery and counters.",
-    "battery": "Battery volts and charge; passes and hands left.",
-    "clear": "Clear a latched fault once the machine is clear.",
-    "stop": "Stop the service's pass or hand: the motor off at once.",
-    "score": "The euchre score: show it, enter a hand, undo, a new game.",
-    "serve": "Own the machine: touch-driven hands, the socket, the page, MQTT.",
-    "pair": "The code a phone enters to act from the dealer's page.",
-    "tables": "Every table on the MQTT broker, problems first.",
-    "mixing": "How far from random the pack is after each pass.",
-    "simulate": "Many hands through the simulator, tested against random.",
-    "selftest": "Bring a freshly wired machine up, part by part.",
+#: every command, in the order a dealer meets them: name -> ("module:function", its
+#: one-line summary for ``shuffler --help``, so listing the commands imports none)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "hand": ("commands:hand", "Run one euchre hand: N passes, then the deal moves left."),
+    "pass": ("commands:pass_cmd", "Run one pass of the loaded pack."),
+    "status": ("commands:status",
+               "The device, its health, the latched fault, battery and counters."),
+    "battery": ("commands:battery", "Battery volts and charge; passes and hands left."),
+    "clear": ("commands:clear", "Clear a latched fault once the machine is clear."),
+    "stop": ("commands:stop", "Stop the service's pass or hand: the motor off at once."),
+    "score": ("table:score", "The euchre score: show it, enter a hand, undo, a new game."),
+    "serve": ("commands:serve", "Own the machine: touch-driven hands, the socket, the page, MQTT."),
+    "pair": ("table:pair", "The code a phone enters to act from the dealer's page."),
+    "tables": ("table:tables", "Every table on the MQTT broker, problems first."),
+    "mixing": ("study:mixing", "How far from random the pack is after each pass."),
+    "simulate": ("study:simulate", "Many hands through the simulator, tested against random."),
+    "selftest": ("selftest:selftest", "Bring a freshly wired machine up, part by part."),
 }
 
 EPILOG = """\b
@@ -74,7 +55,8 @@ input, 3 device fault or busy, 4 low battery. JSON: docs/json.md."""
 class LazyGroup(click.Group):
     """Commands imported on first use; global options accepted after the command too."""
 
-    def __init__(self, *args: Any, commands_map: dict[str, str], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, commands_map: dict[str, tuple[str, str]],
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands_map = commands_map
         self.json_wanted = False
@@ -85,10 +67,9 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in self.commands:
             return self.commands[cmd_name]
-        target = self.commands_map.get(cmd_name)
-        if target is None:
+        if cmd_name not in self.commands_map:
             return None
-        module, _, attr = target.partition(":")
+        module, _, attr = self.commands_map[cmd_name][0].partition(":")
         command = getattr(import_module(f"{__package__}.{module}"), attr)
         for param in command.params:  # every option's SHUFFLER_* variable is in its --help
             if isinstance(param, click.Option):
@@ -111,8 +92,9 @@ class LazyGroup(click.Group):
         return super().resolve_command(ctx, args)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # summaries from SUMMARIES, so the help imports no command module
-        rows = [(name, SUMMARIES.get(name, "")) for name in self.list_commands(ctx)]
+        # the summaries from COMMANDS, so the help imports no command module
+        rows = [(name, self.commands_map.get(name, ("", ""))[1])
+                for name in self.list_commands(ctx)]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 
@@ -148,59 +130,33 @@ class LazyGroup(click.Group):
         return super().parse_args(ctx, self.hoist_global_options(ctx, args))
 
     def hoist_global_options(self, ctx: click.Context, args: list[str]) -> list[str]:
-        """Move global options written after the command name in front of it."""
+        """Move global options written after the command name (with their values) in front
+        of it; the command's own stay in order, and everything after ``--`` is its own."""
         takes_value, flags = options.option_names(self.params)
         flags -= {"-h", "--help"}  # after the command, --help is the command's own
-        i = _command_index(args, takes_value)
+        i = 0  # the command's name: past the global options (and their values) before it
+        while i < len(args) and args[i].startswith("-") and args[i] not in ("-", "--"):
+            i += 2 if args[i] in takes_value else 1
         if i >= len(args) or args[i] == "--":
             return args
-        name, rest = args[i], args[i + 1:]
+        name, rest = args[i], iter(args[i + 1:])
         command = self.get_command(ctx, name) if name in self.commands_map else None
         own_value = options.option_names(command.params)[0] if command is not None else set()
-        moved, kept = _hoisted(rest, takes_value - own_value, flags, own_value)
+        global_value = takes_value - own_value
+        moved: list[str] = []
+        kept: list[str] = []
+        for tok in rest:
+            if tok == "--":
+                kept += [tok, *rest]
+                break
+            key = tok.split("=", 1)[0] if tok.startswith("--") else tok
+            verbose = key.startswith("-") and set(key[1:]) == {"v"}  # -v, -vv, -vvvvv
+            hoist = key in global_value or (key not in own_value and (key in flags or verbose))
+            out = moved if hoist else kept
+            out.append(tok)
+            if "=" not in tok and key in (global_value if hoist else own_value):
+                out.extend(islice(rest, 1))  # its value
         return args[:i] + moved + [name] + kept
-
-
-def _command_index(args: list[str], takes_value: set[str]) -> int:
-    """Where the command's name is: past the global options (and their values) in front
-    of it; at a ``--``, a lone ``-`` or the first word that is no option."""
-    i = 0
-    while i < len(args):
-        tok = args[i]
-        if tok == "--" or not tok.startswith("-") or tok == "-":
-            break
-        i += 2 if tok in takes_value else 1
-    return min(i, len(args))
-
-
-def _hoisted(rest: list[str], global_value: set[str], flags: set[str],
-             own_value: set[str]) -> tuple[list[str], list[str]]:
-    """The command's arguments split: the global options among them (with their values)
-    to move in front of its name, and the command's own, kept in order; everything
-    after ``--`` stays the command's."""
-    moved: list[str] = []
-    kept: list[str] = []
-    j = 0
-    while j < len(rest):
-        tok = rest[j]
-        if tok == "--":
-            kept.extend(rest[j:])
-            break
-        key = tok.split("=", 1)[0] if tok.startswith("--") else tok
-        flag = key in flags or options.is_verbose_flag(key)
-        own = key not in global_value and (key in own_value or not flag)
-        taken = _with_value(rest, j, key in (own_value if own else global_value))
-        (kept if own else moved).extend(taken)
-        j += len(taken)
-    return moved, kept
-
-
-def _with_value(rest: list[str], j: int, takes_value: bool) -> list[str]:
-    """The option at ``rest[j]``, and the word after it when it takes a value not given
-    with ``=``."""
-    if takes_value and "=" not in rest[j] and j + 1 < len(rest):
-        return rest[j:j + 2]
-    return rest[j:j + 1]
 
 
 def _print_version(ctx: click.Context, value: bool) -> None:
@@ -211,13 +167,9 @@ def _print_version(ctx: click.Context, value: bool) -> None:
     from shuffler import version
 
     if getattr(ctx.command, "json_wanted", False):
-        import json
+        from .output import print_json
 
-        from .output import SCHEMA, check_json
-
-        out = {"schema": SCHEMA, **version.as_json()}
-        check_json(out, "version")
-        click.echo(json.dumps(out))
+        print_json(version.as_json(), "version")
     else:
         click.echo(f"shuffler {version.describe()}")
     ctx.exit()

@@ -14,14 +14,14 @@ from typing import Any
 
 import click
 
+from shuffler.constants import SOCKET_PATH_BYTES
+
 #: the default --sim-speed: a 24-card hand of four passes takes about two seconds
 #: (the same figure as shuffler.device.registry.DEFAULT_SIM_SPEED; a test keeps them equal)
 DEFAULT_SIM_SPEED = 20.0
 #: the --sim-dealer habits, as hardware_sim.dealer.DealerHabit spells them (a test checks)
 SIM_DEALERS = ["instructed", "other", "both", "follows-but-last", "taller", "last-card",
                "first-card"]
-#: longest socket path a Unix socket takes (sun_path is 108 bytes on Linux)
-MAX_SOCKET_PATH = 107
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def global_options(f: Callable[..., Any]) -> Callable[..., Any]:
         _option("--state-dir", type=SafePath(), default=None,
                 help="where counters and latched faults are kept  "
                      "[default: $XDG_STATE_HOME/shuffler]"),
-        _option("--socket", "socket_path", type=SafePath(MAX_SOCKET_PATH), default=None,
+        _option("--socket", "socket_path", type=SafePath(SOCKET_PATH_BYTES), default=None,
                 help="the service's socket  [default: the config's [service] socket, else "
                      "/run/shuffler/shuffler.sock when a service is installed]"),
         _option("--no-service", is_flag=True, help="drive the device in-process even if a "
@@ -191,17 +191,13 @@ def given(ctx: click.Context, names: tuple[str, ...]) -> tuple[str, ...]:
     option (``--sim-fault``) from the command line, its variable (``SHUFFLER_SIM_FAULT``)
     from the environment."""
     spelled: list[str] = []
-    by_name = {p.name: p for p in ctx.command.params if isinstance(p, click.Option)}
+    by_name = {p.name: p for p in ctx.command.params}
     for name in names:
         source = ctx.get_parameter_source(name)
-        param = by_name.get(name)
-        if param is None or source is None:
-            continue
         if source is click.core.ParameterSource.COMMANDLINE:
-            spelled.append(max(param.opts, key=len))
-        elif source is click.core.ParameterSource.ENVIRONMENT:
-            envvar = param.envvar if isinstance(param.envvar, str) else None
-            spelled.append(envvar or max(param.opts, key=len))
+            spelled.append(max(by_name[name].opts, key=len))
+        elif source is click.core.ParameterSource.ENVIRONMENT:  # a global option's one
+            spelled.append(str(by_name[name].envvar))
     return tuple(spelled)
 
 
@@ -210,13 +206,8 @@ def option_names(params: list[click.Parameter]) -> tuple[set[str], set[str]]:
     takes_value: set[str] = set()
     flags: set[str] = set()
     for p in params:
-        if not isinstance(p, click.Option):
-            continue
-        names = [*p.opts, *p.secondary_opts]
-        if p.is_flag or p.count:
-            flags.update(names)
-        else:
-            takes_value.update(names)
+        if isinstance(p, click.Option):
+            (flags if p.is_flag or p.count else takes_value).update([*p.opts, *p.secondary_opts])
     return takes_value, flags
 
 
@@ -236,11 +227,6 @@ def follow_the_envvar_rule(command: str, param: click.Option) -> None:
     param.envvar = [rule, old]
     if os.environ.get(old) is not None and os.environ.get(rule) is None:
         click.echo(f"shuffler: {old} is deprecated: set {rule} instead", err=True)
-
-
-def is_verbose_flag(token: str) -> bool:
-    """``-v``, ``-vv``, ``-vvvvv``: any count of -v is one global option."""
-    return len(token) > 1 and token[0] == "-" and set(token[1:]) == {"v"}
 
 
 def wants_json(argv: list[str]) -> bool:

@@ -48,10 +48,11 @@ class Output:
     def emit(self, obj: dict[str, Any], text: str | None = None) -> None:
         """The command's result: JSON (checked against the command's schema when
         SHUFFLER_CHECK_SCHEMAS is set) with --json, else ``text``."""
-        if self.json:
-            out = {"schema": SCHEMA, **obj}
-            check_json(out, top_command())
-            click.echo(json.dumps(out))
+        if self.json:  # its schema: the command's name under shuffler (score for score add)
+            ctx = click.get_current_context(silent=True)
+            while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
+                ctx = ctx.parent
+            print_json(obj, ctx.info_name if ctx is not None and ctx.info_name else "?")
         elif text is not None:
             click.echo(text, color=self.color)
 
@@ -66,8 +67,7 @@ class Output:
         if code and self.json and report["fault"]:
             fault = report["fault"]
             passes = report["pass_reports"] if key == "hand" else [report]
-            click.echo(json.dumps(error_object(fault["kind"], fault["message"], code,
-                                               pass_reports=passes, **result)))
+            print_error(fault["kind"], fault["message"], code, pass_reports=passes, **result)
         else:
             self.emit(result, text)
             if report["fault"] and not self.json:
@@ -82,20 +82,16 @@ class Output:
             log_line("pass", "info", **pass_log(report))
 
     def warn(self, message: str) -> None:
-        """A line for the dealer on stderr, ``shuffler:`` in red when colour is on (with
-        --log-json a JSON log line: every line on stderr is JSON then)."""
-        if self.options.log_json:
-            log_line(message)
-        else:
-            click.echo(click.style("shuffler:", fg="red", bold=True) + " " + message,
-                       err=True, color=self.color)
+        """A line for the dealer on stderr, ``shuffler:`` in red when colour is on."""
+        self.say(message, click.style("shuffler:", fg="red", bold=True))
 
-    def say(self, message: str) -> None:
-        """A note on stderr, ``shuffler:`` before it (a JSON log line with --log-json)."""
+    def say(self, message: str, head: str = "shuffler:") -> None:
+        """A note on stderr, ``head`` before it (with --log-json a JSON log line: every
+        line on stderr is JSON then)."""
         if self.options.log_json:
             log_line(message)
         else:
-            click.echo(f"shuffler: {message}", err=True)
+            click.echo(f"{head} {message}", err=True, color=self.color)
 
 
 def log_line(message: str, level: str = "warning", **fields: Any) -> None:
@@ -105,57 +101,37 @@ def log_line(message: str, level: str = "warning", **fields: Any) -> None:
     getattr(get_logger("shuffler.cli"), level)(message, **fields)
 
 
-def top_command() -> str:
-    """The name of the command running under ``shuffler`` (``score`` for ``score add``):
-    its JSON schema's name."""
-    ctx = click.get_current_context(silent=True)
-    while ctx is not None and ctx.parent is not None and ctx.parent.parent is not None:
-        ctx = ctx.parent
-    return ctx.info_name if ctx is not None and ctx.info_name else "?"
-
-
-def command_path() -> str:
-    """The command running, as the next one's "busy" message names it: ``shuffler hand``,
-    ``shuffler score add`` (never a global option such as ``--json``)."""
-    ctx = click.get_current_context(silent=True)
-    names: list[str] = []
-    while ctx is not None and ctx.parent is not None:
-        names.append(ctx.info_name or "?")
-        ctx = ctx.parent
-    return " ".join(["shuffler", *reversed(names)])
-
-
-def check_json(obj: dict[str, Any], name: str) -> None:
+def print_json(obj: dict[str, Any], name: str) -> None:
+    """``obj`` on stdout, its schema version first (checked against the schema ``name``
+    when SHUFFLER_CHECK_SCHEMAS is set)."""
+    out = {"schema": SCHEMA, **obj}
     if os.environ.get("SHUFFLER_CHECK_SCHEMAS"):
         from shuffler.schemas import check
 
-        check(obj, name)
+        check(out, name)
+    click.echo(json.dumps(out))
 
 
-def error_object(kind: str, message: str, code: int, **partial: Any) -> dict[str, Any]:
-    obj = {"schema": SCHEMA, "error": {"kind": kind, "message": message, "exit": code},
-           **partial}
-    check_json(obj, "error")
-    return obj
+def print_error(kind: str, message: str, code: int, **partial: Any) -> None:
+    print_json({"error": {"kind": kind, "message": message, "exit": code}, **partial}, "error")
 
 
 def fail(app: Output | None, error: ShufflerError, *, as_json: bool = False,
          log_json: bool = False) -> NoReturn:
     from shuffler.errors import error_kind
 
-    code = error.exit_code
-    if (app is not None and app.json) or as_json:  # stdout only: stderr says nothing twice
+    if app is not None:
+        as_json, log_json = app.json, app.options.log_json
+    if as_json:  # stdout only: stderr says nothing twice
         partial = {"pass_reports": app.pass_reports} if app and app.pass_reports else {}
-        click.echo(json.dumps(error_object(error_kind(error), str(error), code, **partial)))
-    elif app is not None and app.options.log_json:
+        print_error(error_kind(error), str(error), error.exit_code, **partial)
+    elif log_json:
         log_line(str(error), "error")
     elif app is not None:
         app.warn(str(error))
-    elif log_json:
-        log_line(str(error), "error")
     else:
         click.echo(f"shuffler: {error}", err=True)
-    sys.exit(code)
+    sys.exit(error.exit_code)
 
 
 def command_failure(app: Output | None, error: Exception) -> NoReturn:
@@ -176,36 +152,48 @@ def command_failure(app: Output | None, error: Exception) -> NoReturn:
 def usage_failure(error: click.ClickException, argv: list[str]) -> NoReturn:
     """A usage error: click's message on stderr, and with --json the error on stdout."""
     if wants_json(argv):  # stdout only: stderr says nothing twice
-        click.echo(json.dumps(error_object("usage", error.format_message(), EXIT_USAGE)))
+        print_error("usage", error.format_message(), EXIT_USAGE)
     else:
         error.show()
     sys.exit(EXIT_USAGE)
 
 
 class Progress:
-    """Progress events (from the session or the service) onto the terminal; keeps the
-    passes that ended, so a hand stopped half-way still reports them."""
+    """Progress events (from the session or the service) onto the terminal: a one-line bar
+    on stderr, drawn only on a terminal; keeps the passes that ended, so a hand stopped
+    half-way still reports them."""
 
     def __init__(self, app: Output) -> None:
         self.app = app
-        self.bar = render.Progress()
+        self.drawn = bool(getattr(sys.stderr, "isatty", None) and sys.stderr.isatty())
+        self.label = "pass"
         self.announced = False
         self.said: set[int] = set()  # the passes whose line is out (before their prompt)
+
+    def end(self) -> None:
+        """The bar wiped."""
+        if self.drawn:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
 
     def __call__(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
         if kind == "pass_start":
-            self.bar.start(event["number"], event["of"])
-        elif kind == "card":
-            self.bar.card(event["counted"], event["expected"])
+            self.label = f"pass {event['number']}/{event['of']}"
+        elif kind == "card" and self.drawn:
+            counted, expected = event["counted"], event["expected"]
+            filled = 30 * counted // max(expected, 1)
+            sys.stderr.write(f"\r{self.label} [{'#' * filled}{'-' * (30 - filled)}] "
+                             f"{counted}/{expected}")
+            sys.stderr.flush()
         elif kind == "pass":
-            self.bar.end()
+            self.end()
             self.app.pass_reports.append(event["pass"])
             self.app.log_pass(event["pass"])
             if not self.app.json and event["pass"]["number"] not in self.said:
                 click.echo(render.pass_line(event["pass"], event["of"]))
         elif kind == "stack" and not self.app.json:
-            self.bar.end()
+            self.end()
             if (dealt := event.get("pass")) is not None:  # the pass's report, then the prompt
                 self.said.add(dealt["number"])
                 click.echo(render.pass_line(dealt, event["of"]))

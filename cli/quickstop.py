@@ -5,7 +5,7 @@ The console script (:mod:`.start`) hands a plain ``stop`` here before it imports
 structlog or the config's model. It takes ``--json``, ``--socket``, ``--config``,
 ``--state-dir`` and ``--color/--no-color`` (before or after ``stop``) and their
 ``SHUFFLER_*`` variables (:func:`parse`), finds the socket as the full CLI does
-(:func:`find_socket`; a config that is not TOML is scanned for the two keys it needs,
+(:func:`run`; a config that is not TOML is scanned for the two keys it needs,
 :func:`service_keys`), trusts it as :mod:`shuffler.service.client` does (:func:`ask`),
 sends ``stop`` and prints what the full ``stop`` prints, exit 0. Anything else falls
 back to the full command line, which says what it says; the stop is idempotent, so a
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 
-from shuffler.constants import PROTOCOL
+from shuffler.constants import MAX_FILE_BYTES, PROTOCOL, SCHEMA, SOCKET_PATH_BYTES
 
 TYPE_CHECKING = False  # not ``typing``'s: this module is on the stop's clock
 if TYPE_CHECKING:
@@ -34,9 +34,6 @@ MEANINGFUL = ("SHUFFLER_DEVICE", "SHUFFLER_NO_SERVICE", "SHUFFLER_VERBOSE",
 #: click's words for a flag's variable (click.types.BoolParamType)
 TRUE = ("1", "true", "t", "yes", "y", "on")
 FALSE = ("0", "false", "f", "no", "n", "off", "")
-#: the longest config file read (shuffler.files.MAX_FILE_BYTES) and socket path (sun_path)
-MAX_CONFIG = 1 << 20
-MAX_SOCKET = 107
 TIMEOUT = 2.0
 STOPPED = "stopped: the motor is off"
 NOTHING = "nothing to stop: no pass or hand was running (the motor is off)"
@@ -66,7 +63,7 @@ def parse(argv: list[str], env: dict[str, str]) -> dict[str, Any] | None:
     for option, variable in VALUED.items():
         named: str | None = given.get(option, env.get(variable))
         if named is not None and (not named or "\0" in named or len(os.fsencode(named)) > (
-                MAX_SOCKET if option == "--socket" else 4096)):
+                SOCKET_PATH_BYTES if option == "--socket" else 4096)):
             return None  # the full CLI names what is wrong with it
         opts[option[2:]] = named
     return opts
@@ -83,9 +80,9 @@ def read_config(path: Path) -> str | None:
         return None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_CONFIG:
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
             return None
-        return os.read(fd, MAX_CONFIG + 1).decode("utf-8", "replace")
+        return os.read(fd, MAX_FILE_BYTES + 1).decode("utf-8", "replace")
     except OSError:
         return None
     finally:
@@ -96,10 +93,9 @@ def service_keys(paths: list[Path]) -> dict[str, str]:
     """``[service] socket`` and ``user`` as the config files write them (the later
     file's over the earlier's), without checking anything else: where the service
     listens when the config does not load. A file TOML reads gives its keys as TOML
-    reads them; one with a TOML error anywhere is scanned line by line (:func:`scan`).
-    A file that writes them only the plain way (a ``[service]`` header, then ``key =
-    "..."`` lines; no dotted key, inline table or multi-line string) is scanned without
-    loading the TOML parser: the same keys, a few milliseconds sooner."""
+    reads them; one with a TOML error anywhere is scanned line by line (:func:`scan`),
+    and so is one written the plain way (:func:`plain`), without loading the TOML parser:
+    the same keys, a few milliseconds sooner."""
     keys: dict[str, str] = {}
     for path in paths:
         text = read_config(path)
@@ -118,7 +114,7 @@ def service_keys(paths: list[Path]) -> dict[str, str]:
         for key in ("socket", "user"):
             value = table.get(key)
             if isinstance(value, str) and value and "\0" not in value and len(
-                    os.fsencode(value)) <= MAX_SOCKET:
+                    os.fsencode(value)) <= SOCKET_PATH_BYTES:
                 keys[key] = value
     return keys
 
@@ -149,33 +145,13 @@ def scan(text: str) -> dict[str, str]:
         key = key.strip().strip("\"'")
         if not (inside and eq and key in ("socket", "user")):
             continue
-        value = _string(rest.strip())
-        if value is not None:
-            found[key] = value
+        rest = rest.strip()  # one plain string, then at most a comment
+        end = rest.find(rest[0], 1) if rest[:1] in ("\"", "'") else -1
+        if end < 0 or (rest[0] == '"' and "\\" in rest[1:end]):
+            continue
+        if not (after := rest[end + 1:].strip()) or after.startswith("#"):
+            found[key] = rest[1:end]
     return found
-
-
-def _string(rest: str) -> str | None:
-    """The string a TOML value starts with, if it is one plain string (then a comment)."""
-    if len(rest) < 2 or rest[0] not in "\"'":
-        return None
-    end = rest.find(rest[0], 1)
-    if end < 0 or (rest[0] == '"' and "\\" in rest[1:end]):
-        return None
-    after = rest[end + 1:].strip()
-    return rest[1:end] if not after or after.startswith("#") else None
-
-
-def find_socket(opts: dict[str, Any]) -> tuple[Path, str | None]:
-    """Where the service listens and ``[service] user``, as :mod:`shuffler_cli.app`
-    finds them (``client_socket``)."""
-    from pathlib import Path
-
-    from shuffler.paths import discovered_config_paths
-
-    keys = service_keys([Path(opts["config"])] if opts["config"] else discovered_config_paths())
-    socket = Path(opts["socket"]) if opts["socket"] else default_socket(keys.get("socket"))
-    return socket, keys.get("user")
 
 
 def default_socket(written: str | None) -> Path:
@@ -241,7 +217,7 @@ def answered(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
     if reply.get("ok") is not True or not isinstance(result, dict) or not isinstance(
             result.get("stopped"), bool):
         return None
-    out = {"schema": 1, **result}
+    out = {"schema": SCHEMA, **result}
     if os.environ.get("SHUFFLER_CHECK_SCHEMAS", "") not in ("", "0"):
         from shuffler.schemas import validate
 
@@ -262,10 +238,15 @@ def run(argv: list[str]) -> None:
     opts = parse(argv, dict(os.environ))
     if opts is None:
         return
-    path, user = find_socket(opts)
+    from pathlib import Path
+
+    from shuffler.paths import discovered_config_paths
     from shuffler.service.trust import trusted_uids
 
-    messages = ask(path, trusted_uids(user))
+    # where the service listens and [service] user, as the full CLI finds them (make_app)
+    keys = service_keys([Path(opts["config"])] if opts["config"] else discovered_config_paths())
+    path = Path(opts["socket"]) if opts["socket"] else default_socket(keys.get("socket"))
+    messages = ask(path, trusted_uids(keys.get("user")))
     out = answered(messages) if messages is not None else None
     if out is None:
         return

@@ -1,22 +1,12 @@
-"""Text for people, from the same dicts ``--json`` prints; progress on stderr."""
+"""Text for people, from the same dicts ``--json`` prints."""
 
 from __future__ import annotations
 
-import sys
-from typing import Any, TextIO
+from typing import Any
 
 import click
 
 from shuffler.core.words import passes, plural
-
-
-def distance_number(distance) -> str:
-    """Four significant digits, and never "1" for a distance below 1 (0.99996 is ">0.9999")."""
-    x = float(distance)
-    text = f"{x:.4g}"
-    if x < 1 and float(text) >= 1:
-        return ">0.9999"
-    return text
 
 
 def table_distance(distance: float) -> str:
@@ -35,7 +25,10 @@ def distance_text(distance, exact: bool = True) -> str:
         return "distance from random unknown"
     if distance == 0:  # a bound of 0 is exact too
         return "exactly random"
-    return f"distance from random {'' if exact else 'at most '}{distance_number(distance)}"
+    number = f"{float(distance):.4g}"  # never "1" below 1: 0.99996 is ">0.9999"
+    if float(distance) < 1 and float(number) >= 1:
+        number = ">0.9999"
+    return f"distance from random {'' if exact else 'at most '}{number}"
 
 
 def pass_line(p: dict[str, Any], of: int | None = None) -> str:
@@ -118,13 +111,10 @@ def status_text(s: dict[str, Any], color: bool = False) -> str:
     return "\n".join(lines)
 
 
-NOT_MEASURED = "battery: not measured (no battery monitor: [gpio] adc_channel = false)"
-
-
 def no_figures(b: dict[str, Any]) -> str | None:
     """No figures to give: no monitor, or its own fault (``battery.monitor``)."""
     if b.get("measured") is False:
-        return NOT_MEASURED
+        return "battery: not measured (no battery monitor: [gpio] adc_channel = false)"
     m = b.get("monitor")
     if b.get("state") != "monitor_fault" or not m:
         return None
@@ -146,24 +136,20 @@ def battery_line(b: dict[str, Any]) -> str:
             + unsteady_text(b))
 
 
-def passes_left_text(b: dict[str, Any]) -> str:
-    """The passes and hands left, in words: "about 2 passes of 24 cards left (1 to 2), no
-    hand of 5 passes", never "about 0 passes (0 to 0)" or "1 hands"."""
-    low, high = b["passes_left_range"]
-    cards, left = plural(b["cards"], "card"), b["passes_left"]
-    hands = plural(b["hands_left"], "hand", none="no hand")
-    of = f"of {passes(b['passes_per_hand'])}"
-    if high == 0:
-        return f"not one pass of {cards} left, {hands} {of}"
-    spread = f" ({low} to {high})" if low != high else ""
-    return f"about {passes(left)} of {cards} left{spread}, {hands} {of}"
-
-
 def battery_text(b: dict[str, Any]) -> str:
     if (fault := no_figures(b)) is not None:
         return fault
+    # the passes and hands left, in words: "about 2 passes of 24 cards left (1 to 2), no
+    # hand of 5 passes", never "about 0 passes (0 to 0)" or "1 hands"
+    low, high = b["passes_left_range"]
+    cards = plural(b["cards"], "card")
+    spread = f" ({low} to {high})" if low != high else ""
+    left = (f"not one pass of {cards} left" if high == 0
+            else f"about {passes(b['passes_left'])} of {cards} left{spread}")
+    hands = plural(b["hands_left"], "hand", none="no hand")
     text = (f"battery: {b['volts']:.2f} V {'under load' if b['under_load'] else 'at rest'}, "
-            f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n" + passes_left_text(b))
+            f"{b['percent']:.0f}% ({b['chemistry']}), {b['state']}\n{left}, {hands} of "
+            f"{passes(b['passes_per_hand'])}")
     if b.get("swapped"):
         text += ("\n(another block than the last pass's: the estimate starts again from "
                  "its curve)")
@@ -171,28 +157,3 @@ def battery_text(b: dict[str, Any]) -> str:
         text += "\n(from the battery's curve alone: no passes recorded on it yet)"
     return text + unsteady_text(b)
 
-
-class Progress:
-    """A one-line progress bar on stderr, drawn only on a terminal."""
-
-    def __init__(self, stream: TextIO | None = None, width: int = 30) -> None:
-        self.stream = stream or sys.stderr
-        self.width = width
-        self.enabled = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.label = "pass"
-
-    def start(self, number: int, of: int) -> None:
-        self.label = f"pass {number}/{of}"
-
-    def card(self, counted: int, expected: int) -> None:
-        if not self.enabled:
-            return
-        filled = self.width * counted // max(expected, 1)
-        bar = "#" * filled + "-" * (self.width - filled)
-        self.stream.write(f"\r{self.label} [{bar}] {counted}/{expected}")
-        self.stream.flush()
-
-    def end(self) -> None:
-        if self.enabled:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()

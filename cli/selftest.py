@@ -25,8 +25,7 @@ class Person:
         click.echo(f"  {text}", err=True)
 
     def confirm(self, question: str, text: str) -> bool:
-        return click.prompt(f"  {text} (y: run it, s: skip)", type=click.Choice(["y", "s"]),
-                            show_choices=False, err=True, prompt_suffix=" [y/s] ") == "y"
+        return self.ask(question, text, {"y": "run it"}) == "y"
 
     def ask(self, question: str, text: str, choices: dict[str, str]) -> str | None:
         keys = "/".join(choices) + "/s"
@@ -210,9 +209,8 @@ def config_target(app: App, simulated: bool) -> Path | None:
     """The config file the calibration belongs in: the one named with --config, else on a
     real machine the deployed service's (/etc/shuffler/config.toml). A simulated machine
     writes only to a config named with --config."""
-    named = app.options.config_path
-    if named is not None:
-        return Path(named)
+    if app.options.config_path is not None:
+        return Path(app.options.config_path)
     return None if simulated else Path(SYSTEM_CONFIG)
 
 

@@ -73,19 +73,12 @@ def guard() -> tuple[Guarded, Guarded]:
     return out, err
 
 
-def exit_code(code: int, out: Guarded) -> int:
-    """The command's code, given what became of its stdout (see the module notes)."""
-    if out.lost is None or code != 0:
-        return code
-    if out.lost.errno == errno.EPIPE:
-        return 0
-    return EXIT_OUTPUT
-
-
 def finish(code: int, out: Guarded, err: Guarded) -> None:
-    """Exit with :func:`exit_code`; when a stream was lost, without the interpreter's
-    own flush at exit (it would fail again and print a warning)."""
-    code = exit_code(code, out)
+    """Exit with the command's code, given what became of its stdout (see the module
+    notes); when a stream was lost, without the interpreter's own flush at exit (it would
+    fail again and print a warning)."""
+    if out.lost is not None and code == 0:
+        code = 0 if out.lost.errno == errno.EPIPE else EXIT_OUTPUT
     out.flush()
     err.flush()
     if out.lost is not None and code == EXIT_OUTPUT and err.lost is None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import random
 import secrets
-from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 
 import click
@@ -63,16 +61,11 @@ def mixing(app, cards: int | None, passes: int, target: float, trials: int | Non
       shuffler --json mixing              the same table as JSON
     """
     n = cards or app.config.hand.cards
-    rows = []
-    for k in range(1, passes + 1):
-        rows.append({
-            "passes": k,
-            "coin_distance": float(tv_coin(n, k)),
-            "planned_distance": float(tv_planned(n, k)),
-            "coin_guesses": float(guesses_coin(n, k)),
-            "planned_guesses": float(guesses_planned(n, k)),
-            "seconds": 5.0 * k * n / 24,
-        })
+    rows = [{"passes": k, "coin_distance": float(tv_coin(n, k)),
+             "planned_distance": float(tv_planned(n, k)),
+             "coin_guesses": float(guesses_coin(n, k)),
+             "planned_guesses": float(guesses_planned(n, k)), "seconds": 5.0 * k * n / 24}
+            for k in range(1, passes + 1)]
     rec = recommend(n, target)
     k = default_passes(n)  # the one rule every page quotes: what a hand runs
     obj = {"cards": n, "target": target, "rows": rows, "recommended": rec,
@@ -117,57 +110,27 @@ def _sim_options(app, cards: int, seed: int | None) -> tuple[int | None, DealerH
     return (seed if seed is not None else sim.seed), DealerHabit(sim.habit), plan.doubles
 
 
-def _euchre_labels(rng: random.Random):
-    """A gathered euchre pack: trick number and printed suit per starting position."""
-    hand = play_euchre_hand(rng)
-    groups = [t for t, trick in enumerate(hand.tricks) for _ in trick]
-    groups += [5] * len(hand.kitty) + [6] * len(hand.idle)
-    suits = [c.suit for c in hand.gathered()]
-    return groups, suits
-
-
-@dataclass
-class _Hands:
-    """What the hands of one ``simulate`` run said: the battery and every label."""
-
-    battery: Battery
-    labels: list[Label] = field(default_factory=list)
-    orders: list[str] = field(default_factory=list)  # --orders: each order, then its label
-
-    @property
-    def worst(self) -> Fraction | None:
-        """The largest distance reported over the hands (None: one said unknown)."""
-        known = [lab.distance for lab in self.labels if lab.distance is not None]
-        return max(known) if len(known) == len(self.labels) else None
-
-    @property
-    def exact(self) -> bool:
-        return all(lab.exact for lab in self.labels) and self.worst is not None
-
-    @property
-    def exact_share(self) -> float:
-        return sum(lab.exact for lab in self.labels) / max(1, len(self.labels))
-
-
 def _play(n: int, k: int, mode: Mode, trials: int, start: str, rng: random.Random,
-          feed: Feed, flaws: Imperfections, keep_orders: bool) -> _Hands:
-    """Deal ``trials`` hands, each labelled as the controller labels it."""
-    hands = _Hands(Battery(n, lambda order: reading_order(order, k, feed)))
+          feed: Feed, flaws: Imperfections,
+          keep_orders: bool) -> tuple[Battery, list[Label], list[str]]:
+    """Deal ``trials`` hands, each labelled as the controller labels it: the battery of
+    tests, every label, and with ``keep_orders`` each order followed by its label."""
+    battery = Battery(n, lambda order: reading_order(order, k, feed))
+    labels: list[Label] = []
+    orders: list[str] = []
     for _ in range(trials):
-        extra = _euchre_labels(rng) if start == "euchre" else (None, None)
+        groups = suits = None  # a gathered euchre pack: trick and suit per starting place
+        if start == "euchre":
+            hand = play_euchre_hand(rng)
+            groups = [t for t, trick in enumerate(hand.tricks) for _ in trick]
+            groups += [5] * len(hand.kitty) + [6] * len(hand.idle)
+            suits = [c.suit for c in hand.gathered()]
         order, label = play_labelled(n, k, mode, rng, feed, flaws)
-        hands.labels.append(label)
-        hands.battery.add(order, *extra)
+        labels.append(label)
+        battery.add(order, groups, suits)
         if keep_orders:
-            hands.orders += [" ".join(map(str, order)), label.word]
-    return hands
-
-
-def _write_orders(path: str, lines: list[str]) -> None:
-    try:
-        atomic_write(Path(path), ("\n".join(lines) + "\n").encode())
-    except OSError as e:
-        raise BadInputError(f"--orders {path}: cannot write: {e}") from None
+            orders += [" ".join(map(str, order)), label.word]
+    return battery, labels, orders
 
 
 def _test_lines(results, trials: int, level: str, passed: bool | None) -> list[str]:
@@ -196,14 +159,6 @@ def _test_lines(results, trials: int, level: str, passed: bool | None) -> list[s
         text.append(f"the pack is distinguishable from random (a random pack fails a test at "
                     f"most {level} of the time)")
     return text
-
-
-def _dealer_line(hands: _Hands, flaws: Imperfections) -> str:
-    said = distance_text(hands.worst, hands.exact)
-    does = "corrects when warned" if flaws.listens else "corrects when made to"
-    who = f"a {flaws.habit.value} dealer who {does}"
-    return (f"with the imperfections ({who}), the controller reported: {said}; "
-            f"{hands.exact_share:.1%} of the hands labelled exact")
 
 
 @click.command()
@@ -252,11 +207,18 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
     flaws = Imperfections(double_rate, unseen_rate, wrong_rate, habit=habit,
                           double_at=frozenset((0, card - 1) for card in doubles),
                           listens=not app.sim.ignores)
-    hands = _play(n, k, Mode(mode), trials, start, random.Random(seed), feed_side, flaws,
-                  bool(orders))
+    battery, labels, dealt = _play(n, k, Mode(mode), trials, start, random.Random(seed),
+                                   feed_side, flaws, bool(orders))
     if orders:
-        _write_orders(orders, hands.orders)
-    results = hands.battery.results()
+        try:
+            atomic_write(Path(orders), ("\n".join(dealt) + "\n").encode())
+        except OSError as e:
+            raise BadInputError(f"--orders {orders}: cannot write: {e}") from None
+    known = [lab.distance for lab in labels if lab.distance is not None]
+    worst = max(known) if len(known) == len(labels) else None  # None: one said unknown
+    exact = worst is not None and all(lab.exact for lab in labels)
+    exact_share = sum(lab.exact for lab in labels) / len(labels)
+    results = battery.results()
     distance = tv_planned(n, k) if mode == "planned" else tv_coin(n, k)
     obj = {"cards": n, "passes": k, "mode": mode, "trials": trials, "start": start,
            "seed": seed, "feed": feed_side.value, "alpha": TEST_ALPHA,
@@ -264,19 +226,20 @@ def simulate(app, cards, passes, mode, trials, start, seed, feed, double_rate, u
                              "wrong_rate": wrong_rate, "dealer": habit.value,
                              "listens": flaws.listens, "double_cards": sorted(doubles)},
            "distance": float(distance),
-           "reported_distance": None if hands.worst is None else float(hands.worst),
-           "reported_exact": hands.exact,
-           "exact_share": hands.exact_share,
-           "measured_distance": hands.battery.measured_distance(),
-           "tests": [r.to_dict() for r in results],
+           "reported_distance": None if worst is None else float(worst),
+           "reported_exact": exact, "exact_share": exact_share,
+           "measured_distance": battery.measured_distance(),
+           "tests": [{k: v for k, v in r.to_dict().items() if k != "histogram"}
+                     for r in results],
            "battery_level": battery_level(len(results)),
            "passed": verdict(results)}
-    for t in obj["tests"]:
-        t.pop("histogram", None)
     text = [f"{trials} hands of {k} {mode} passes on {n} cards ({start} start, seed {seed}); "
             f"ideal machine: {distance_text(distance)}"]
     if flaws.any:
-        text.append(_dealer_line(hands, flaws))
+        does = "corrects when warned" if flaws.listens else "corrects when made to"
+        text.append(f"with the imperfections (a {flaws.habit.value} dealer who {does}), the "
+                    f"controller reported: {distance_text(worst, exact)}; "
+                    f"{exact_share:.1%} of the hands labelled exact")
     text.append(f"measured from the dealt packs: at least {obj['measured_distance']:.3g} from "
                 f"random (top card, bottom card, runs{', whole order' if n <= 8 else ''}; "
                 "each at 99.9% confidence)")

@@ -9,26 +9,22 @@ from typing import Any
 
 import click
 
+from shuffler.constants import EXIT_FAULT, EXIT_OK
+
 from .app import App
 
 
-def _score_text(result: dict[str, Any]) -> str:
+def _ask_score(app: App, cmd: str, **args: Any) -> int:
+    result = app.ask(cmd, **args)
+    code = result.pop("exit", 0)
     g = result["score"]
     lines = [result["done"][0].upper() + result["done"][1:]] if result.get("done") else []
     lines += [f"game {g['number']} to {g['target']}: {g['team_names'][0]} {g['totals'][0]}, "
-             f"{g['team_names'][1]} {g['totals'][1]}"]
+              f"{g['team_names'][1]} {g['totals'][1]}"]
     if g["winner"] is not None:
         lines.append(f"{g['team_names'][g['winner']]} win! `shuffler score new` starts the "
                      "next game")
-    return "\n".join(lines)
-
-
-def _ask_score(app: App, cmd: str, **args: Any) -> int:
-    """The service's answer when it runs; else the same command run on the state file,
-    under the machine lock (App.ask)."""
-    result = app.ask(cmd, **args)
-    code = result.pop("exit", 0)
-    app.emit(result, _score_text(result))
+    app.emit(result, "\n".join(lines))
     return code
 
 
@@ -205,7 +201,7 @@ def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> int:
                   for p in phones] or ([] if lines else ["no phones paired"])
         app.emit({"phones": phones, **({"revoked": gone} if revoke is not None else {})},
                  "\n".join(lines))
-        return 0
+        return EXIT_OK
     code = pairing.new_code() if renew else pairing.current_or_new()
     left, until = pairing.left(code), pairing.expires(code)
     app.emit({"pairing_code": code.code, "expires_in_s": math.floor(left),
@@ -213,7 +209,7 @@ def pair(app: App, renew: bool, listing: bool, revoke: str | None) -> int:
              f"pairing code: {code.code} (for {math.ceil(left / 60)} minutes, until "
              f"{time.strftime('%H:%M', time.localtime(until))} by this machine's clock; "
              "for one phone)")
-    return 0
+    return EXIT_OK
 
 
 @click.command()
@@ -266,17 +262,17 @@ def tables(app: App, wait: float, once: bool, round_minutes: float | None,
             else:
                 click.echo(json.dumps({k: view[k] for k in ("standings", "games", "round")},
                                       indent=2))
-            return 0
+            return EXIT_OK
         if app.json or once:
             view = board(watcher.book, time.time())
             app.emit({"broker": f"{app.config.mqtt.host}:{app.config.mqtt.port}",
                       "connected": watcher.subscribed.is_set(), **view}, text(view))
-            return 0 if watcher.subscribed.is_set() else 3
+            return EXIT_OK if watcher.subscribed.is_set() else EXIT_FAULT
         while True:
             click.clear()
             click.echo(text(board(watcher.book, time.time())))
             time.sleep(1)
     except KeyboardInterrupt:
-        return 0
+        return EXIT_OK
     finally:
         watcher.close()

@@ -44,7 +44,7 @@ from shuffler.config_table import (
     whole,
     whole_or_false,
 )
-from shuffler.constants import MAX_CARDS
+from shuffler.constants import MAX_CARDS, SOCKET_PATH_BYTES
 from shuffler.core.battery import CURVES
 from shuffler.core.mechanics import Feed
 from shuffler.core.planning import Mode, default_passes
@@ -70,9 +70,6 @@ from shuffler.pinmap import (
 )
 
 # tomllib and socket are imported where a config file is read: start-up stays quick
-
-#: what fits in a Unix socket address (sun_path less its final NUL)
-SOCKET_PATH_BYTES = 107
 
 #: a fresh block at rest, by chemistry (shuffler.core.battery's curves at full charge): the
 #: most the motor can see

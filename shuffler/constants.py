@@ -1,8 +1,9 @@
 """The numbers every layer shares, declared once. Pure: no imports, no I/O.
 
 The exit codes (README, "Exit codes"), the socket's protocol, the version of every
-JSON object (docs/json.md) and the most cards in a load. The CLI's fast stop
-(cli/quickstop.py) and its options read them from here, as the service and the core do;
+JSON object (docs/json.md), the most cards in a load, the longest socket path and file
+read. The CLI's fast stop (cli/quickstop.py) and its options read them from here, as the
+service and the core do;
 ``tests/test_constants.py`` fails if one of them is assigned anywhere else.
 
     >>> EXIT_FAULT, EXIT_BATTERY
@@ -27,3 +28,8 @@ SCHEMA = 1
 
 #: the most cards in a load (a double deck and its jokers)
 MAX_CARDS = 104
+
+#: what fits in a Unix socket address (sun_path less its final NUL)
+SOCKET_PATH_BYTES = 107
+#: what a user-named file may hold at most, in bytes
+MAX_FILE_BYTES = 1 << 20

@@ -12,10 +12,9 @@ import os
 import stat
 from pathlib import Path
 
+from shuffler.constants import MAX_FILE_BYTES
 from shuffler.errors import BadInputError, FileAccessError
 
-#: what a user-named file may hold at most, in bytes
-MAX_FILE_BYTES = 1 << 20
 #: the mode of every folder the program creates, whatever the umask (stricter is kept)
 FOLDER_MODE = 0o750
 #: never follow a symlink to a file the program keeps (root must not write where another

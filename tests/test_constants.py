@@ -1,9 +1,10 @@
 """The numbers every layer shares have one home (issue 48): shuffler/constants.py.
 
-An exit code, the socket's protocol, the JSON schema's version or the load's limit
-assigned at the top of any other module (or an error class's ``exit_code`` written as a
-bare number) fails here, naming the file and the line; so does a second literal of one
-exit code in the home itself. The documented numbers are held to README's table."""
+An exit code, the socket's protocol, the JSON schema's version, the load's limit or the
+longest socket path or file assigned at the top of any other module (or an error class's
+``exit_code`` written as a bare number) fails here, naming the file and the line; so does
+a second literal of one exit code in the home itself. The documented numbers are held to
+README's table."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 HOME = ROOT / "shuffler" / "constants.py"
 #: the trees of our code (tests may name what they check)
 TREES = ("shuffler", "cli", "hardware-sim", "firmware_bridge", "benchmarks", "docs")
-SHARED = {"PROTOCOL", "SCHEMA", "SCHEMA_VERSION", "MAX_CARDS"}
+SHARED = {"PROTOCOL", "SCHEMA", "SCHEMA_VERSION", "MAX_CARDS", "SOCKET_PATH_BYTES",
+          "MAX_FILE_BYTES"}
 
 
 def shared(name: str) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from shuffler.config import Config, load_config, load_config_text
+from shuffler.constants import EXIT_OK
 
 from . import plan as p
 from .manifest import Manifest, digest
@@ -61,7 +62,7 @@ class Installer:
         self.settle(upgrade)
         if not self.changed:
             self.say("nothing to change: the machine is as the package and the config want")
-        return 0
+        return EXIT_OK
 
     def accounts(self) -> None:
         for group in (*p.GROUPS, p.ACCOUNT):
@@ -203,7 +204,7 @@ class Installer:
     def uninstall(self, *, purge: bool) -> int:
         if not self.man.entries:
             self.say("nothing installed by shuffler-setup here: nothing to remove")
-            return 0
+            return EXIT_OK
         if self.sys.systemd and self.sys.unit_state() in ("active", "activating",
                                                             "reloading"):
             self.sys.stop()
@@ -216,9 +217,9 @@ class Installer:
             self.sys.udev_reload()
         if any(e["kind"] != "dir" for e in self.man.entries.values()):
             self.say("run `sudo shuffler-setup uninstall --purge` to remove what was kept")
-            return 0
+            return EXIT_OK
         self.man.remove()
-        return 0
+        return EXIT_OK
 
     def undo(self, e: dict[str, Any], purge: bool) -> bool:
         """Undo one entry; False: kept (the manifest keeps it)."""
@@ -248,8 +249,12 @@ class Installer:
                 return False
             shutil.rmtree(at, ignore_errors=True)
             self.say(f"removed {e['path']}/ and everything in it (--purge)")
-        elif kind == "line":
-            self.remove_line(at, e["line"])
+        elif kind == "line" and at.exists():
+            lines = at.read_text().splitlines(keepends=True)
+            if (kept := [ln for ln in lines if ln.rstrip("\n") != e["line"]]) != lines:
+                _write(at, "".join(kept).encode())
+                self.say(f"removed {e['line'].split('#')[0].strip()} from "
+                         f"{at.relative_to(self.root)} (reboot for it to take effect)")
         elif kind == "user" and self.sys.user_exists(e["name"]):
             self.sys.del_user(e["name"])
             self.say(f"removed the account {e['name']}")
@@ -257,16 +262,6 @@ class Installer:
             self.sys.del_group(e["name"])
             self.say(f"removed the group {e['name']}")
         return True
-
-    def remove_line(self, path: Path, line: str) -> None:
-        if not path.exists():
-            return
-        lines = path.read_text().splitlines(keepends=True)
-        kept = [ln for ln in lines if ln.rstrip("\n") != line]
-        if kept != lines:
-            _write(path, "".join(kept).encode())
-            self.say(f"removed {line.split('#')[0].strip()} from {path.relative_to(self.root)}"
-                     f" (reboot for it to take effect)")
 
 
 def _write(path: Path, data: bytes) -> None:

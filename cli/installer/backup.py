@@ -44,12 +44,9 @@ def backup(system: System, target: Path) -> list[str]:
     folder = state_folder(system)
     if not folder.is_dir():
         raise BadInputError(f"{folder}: no state folder to back up")
-    files = {}
-    for path in sorted(folder.rglob("*")):
-        rel = path.relative_to(folder).as_posix()
-        if path.is_file() and not path.is_symlink() and path.name not in SKIP \
-                and not path.name.startswith(".state.json."):
-            files[rel] = path.read_bytes()
+    files = {path.relative_to(folder).as_posix(): path.read_bytes()
+             for path in sorted(folder.rglob("*")) if path.is_file() and not path.is_symlink()
+             and path.name not in SKIP and not path.name.startswith(".state.json.")}
     index = {"format": FORMAT, "made": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
              "files": {rel: {"size": len(data), "sha256": digest(data)}
                        for rel, data in files.items()}}

@@ -1,9 +1,5 @@
-"""The ``shuffler-setup`` command line (docs/deploy/README.md, "Install").
-
-Exit codes: 0 done (or nothing to change); 2 bad input (a config that does not load, a
-backup that is not one, not run as root, a usage error); 3 the system refused (a
-command such as useradd or systemctl failed, a file could not be written, the service
-runs during a restore); status: 3 when something differs from the install."""
+"""The ``shuffler-setup`` command line (docs/deploy/README.md, "Install"); its exit codes
+are :data:`EPILOG`'s, as ``--help`` says them."""
 
 from __future__ import annotations
 
@@ -26,13 +22,14 @@ EPILOG = ("Exit codes: 0 done or nothing to change; 2 bad input (the config, a b
           "on a tree: an image's, or a test's.")
 
 
-def say(line: str) -> None:
-    click.echo(line)
-
-
 def fail(message: str, code: int) -> NoReturn:
     click.echo(f"shuffler-setup: {message}", err=True)
     sys.exit(code)
+
+
+def done(line: str) -> int:
+    click.echo(line)
+    return EXIT_OK
 
 
 def guarded(body: Callable[[], int], *, as_root: bool = True) -> NoReturn:
@@ -55,10 +52,6 @@ def guarded(body: Callable[[], int], *, as_root: bool = True) -> NoReturn:
     sys.exit(code)
 
 
-def system(ctx: click.Context) -> System:
-    return System(Path(ctx.obj))
-
-
 @click.group(epilog=EPILOG)
 @click.option("--root", type=click.Path(file_okay=False, path_type=Path),
               envvar=SYSTEM_ROOT_ENV, default=Path("/"), show_default=True,
@@ -67,89 +60,77 @@ def system(ctx: click.Context) -> System:
 @click.pass_context
 def setup(ctx: click.Context, root: Path) -> None:
     """Install, upgrade or remove the shuffler service on this machine."""
-    ctx.obj = str(root.resolve())
+    ctx.obj = System(root.resolve())
 
 
 @setup.command(epilog=EPILOG)
-@click.pass_context
-def install(ctx: click.Context) -> None:
+@click.pass_obj
+def install(system: System) -> None:
     """The account and groups, udev rules, unit, the drop-ins the config calls for, SPI,
     the config (if absent) and the state folder; run it again after changing [web] or
     [mqtt] in the config. Twice: nothing to change."""
     from .apply import Installer
 
-    guarded(lambda: Installer(system(ctx), say).install())
+    guarded(lambda: Installer(system, click.echo).install())
 
 
 @setup.command(epilog=EPILOG)
-@click.pass_context
-def upgrade(ctx: click.Context) -> None:
+@click.pass_obj
+def upgrade(system: System) -> None:
     """After `pip install` of a new version: the package's unit, rules and drop-ins put in
     place (an edited one replaced), the config and the state kept, the service started."""
     from .apply import Installer
 
-    guarded(lambda: Installer(system(ctx), say).install(upgrade=True))
+    guarded(lambda: Installer(system, click.echo).install(upgrade=True))
 
 
 @setup.command(epilog=EPILOG)
 @click.option("--purge", is_flag=True, help="also the config and the state folder")
-@click.pass_context
-def uninstall(ctx: click.Context, purge: bool) -> None:
+@click.pass_obj
+def uninstall(system: System, purge: bool) -> None:
     """Stop the service and remove exactly what install made (drop-ins of your own stay);
     the config and /var/lib/shuffler are kept unless --purge."""
     from .apply import Installer
 
-    guarded(lambda: Installer(system(ctx), say).uninstall(purge=purge))
+    guarded(lambda: Installer(system, click.echo).uninstall(purge=purge))
 
 
 @setup.command(epilog=EPILOG)
-@click.pass_context
-def status(ctx: click.Context) -> None:
+@click.pass_obj
+def status(system: System) -> None:
     """What install made and how it is now (ok, edited, missing, out of date), what the
     config calls for that is missing, and the unit's state."""
     from .status import status as report
 
-    guarded(lambda: report(system(ctx), say), as_root=False)
+    guarded(lambda: report(system, click.echo), as_root=False)
 
 
 @setup.command(epilog=EPILOG)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.pass_context
-def backup(ctx: click.Context, file: Path) -> None:
+@click.pass_obj
+def backup(system: System, file: Path) -> None:
     """The state folder (score, pairings, battery history, counters, audit) to FILE, a
     tar with a checksummed index."""
     from .backup import backup as save
 
-    def body() -> int:
-        names = save(system(ctx), file)
-        say(f"backed up {len(names)} file(s) to {file}")
-        return EXIT_OK
-
-    guarded(body)
+    guarded(lambda: done(f"backed up {len(save(system, file))} file(s) to {file}"))
 
 
 @setup.command(epilog=EPILOG)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.pass_context
-def restore(ctx: click.Context, file: Path) -> None:
+@click.pass_obj
+def restore(system: System, file: Path) -> None:
     """The state folder from FILE, with the service stopped: the whole file is checked
     first, and the folder is swapped at once (never half-written)."""
     from .backup import restore as load
 
-    def body() -> int:
-        names = load(system(ctx), file)
-        say(f"restored {len(names)} file(s) from {file}; start the service: "
-            f"sudo systemctl start shuffler")
-        return EXIT_OK
-
-    guarded(body)
+    guarded(lambda: done(f"restored {len(load(system, file))} file(s) from {file}; start "
+                         "the service: sudo systemctl start shuffler"))
 
 
 def main() -> None:
     try:
-        setup.main(standalone_mode=False)
-    except click.exceptions.Exit as e:
-        sys.exit(e.exit_code)
+        setup.main(standalone_mode=False)  # --help and --version return: exit 0
     except click.ClickException as e:
         e.show()
         sys.exit(EXIT_USAGE)

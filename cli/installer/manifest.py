@@ -72,6 +72,3 @@ class Manifest:
         for folder in [str(self.path.parent), *self.folders]:
             with contextlib.suppress(OSError):
                 Path(folder).rmdir()
-
-    def of_kind(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.entries.values() if e["kind"] == kind]

@@ -61,37 +61,26 @@ def venv(root: Path) -> str:
     return str(prefix)
 
 
-def unit_text(venv_path: str) -> bytes:
-    text = shipped("shuffler.service").decode()
-    return text.replace(f"{SHIPPED_VENV}/bin/", f"{venv_path.rstrip('/')}/bin/").encode()
-
-
-def wants_network(config: Config) -> bool:
-    return config.web.enabled or config.mqtt.enabled
-
-
-def serial(config: Config) -> bool:
-    return config.device.startswith("serial")
-
-
 def make(config: Config, venv_path: str, *, rpi_os: bool, config_present: bool) -> Plan:
-    files = [File(UNIT, unit_text(venv_path), "the unit"),
+    bin_dir = f"{venv_path.rstrip('/')}/bin/"
+    unit = shipped("shuffler.service").decode().replace(f"{SHIPPED_VENV}/bin/", bin_dir)
+    files = [File(UNIT, unit.encode(), "the unit"),
              File(f"{RULES}/99-shuffler.rules", shipped("99-shuffler.rules"),
                   "the microcontroller's port as /dev/shuffler")]
     if not rpi_os:
         files.append(File(f"{RULES}/60-gpiochip.rules", shipped("60-gpiochip.rules"),
                           "the GPIO and SPI devices for the gpio and spi groups"))
-    dropins = {"network.conf": (wants_network(config),
+    dropins = {"network.conf": (config.web.enabled or config.mqtt.enabled,
                                 "the network, for [web] or [mqtt] in the config"),
-               "serial.conf": (serial(config), "waits for the serial port (device = serial)")}
+               "serial.conf": (config.device.startswith("serial"),
+                               "waits for the serial port (device = serial)")}
     for name, (wanted, why) in dropins.items():
         if wanted:
             files.append(File(f"{DROPINS}/{name}", shipped(name), why))
     if not config_present:
         files.append(File(CONFIG, shipped("config.toml"), "the config", keep=True))
     unwanted = tuple(f"{DROPINS}/{name}" for name, (wanted, _) in dropins.items() if not wanted)
-    links = {f"/usr/local/bin/{name}": f"{venv_path.rstrip('/')}/bin/{name}"
-             for name in COMMANDS}
+    links = {f"/usr/local/bin/{name}": f"{bin_dir}{name}" for name in COMMANDS}
     links[WANTS] = UNIT
     spi = config.device == "gpio" and config.gpio.adc_channel is not None
     return Plan(tuple(files), links, spi, unwanted)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shuffler.constants import EXIT_FAULT, EXIT_OK
 from shuffler.errors import ShufflerError
 
 from . import plan as p
@@ -25,25 +26,18 @@ def check(entry: dict[str, Any], system: System, package: dict[str, bytes]) -> s
         if entry["path"] in package and package[entry["path"]] != now:
             return "out of date: `shuffler-setup upgrade` installs the package's"
         return "ok"
-    if kind == "link":
-        return "ok" if at.is_symlink() else "missing"
-    if kind in ("dir", "state"):
-        return "ok" if at.is_dir() else "missing"
-    if kind == "user":
-        return "ok" if system.user_exists(entry["name"]) else "missing"
-    if kind == "group":
-        return "ok" if system.group_exists(entry["name"]) else "missing"
-    if kind == "line":
-        lines = at.read_text().splitlines() if at.exists() else []
-        return "ok" if entry["line"] in lines else "missing"
-    return "ok"
+    there = {"link": at.is_symlink, "dir": at.is_dir, "state": at.is_dir,
+             "user": lambda: system.user_exists(entry["name"]),
+             "group": lambda: system.group_exists(entry["name"]),
+             "line": lambda: at.exists() and entry["line"] in at.read_text().splitlines()}
+    return "ok" if there.get(kind, lambda: True)() else "missing"
 
 
 def status(system: System, say: Say) -> int:
     man = Manifest.load(system.root)
     if not man.entries:
         say(f"not installed here (no {MANIFEST_PATH}): run `sudo shuffler-setup install`")
-        return 3
+        return EXIT_FAULT
     problems = 0
     package: dict[str, bytes] = {}
     wanted: list[str] = []
@@ -75,4 +69,4 @@ def status(system: System, say: Say) -> int:
                                             " (no running systemd here)"))
     say("status: as installed" if not problems else
         f"status: {problems} thing(s) differ from the install")
-    return 0 if not problems else 3
+    return EXIT_OK if not problems else EXIT_FAULT
