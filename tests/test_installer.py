@@ -192,7 +192,8 @@ def test_backup_and_restore_carry_the_state_whole(root, tmp_path):
 
 
 def corrupt_backups(good: bytes) -> dict[str, bytes]:
-    """A truncated file, a member changed after the index, a path escaping the folder."""
+    """A truncated file, a member changed after the index, a path escaping the folder, an
+    index of the wrong shape (refused by a check, not an assert: ``python -O`` drops those)."""
     def remade(change) -> bytes:
         out = io.BytesIO()
         with tarfile.open(fileobj=io.BytesIO(good), mode="r:gz") as src, \
@@ -212,8 +213,17 @@ def corrupt_backups(good: bytes) -> dict[str, bytes]:
             member.name = "state/../../etc/evil.json"
         return member, data
 
+    def index_as(text: bytes):
+        def change(member, data):
+            ours = member.isfile() and member.name == "shuffler-backup.json"
+            return member, (text if ours else data)
+        return change
+
     return {"truncated": good[: len(good) // 2], "tampered": remade(tamper),
-            "escaping": remade(escape), "not a tar": gzip.compress(b"hello")}
+            "escaping": remade(escape), "not a tar": gzip.compress(b"hello"),
+            "index a list": remade(index_as(b"[1, 2]")),
+            "index entry not an object": remade(index_as(
+                b'{"format": "shuffler-backup/1", "files": {"score.json": "abc"}}'))}
 
 
 def test_a_corrupt_backup_is_refused_and_the_state_untouched(root, tmp_path):

@@ -86,10 +86,13 @@ def read_backup(source: Path) -> dict[str, bytes]:
         raise bad(str(e) or type(e).__name__) from None
     try:
         index = json.loads(files.pop(INDEX))
-        listed = index["files"] if index.get("format") == FORMAT else None
-        assert isinstance(listed, dict)
-    except (ValueError, KeyError, AssertionError):
-        raise bad(f"{INDEX} is not a backup index") from None
+    except ValueError:
+        index = None
+    # checked, not asserted: ``python -O`` drops asserts, and a bad backup must be refused
+    ours = isinstance(index, dict) and index.get("format") == FORMAT
+    listed = index.get("files") if ours else None
+    if not isinstance(listed, dict) or not all(isinstance(v, dict) for v in listed.values()):
+        raise bad(f"{INDEX} is not a backup index")
     state = {}
     for name, data in files.items():
         rel = PurePosixPath(name).relative_to("state") if name.startswith("state/") else None
