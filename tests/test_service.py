@@ -245,3 +245,14 @@ def test_two_clients_scoring_the_same_version_score_the_hand_once(served):
     assert second.request("redo", version=version + 2)["score"]["totals"] == [2, 0]
     first.close()
     second.close()
+
+
+def test_the_battery_for_another_load_is_worked_out_for_that_load(served):
+    """The snapshot holds the configured load's figures; another load is read for it on the
+    deciding loop (it was answered with the 24-card figures), and frees the machine after."""
+    client = served.client()
+    usual, other = client.request("battery"), client.request("battery", cards=52)
+    assert (usual["cards"], other["cards"]) == (24, 52)
+    assert other["passes_left"] < usual["passes_left"]  # more cards, fewer passes a charge
+    assert client.request("battery", cards=24) == usual
+    assert client.request("pass")["pass"]["counted"] == 24  # not left busy

@@ -425,8 +425,7 @@ class Service(Publisher):
         try:
             final = self._execute(job)
         finally:  # free before answering: the client's next request must not find it busy
-            if COMMANDS[cmd].claimed:
-                self.claim.release()
+            self.claim.release()  # every queued job holds it (:meth:`_answer`)
             job.replies.put(final)
 
     def _execute(self, job: Job) -> dict[str, Any]:
@@ -529,10 +528,12 @@ class Service(Publisher):
         except ShufflerError as e:
             send(error_reply(e))
             return
-        if command.cached:
-            cached = self.snapshot.get(cmd)
+        cached = self.snapshot.get(cmd)
+        # the battery for another load than the snapshot's reads the device: a job
+        live = isinstance(cached, BatteryReport) and req.get("cards") not in (None, cached.cards)
+        if command.cached and not live:
             send({"ok": True, "result": None if cached is None else cached.to_json()})
-        elif not command.claimed or reads_score(req):  # no need to wait
+        elif (not command.claimed and not live) or reads_score(req):  # no need to wait
             try:
                 send({"ok": True, "result": self.machine.run(req, face=face).to_json()})
             except ShufflerError as e:
