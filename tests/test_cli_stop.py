@@ -26,9 +26,15 @@ def stop_cli(socket, tmp_path, *args: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def interval_service(tmp_path_factory) -> Iterator[Service]:
-    """One service at the machine's own card rate for the tests that use it: none
-    changes its config or socket, and each stops the pass or hand it starts."""
-    svc = Service(tmp_path_factory.mktemp("interval"), speed=1.0).start()
+    """One service at the machine's own card rate, its page on (``svc.port``), for the
+    tests that use it: none changes its config or socket, and each stops the pass or
+    hand it starts."""
+    from tests.mqtt_broker import free_port
+
+    port = free_port()
+    svc = Service(tmp_path_factory.mktemp("interval"), f"[web]\nenabled = true\nport = {port}\n",
+                  speed=1.0).start()
+    svc.port = port
     try:
         yield svc
     finally:
@@ -273,30 +279,25 @@ def stop_mid(svc: Service, command: list[str], env: dict[str, str], cmd: str = "
     return cards, report
 
 
-def test_the_pages_stop_stops_the_pass_at_once(tmp_path):
+def test_the_pages_stop_stops_the_pass_at_once(interval_service):
     """The page's Stop (POST /api/stop, as the page sends it from loopback) is the
     socket's stop: answered once the motor is off, and no card after the card in flight."""
     import http.client
 
-    from tests.mqtt_broker import free_port
+    svc, port = interval_service, interval_service.port
 
-    port = free_port()
-    svc = Service(tmp_path, f"[web]\nenabled = true\nport = {port}\n", speed=1.0).start()
-    try:
-        def page_stop() -> None:
-            conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-            conn.request("POST", "/api/stop", b"{}", {
-                "Content-Type": "application/json", "Origin": f"http://127.0.0.1:{port}"})
-            reply = conn.getresponse()
-            answer["page"] = (reply.status, json.loads(reply.read()))
-            answer["at"] = time.monotonic()
-            conn.close()
+    def page_stop() -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn.request("POST", "/api/stop", b"{}", {
+            "Content-Type": "application/json", "Origin": f"http://127.0.0.1:{port}"})
+        reply = conn.getresponse()
+        answer["page"] = (reply.status, json.loads(reply.read()))
+        answer["at"] = time.monotonic()
+        conn.close()
 
-        answer: dict = {}
-        cards, report = stop_mid(svc, [], {}, meanwhile=page_stop)
-        stopped = answer["at"]
-        assert answer["page"] == (200, {"ok": True, "result": {"stopped": True}}), answer
-        assert report["hand"]["fault"]["kind"] == "stopped", report
-        assert len([t for t in cards if t > stopped]) <= 1, "cards fell after the page's stop"
-    finally:
-        svc.stop()
+    answer: dict = {}
+    cards, report = stop_mid(svc, [], {}, meanwhile=page_stop)
+    stopped = answer["at"]
+    assert answer["page"] == (200, {"ok": True, "result": {"stopped": True}}), answer
+    assert report["hand"]["fault"]["kind"] == "stopped", report
+    assert len([t for t in cards if t > stopped]) <= 1, "cards fell after the page's stop"
