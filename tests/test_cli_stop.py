@@ -77,6 +77,10 @@ BROKEN = {"toml": "[hand\ncards = 24\n",
           "unknown_key": "[hand]\nbogus = 1\n"}
 
 
+#: the config the deployed service starts on, and each test leaves on disk
+GOOD = "[hand]\ncards = 24\n"
+
+
 @pytest.fixture(scope="module")
 def deployed_service(tmp_path_factory) -> Iterator[tuple[Service, Path]]:
     """The deployed layout under a system root (the service and its system root): its
@@ -99,7 +103,6 @@ def deployed_service(tmp_path_factory) -> Iterator[tuple[Service, Path]]:
         svc.stop()
 
 
-GOOD = "[hand]\ncards = 24\n"
 #: every broken config, found through --socket or the system socket: the quick tier keeps
 #: each config once and both ways of finding, the slow tier the rest
 MID_PASS = [(broken, named) for broken in sorted(BROKEN) for named in (True, False)]
@@ -116,7 +119,6 @@ def test_stop_with_the_config_broken_mid_pass_stops_it(deployed_service, tmp_pat
     pass runs. ``stop`` (with --socket, or finding the system socket) exits 0, with
     --json on stdout only, and no card falls after its answer: the motor is off."""
     svc, root = deployed_service
-    svc.config.write_text(GOOD)
     try:
         env = {**os.environ, "SHUFFLER_SYSTEM_ROOT": str(root), "SHUFFLER_CHECK_SCHEMAS": "1",
                "SHUFFLER_STATE_DIR": str(tmp_path / "cli-state")}
