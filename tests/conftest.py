@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -37,8 +39,12 @@ def dealer(spec: str) -> dict:
 # the ones it starts, is checked against shuffler/schemas (docs/json.md)
 os.environ.setdefault("SHUFFLER_CHECK_SCHEMAS", "1")
 # the CLI reads the machine's config under /etc and looks for its service under /run:
-# in the tests, under an empty throwaway root (tests/test_cli_discovery.py fills one)
-os.environ.setdefault("SHUFFLER_SYSTEM_ROOT", tempfile.mkdtemp(prefix="shuffler-root-"))
+# in the tests, under an empty throwaway root (tests/test_cli_discovery.py fills one),
+# made once by the first process of a run (xdist's workers and the processes the tests
+# start inherit it) and removed when that process ends
+if "SHUFFLER_SYSTEM_ROOT" not in os.environ:
+    os.environ["SHUFFLER_SYSTEM_ROOT"] = tempfile.mkdtemp(prefix="shuffler-root-")
+    atexit.register(shutil.rmtree, os.environ["SHUFFLER_SYSTEM_ROOT"], ignore_errors=True)
 # a suite started in the background of a script (``pytest &``, nohup) inherits SIGINT and
 # SIGQUIT ignored, and so would every CLI it starts: the CLI rightly leaves an ignored
 # signal alone (shuffler/control/signals.py), so the signal tests would see nothing

@@ -35,7 +35,7 @@ def test_bench_gpio_deals_every_card_where_the_plan_says():
 
 @pytest.mark.parametrize("args", [
     ("bench_startup.py", "--runs", "1"),
-    ("bench_service.py", "--runs", "1", "--idle", "0.5"),
+    ("bench_service.py", "--runs", "1", "--idle", "0.1"),
     pytest.param(("bench_mixing.py",), marks=SLOW),
     pytest.param(("bench_serial.py", "--passes", "2"), marks=SLOW),
     ("battery_level.py", "--runs", "10"),

@@ -29,6 +29,16 @@ def served(tmp_path):
         s.stop(signal.SIGKILL)
 
 
+@pytest.fixture(scope="module")
+def idle(tmp_path_factory):
+    """One service for the tests that only ask and are refused: none runs a pass, scores
+    or changes its state, so each finds it as it started (no pass counted)."""
+    s = Service(tmp_path_factory.mktemp("idle"), speed=12.0).start()
+    yield s
+    if s.proc and s.proc.poll() is None:
+        s.stop(signal.SIGKILL)
+
+
 def raw(path: Path) -> socket.socket:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(10)
@@ -37,12 +47,12 @@ def raw(path: Path) -> socket.socket:
     return sock
 
 
-def test_greeting_status_and_socket_mode(served):
-    client = served.client()
+def test_greeting_status_and_socket_mode(idle):
+    client = idle.client()
     assert client.greeting["protocol"] == 1 and client.greeting["device"] == "sim"
     status = client.request("status")
     assert status["health"]["ok"] and status["counters"]["passes"] == 0
-    assert oct(served.socket.stat().st_mode & 0o777) == "0o660"
+    assert oct(idle.socket.stat().st_mode & 0o777) == "0o660"
 
 
 @pytest.mark.slow
@@ -93,8 +103,8 @@ def test_killed_mid_pass_then_restarted_loses_nothing(served):
 
 @pytest.mark.parametrize("payload", [b"this is not json\n", b'{"cmd": "dance"}\n',
                                      b'["status"]\n', b'{"cmd": "pass", "cards": 500}\n'])
-def test_a_bad_request_gets_an_error_and_the_connection_stays(served, payload):
-    sock = raw(served.socket)
+def test_a_bad_request_gets_an_error_and_the_connection_stays(idle, payload):
+    sock = raw(idle.socket)
     f = sock.makefile("rwb")
     f.write(payload)
     f.flush()
@@ -105,16 +115,16 @@ def test_a_bad_request_gets_an_error_and_the_connection_stays(served, payload):
     assert json.loads(f.readline())["ok"] is True
 
 
-def test_a_huge_line_or_half_a_line_cannot_hurt_the_service(served):
-    sock = raw(served.socket)
+def test_a_huge_line_or_half_a_line_cannot_hurt_the_service(idle):
+    sock = raw(idle.socket)
     sock.sendall(b"x" * (70 * 1024) + b"\n")
     reply = json.loads(sock.makefile("rb").readline())
     assert reply["error"]["kind"] == "too_long"
     sock.close()
-    half = raw(served.socket)
+    half = raw(idle.socket)
     half.sendall(b'{"cmd": "sta')
     half.close()
-    assert served.client().request("status")["health"]["ok"]
+    assert idle.client().request("status")["health"]["ok"]
 
 
 def test_one_pass_at_a_time_and_twenty_clients_polling_status(served):

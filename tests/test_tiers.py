@@ -38,10 +38,11 @@ def test_a_quick_test_that_starts_a_real_part_fails_naming_it(tmp_path):
     program.chmod(0o755)
     (tmp_path / "test_fake.py").write_text(FAKE_BROKER.format(program=str(program)))
     done = subprocess.run(
-        # without hypothesis's plugin (a second of imports): the guard is the conftest's
+        # without hypothesis's plugin (a second of imports): the guard is the conftest's;
+        # no conftest above the test's folder, nor a walk of /tmp's entries to find one
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
          "-p", "no:hypothesispytest", "-p", "tests.conftest", "-c", str(ROOT / "pyproject.toml"),
-         "--rootdir", str(tmp_path),
+         "--rootdir", str(tmp_path), "--confcutdir", str(tmp_path),
          str(tmp_path / "test_fake.py")],
         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     out = done.stdout

@@ -4,6 +4,7 @@ sim-gpio, and a change of limits sends them again."""
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import replace
 
@@ -24,7 +25,10 @@ BACKENDS = ["sim-gpio", "sim-serial",
                                                              reason=MISSING or ""))]
 
 
+@functools.cache
 def pass_seconds(name: str, soft_start: float, table: str = "engine") -> float:
+    """A pass's own seconds on ``name`` (the device's time: the same every time, so a
+    pass measured once serves every test that asks for it)."""
     config = load_config_text(f"[{table}]\nsoft_start_s = {soft_start}\n")
     dev = open_device(name, config, cards=24, sim=SimOptions(speed=20, seed=1))
     try:
