@@ -99,6 +99,32 @@ def test_the_cli_resolves_a_hands_terms_once_and_the_hand_runs_on_them(tmp_path,
     assert [p["expected"] for p in hand_json["pass_reports"]] == [20, 20]
 
 
+def test_a_hand_left_pending_after_the_cli_resolved_its_terms_is_resumed(tmp_path,
+                                                                        monkeypatch):
+    """The CLI resolves the terms before it takes the machine; a command that leaves a hand
+    pending in between (its lock let go just then) is seen, and its hand resumed, not
+    written over by a fresh one."""
+    from shuffler.control import hand
+    from shuffler.store.state import StateStore
+
+    real = hand.hand_terms
+
+    def then_another_command(state, *args, **kwargs):
+        terms = real(state, *args, **kwargs)
+        other = StateStore(tmp_path / "state")  # another process's store
+        left = other.load()
+        left.hand = {"number": 1, "passes": 3, "cards": 24, "mode": "planned", "done": 1}
+        other.save(left)
+        return terms
+
+    monkeypatch.setattr(hand, "hand_terms", then_another_command)
+    result = invoke(tmp_path, "--json", "hand", "--passes", "2")
+    assert result.exit_code == 0, result.output
+    resumed = json.loads(result.stdout)["hand"]
+    assert (resumed["passes"], resumed["resumed_at"]) == (3, 2)  # its hand, at its pass 2
+    assert [p["number"] for p in resumed["pass_reports"]] == [2, 3]
+
+
 def test_a_socket_request_cannot_smuggle_in_the_terms():
     """The resolved terms ride in the CLI's own request only: a request from a client
     naming ``terms`` is refused by name before any handler runs."""

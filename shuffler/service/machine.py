@@ -144,8 +144,12 @@ def _pass(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
 
 
 def _hand(m: Machine, req: dict[str, Any], emit: Emit) -> Record:
-    # the CLI resolved the terms to open the device (cli/app.py, App.load): not again
-    terms = req.get("terms") or m.session.terms(req["passes"], req["cards"], req["mode"])
+    # the CLI resolved the terms to open the device (cli/app.py, App.load), before it took
+    # the machine: kept unless a command in between changed the pending hand (the store
+    # reads the file again only if it changed)
+    terms = req.get("terms")
+    if terms is None or terms.pending != m.session.controller.store.load().hand:
+        terms = m.session.terms(req["passes"], req["cards"], req["mode"])
     return m.session.do_hand(terms, on_event=emit, on_tick=m.tick)
 
 
